@@ -1,0 +1,18 @@
+"""Root pytest configuration: nodeconf's command-line options and fixture plugins."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins: list[str] = []
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("nodeconf")
+    group.addoption(
+        "--node",
+        default="vm",
+        help="node under test: vm (default, the reference VM), local, ssh://user@host[:port], kube[:context]",
+    )
+    group.addoption("--kubelet-config", default=None, help="KubeletConfiguration YAML the node starts with")
+    group.addoption("--profile", default=None, help="Kubernetes profile X.Y the oracle uses (default: newest)")

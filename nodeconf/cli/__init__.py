@@ -1,0 +1,1 @@
+"""The `nodeconf` command line."""

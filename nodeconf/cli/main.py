@@ -1,0 +1,45 @@
+"""`nodeconf` entry point: dispatches each subcommand to its own module, imported only when used."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from nodeconf.errors import InputError
+
+# subcommand -> (module, one-line help); each module has add_parser(subparsers) and run(args) -> int.
+SUBCOMMANDS = {
+    "explain": ("nodeconf.cli.explain", "show what a node should do with these pods"),
+    "run": ("nodeconf.cli.run", "run the conformance suites against a node and write reports/"),
+    "report": ("nodeconf.cli.report", "regenerate the HTML report from Allure results"),
+    "node": ("nodeconf.cli.node", "manage the reference VM node (up, down, status, ssh)"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the subcommand and run it; usage errors exit 2."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="nodeconf", description="Kubernetes node conformance suite")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    name = next((a for a in args_list if not a.startswith("-")), None)
+    for command, (module_name, help_text) in SUBCOMMANDS.items():
+        if command == name:
+            importlib.import_module(module_name).add_parser(subparsers)
+        else:
+            subparsers.add_parser(command, help=help_text)
+    args = parser.parse_args(args_list)
+    try:
+        code = importlib.import_module(SUBCOMMANDS[args.command][0]).run(args)
+    except InputError as err:
+        print(f"nodeconf: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("nodeconf: interrupted", file=sys.stderr)
+        return 130
+    return int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

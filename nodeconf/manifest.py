@@ -1,0 +1,392 @@
+"""Typed views of Pods, LimitRanges and ResourceQuotas built from plain dicts (core/v1 types)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from nodeconf.errors import InputError
+from nodeconf.quantity import Quantity, QuantityError
+
+ResourceList = Mapping[str, Quantity]
+
+CPU = "cpu"
+MEMORY = "memory"
+SWAP = "swap"
+
+# Built-in PriorityClasses (pkg/apis/scheduling/types.go: SystemCriticalPriority and friends).
+SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"
+SYSTEM_NODE_CRITICAL = "system-node-critical"
+BUILTIN_PRIORITY_CLASSES = {SYSTEM_CLUSTER_CRITICAL: 2_000_000_000, SYSTEM_NODE_CRITICAL: 2_000_001_000}
+# Annotations that mark static and mirror pods (pkg/kubelet/types/pod_update.go).
+CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
+CONFIG_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+_UID_NAMESPACE = uuid.UUID("6f1c3a52-7d7e-4c1e-9a55-2f0d1f6a9e10")
+
+
+@dataclass(frozen=True)
+class Resources:
+    """`requests` and `limits` of a container or of a pod (`spec.resources`)."""
+
+    requests: ResourceList = field(default_factory=dict)
+    limits: ResourceList = field(default_factory=dict)
+
+    def request(self, name: str) -> Quantity | None:
+        return self.requests.get(name)
+
+    def limit(self, name: str) -> Quantity | None:
+        return self.limits.get(name)
+
+    def is_empty(self) -> bool:
+        return not self.requests and not self.limits
+
+
+@dataclass(frozen=True)
+class Container:
+    """A container or init container; `restart_policy == "Always"` on an init container makes a sidecar."""
+
+    name: str
+    image: str = ""
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    resources: Resources = field(default_factory=Resources)
+    restart_policy: str | None = None
+    resize_policy: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_sidecar(self) -> bool:
+        return self.restart_policy == "Always"
+
+    def resize_restart_policy(self, resource: str) -> str:
+        """`NotRequired` unless the container's resizePolicy says otherwise (core/v1 defaults)."""
+        return self.resize_policy.get(resource, "NotRequired")
+
+
+@dataclass(frozen=True)
+class Pod:
+    """The fields of a Pod that decide its node resources."""
+
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    resources: Resources | None = None
+    overhead: ResourceList = field(default_factory=dict)
+    priority_value: int | None = None
+    priority_class_name: str = ""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    restart_policy: str = "Always"
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.uid:
+            object.__setattr__(self, "uid", str(uuid.uuid5(_UID_NAMESPACE, f"{self.namespace}/{self.name}")))
+
+    @property
+    def priority(self) -> int:
+        """`spec.priority`, else the built-in class's value, else 0 (priority admission plugin)."""
+        if self.priority_value is not None:
+            return self.priority_value
+        return BUILTIN_PRIORITY_CLASSES.get(self.priority_class_name, 0)
+
+    @property
+    def is_static(self) -> bool:
+        return self.annotations.get(CONFIG_SOURCE_ANNOTATION, "api") != "api"
+
+    @property
+    def is_mirror(self) -> bool:
+        return CONFIG_MIRROR_ANNOTATION in self.annotations
+
+    @property
+    def sidecars(self) -> tuple[Container, ...]:
+        return tuple(c for c in self.init_containers if c.is_sidecar)
+
+    @property
+    def all_containers(self) -> tuple[Container, ...]:
+        return self.init_containers + self.containers
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def with_containers(self, containers: Sequence[Container], init: Sequence[Container]) -> Pod:
+        return replace(self, containers=tuple(containers), init_containers=tuple(init))
+
+
+@dataclass(frozen=True)
+class LimitRangeItem:
+    """One `spec.limits[]` entry of a LimitRange."""
+
+    type: str
+    default: ResourceList = field(default_factory=dict)
+    default_request: ResourceList = field(default_factory=dict)
+    min: ResourceList = field(default_factory=dict)
+    max: ResourceList = field(default_factory=dict)
+    max_limit_request_ratio: ResourceList = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LimitRange:
+    name: str
+    namespace: str = "default"
+    limits: tuple[LimitRangeItem, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResourceQuota:
+    name: str
+    namespace: str = "default"
+    hard: ResourceList = field(default_factory=dict)
+    scopes: tuple[str, ...] = ()
+
+
+NamespaceObject = LimitRange | ResourceQuota
+
+
+class _Reader:
+    """Reads typed fields out of a dict, raising InputError with the field's path."""
+
+    def __init__(self, source: str, obj: str) -> None:
+        self.source = source
+        self.obj = obj
+
+    def fail(self, path: str, problem: str) -> InputError:
+        return InputError(problem, source=self.source, obj=self.obj, field=path)
+
+    def mapping(self, value: Any, path: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.fail(path, f"expected a mapping, got {type(value).__name__}")
+        return value
+
+    def sequence(self, value: Any, path: str) -> Sequence[Any]:
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            raise self.fail(path, f"expected a list, got {type(value).__name__}")
+        return value
+
+    def string(self, value: Any, path: str, default: str = "") -> str:
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.fail(path, f"expected a string, got {value!r}")
+        return value
+
+    def strings(self, value: Any, path: str) -> tuple[str, ...]:
+        return tuple(self.string(item, f"{path}[{i}]") for i, item in enumerate(self.sequence(value, path)))
+
+    def integer(self, value: Any, path: str) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(path, f"expected an integer, got {value!r}")
+        return value
+
+    def resource_list(self, value: Any, path: str) -> dict[str, Quantity]:
+        out: dict[str, Quantity] = {}
+        for name, raw in self.mapping(value, path).items():
+            try:
+                out[str(name)] = Quantity.parse(raw)
+            except QuantityError as err:
+                raise self.fail(f"{path}.{name}", str(err)) from None
+        return out
+
+    def resources(self, value: Any, path: str) -> Resources:
+        spec = self.mapping(value, path)
+        return Resources(
+            requests=self.resource_list(spec.get("requests"), f"{path}.requests"),
+            limits=self.resource_list(spec.get("limits"), f"{path}.limits"),
+        )
+
+    def container(self, value: Any, path: str) -> Container:
+        spec = self.mapping(value, path)
+        name = self.string(spec.get("name"), f"{path}.name")
+        if not name:
+            raise self.fail(f"{path}.name", "a container needs a name")
+        resize: dict[str, str] = {}
+        for i, entry in enumerate(self.sequence(spec.get("resizePolicy"), f"{path}.resizePolicy")):
+            item = self.mapping(entry, f"{path}.resizePolicy[{i}]")
+            resource = self.string(item.get("resourceName"), f"{path}.resizePolicy[{i}].resourceName")
+            policy = self.string(item.get("restartPolicy"), f"{path}.resizePolicy[{i}].restartPolicy")
+            if policy not in ("NotRequired", "RestartContainer"):
+                raise self.fail(f"{path}.resizePolicy[{i}].restartPolicy", f"unknown value {policy!r}")
+            resize[resource] = policy
+        restart = spec.get("restartPolicy")
+        return Container(
+            name=name,
+            image=self.string(spec.get("image"), f"{path}.image"),
+            command=self.strings(spec.get("command"), f"{path}.command"),
+            args=self.strings(spec.get("args"), f"{path}.args"),
+            resources=self.resources(spec.get("resources"), f"{path}.resources"),
+            restart_policy=self.string(restart, f"{path}.restartPolicy") if restart is not None else None,
+            resize_policy=resize,
+        )
+
+    def item_list(self, value: Any, path: str) -> tuple[Mapping[str, Any], ...]:
+        return tuple(self.mapping(v, f"{path}[{i}]") for i, v in enumerate(self.sequence(value, path)))
+
+
+def _metadata(doc: Mapping[str, Any], source: str, kind: str) -> tuple[_Reader, str, str, Mapping[str, Any]]:
+    meta = doc.get("metadata")
+    if meta is not None and not isinstance(meta, Mapping):
+        raise InputError("expected a mapping", source=source, obj=kind, field="metadata")
+    meta = meta or {}
+    name = meta.get("name") or meta.get("generateName") or ""
+    if not isinstance(name, str) or not name:
+        raise InputError("every object needs a name", source=source, obj=kind, field="metadata.name")
+    reader = _Reader(source, f"{kind}/{name}")
+    namespace = reader.string(meta.get("namespace"), "metadata.namespace", "default")
+    return reader, name, namespace, meta
+
+
+def pod_from_spec(
+    name: str,
+    namespace: str,
+    meta: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    reader: _Reader,
+    prefix: str = "spec",
+) -> Pod:
+    """A Pod from its metadata and spec (also a workload's pod template)."""
+    containers = tuple(
+        reader.container(c, f"{prefix}.containers[{i}]")
+        for i, c in enumerate(reader.sequence(spec.get("containers"), f"{prefix}.containers"))
+    )
+    if not containers:
+        raise reader.fail(f"{prefix}.containers", "a pod needs at least one container")
+    init = tuple(
+        reader.container(c, f"{prefix}.initContainers[{i}]")
+        for i, c in enumerate(reader.sequence(spec.get("initContainers"), f"{prefix}.initContainers"))
+    )
+    pod_resources = spec.get("resources")
+    annotations = reader.mapping(meta.get("annotations"), "metadata.annotations")
+    labels = reader.mapping(meta.get("labels"), "metadata.labels")
+    return Pod(
+        name=name,
+        namespace=namespace,
+        uid=reader.string(meta.get("uid"), "metadata.uid"),
+        containers=containers,
+        init_containers=init,
+        resources=reader.resources(pod_resources, f"{prefix}.resources") if pod_resources is not None else None,
+        overhead=reader.resource_list(spec.get("overhead"), f"{prefix}.overhead"),
+        priority_value=reader.integer(spec.get("priority"), f"{prefix}.priority"),
+        priority_class_name=reader.string(spec.get("priorityClassName"), f"{prefix}.priorityClassName"),
+        annotations={str(k): str(v) for k, v in annotations.items()},
+        labels={str(k): str(v) for k, v in labels.items()},
+        restart_policy=reader.string(spec.get("restartPolicy"), f"{prefix}.restartPolicy", "Always"),
+        source=reader.source,
+    )
+
+
+# Workload kinds whose pod template is at spec.template (apps/v1, batch/v1); CronJob nests one level deeper.
+_TEMPLATE_PATHS = {
+    "Deployment": ("spec", "template"),
+    "StatefulSet": ("spec", "template"),
+    "DaemonSet": ("spec", "template"),
+    "ReplicaSet": ("spec", "template"),
+    "ReplicationController": ("spec", "template"),
+    "Job": ("spec", "template"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template"),
+}
+OBJECT_KINDS = ("Pod", "LimitRange", "ResourceQuota", *_TEMPLATE_PATHS)
+
+
+def object_from_dict(doc: Any, source: str = "") -> Pod | LimitRange | ResourceQuota:
+    """Build the typed object for one Kubernetes document; InputError for anything else."""
+    if not isinstance(doc, Mapping) or "kind" not in doc:
+        raise InputError("not a Kubernetes object (no kind)", source=source)
+    kind = doc["kind"]
+    if kind not in OBJECT_KINDS:
+        raise InputError(f"unknown kind {kind!r} (expected one of {', '.join(OBJECT_KINDS)})", source=source)
+    reader, name, namespace, meta = _metadata(doc, source, kind)
+    if kind == "Pod":
+        return pod_from_spec(name, namespace, meta, reader.mapping(doc.get("spec"), "spec"), reader)
+    if kind == "LimitRange":
+        spec = reader.mapping(doc.get("spec"), "spec")
+        items = []
+        for i, item in enumerate(reader.item_list(spec.get("limits"), "spec.limits")):
+            path = f"spec.limits[{i}]"
+            items.append(
+                LimitRangeItem(
+                    type=reader.string(item.get("type"), f"{path}.type", "Container"),
+                    default=reader.resource_list(item.get("default"), f"{path}.default"),
+                    default_request=reader.resource_list(item.get("defaultRequest"), f"{path}.defaultRequest"),
+                    min=reader.resource_list(item.get("min"), f"{path}.min"),
+                    max=reader.resource_list(item.get("max"), f"{path}.max"),
+                    max_limit_request_ratio=reader.resource_list(
+                        item.get("maxLimitRequestRatio"), f"{path}.maxLimitRequestRatio"
+                    ),
+                )
+            )
+        return LimitRange(name=name, namespace=namespace, limits=tuple(items))
+    if kind == "ResourceQuota":
+        spec = reader.mapping(doc.get("spec"), "spec")
+        return ResourceQuota(
+            name=name,
+            namespace=namespace,
+            hard=reader.resource_list(spec.get("hard"), "spec.hard"),
+            scopes=reader.strings(spec.get("scopes"), "spec.scopes"),
+        )
+    template: Any = doc
+    walked: list[str] = []
+    for key in _TEMPLATE_PATHS[kind]:
+        template = reader.mapping(template, ".".join(walked) or kind).get(key)
+        walked.append(key)
+    prefix = ".".join(_TEMPLATE_PATHS[kind])
+    template = reader.mapping(template, prefix)
+    template_meta = reader.mapping(template.get("metadata"), f"{prefix}.metadata")
+    merged_meta = {**template_meta, "uid": meta.get("uid")}
+    return pod_from_spec(
+        name, namespace, merged_meta, reader.mapping(template.get("spec"), f"{prefix}.spec"), reader,
+        prefix=f"{prefix}.spec",
+    )
+
+
+def pod_to_dict(pod: Pod) -> dict[str, Any]:
+    """The pod as a minimal core/v1 manifest (what crosses the wire to a node agent)."""
+
+    def res(r: Resources) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if r.requests:
+            out["requests"] = {k: str(v) for k, v in r.requests.items()}
+        if r.limits:
+            out["limits"] = {k: str(v) for k, v in r.limits.items()}
+        return out
+
+    def ctr(c: Container) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": c.name, "image": c.image}
+        if c.command:
+            out["command"] = list(c.command)
+        if c.args:
+            out["args"] = list(c.args)
+        if not c.resources.is_empty():
+            out["resources"] = res(c.resources)
+        if c.restart_policy is not None:
+            out["restartPolicy"] = c.restart_policy
+        if c.resize_policy:
+            out["resizePolicy"] = [{"resourceName": k, "restartPolicy": v} for k, v in c.resize_policy.items()]
+        return out
+
+    spec: dict[str, Any] = {"restartPolicy": pod.restart_policy, "containers": [ctr(c) for c in pod.containers]}
+    if pod.init_containers:
+        spec["initContainers"] = [ctr(c) for c in pod.init_containers]
+    if pod.resources is not None:
+        spec["resources"] = res(pod.resources)
+    if pod.overhead:
+        spec["overhead"] = {k: str(v) for k, v in pod.overhead.items()}
+    if pod.priority_value is not None:
+        spec["priority"] = pod.priority_value
+    if pod.priority_class_name:
+        spec["priorityClassName"] = pod.priority_class_name
+    meta: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
+    if pod.annotations:
+        meta["annotations"] = dict(pod.annotations)
+    if pod.labels:
+        meta["labels"] = dict(pod.labels)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

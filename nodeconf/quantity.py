@@ -1,0 +1,121 @@
+"""Kubernetes resource quantities, parsed exactly (k8s.io/apimachinery/pkg/api/resource/quantity.go)."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_GRAMMAR = re.compile(
+    r"(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?"
+)
+
+
+class QuantityError(ValueError):
+    """A string that is not a Kubernetes quantity."""
+
+
+@dataclass(frozen=True, order=False)
+class Quantity:
+    """An exact quantity; `text` keeps the spelling the user wrote."""
+
+    amount: Fraction
+    text: str = field(default="", compare=False)
+
+    @classmethod
+    def parse(cls, text: str | int | float) -> Quantity:
+        """Parse `128Mi`, `250m`, `1e3`, `1.5Gi`, `-2`; raise QuantityError naming the text."""
+        if isinstance(text, bool):
+            raise QuantityError(f"invalid quantity {text!r}")
+        if isinstance(text, int):
+            return cls(Fraction(text), str(text))
+        if isinstance(text, float):
+            if not math.isfinite(text):
+                raise QuantityError(f"invalid quantity {text!r}")
+            return cls(Fraction(str(text)), str(text))
+        raw = str(text).strip()
+        match = _GRAMMAR.fullmatch(raw)
+        if match is None:
+            raise QuantityError(f"invalid quantity {text!r}")
+        number = Fraction(match["number"] if not match["number"].endswith(".") else match["number"][:-1])
+        suffix = match["suffix"] or ""
+        if suffix in _BINARY:
+            scale = Fraction(_BINARY[suffix])
+        elif suffix in _DECIMAL:
+            scale = _DECIMAL[suffix]
+        else:
+            exponent = int(suffix[1:])
+            if abs(exponent) > 100:
+                raise QuantityError(f"invalid quantity {text!r}: exponent out of range")
+            scale = Fraction(10) ** exponent
+        amount = number * scale
+        return cls(-amount if match["sign"] == "-" else amount, raw)
+
+    @classmethod
+    def of(cls, amount: int | Fraction) -> Quantity:
+        """A quantity of exactly `amount` base units."""
+        return cls(Fraction(amount), format_amount(Fraction(amount)))
+
+    def value(self) -> int:
+        """Integer base units rounded up, like `Quantity.Value()`."""
+        return math.ceil(self.amount)
+
+    def milli_value(self) -> int:
+        """Integer thousandths rounded up, like `Quantity.MilliValue()`."""
+        return math.ceil(self.amount * 1000)
+
+    def is_zero(self) -> bool:
+        return self.amount == 0
+
+    def __lt__(self, other: Quantity) -> bool:
+        return self.amount < other.amount
+
+    def __le__(self, other: Quantity) -> bool:
+        return self.amount <= other.amount
+
+    def __gt__(self, other: Quantity) -> bool:
+        return self.amount > other.amount
+
+    def __ge__(self, other: Quantity) -> bool:
+        return self.amount >= other.amount
+
+    def __add__(self, other: Quantity) -> Quantity:
+        return Quantity.of(self.amount + other.amount)
+
+    def __sub__(self, other: Quantity) -> Quantity:
+        return Quantity.of(self.amount - other.amount)
+
+    def __str__(self) -> str:
+        return self.text or format_amount(self.amount)
+
+
+def format_amount(amount: Fraction) -> str:
+    """Canonical text: the largest exact binary suffix for whole numbers ≥ 1Ki, else decimal (or milli)."""
+    sign = "-" if amount < 0 else ""
+    magnitude = abs(amount)
+    if magnitude.denominator == 1:
+        whole = magnitude.numerator
+        for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+            if whole and whole % _BINARY[suffix] == 0:
+                return f"{sign}{whole // _BINARY[suffix]}{suffix}"
+        return f"{sign}{whole}"
+    milli = magnitude * 1000
+    if milli.denominator == 1:
+        return f"{sign}{milli.numerator}m"
+    nano = math.ceil(magnitude * 10**9)
+    return f"{sign}{nano}n"

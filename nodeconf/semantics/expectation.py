@@ -1,0 +1,112 @@
+"""What the oracle promises: expected file values with their rule, per cgroup, container, pod and node."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from nodeconf.manifest import Pod
+
+
+class QosClass(StrEnum):
+    """Pod QoS classes (pkg/apis/core/types.go PodQOSClass)."""
+
+    GUARANTEED = "Guaranteed"
+    BURSTABLE = "Burstable"
+    BEST_EFFORT = "BestEffort"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """A value as the kernel reads it back, the rule that gives it, and documented accepted deviations.
+
+    `accepted` maps another acceptable read-back value to the upstream issue that explains it
+    (SEMANTICS.md precedence rule 3); it is never used to loosen a check.
+    """
+
+    value: str
+    rule: str
+    accepted: Mapping[str, str] = field(default_factory=dict)
+
+    def accepts(self, actual: str) -> bool:
+        return actual == self.value or actual in self.accepted
+
+
+@dataclass(frozen=True)
+class CgroupExpectation:
+    """Expected files of one cgroup, its path relative to the cgroup root."""
+
+    path: str
+    files: Mapping[str, Expected]
+
+
+@dataclass(frozen=True)
+class Event:
+    """A Kubernetes event the node should emit for a pod."""
+
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ContainerExpectation:
+    name: str
+    cgroup: CgroupExpectation
+    oom_score_adj: Expected
+    init: bool = False
+    sidecar: bool = False
+
+
+@dataclass(frozen=True)
+class PodExpectation:
+    """Everything expected of one pod; a rejected pod has `admitted=False`, its `errors`, and no cgroups."""
+
+    pod: Pod
+    qos_class: QosClass
+    admitted: bool
+    errors: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    events: tuple[Event, ...] = ()
+    cgroup: CgroupExpectation | None = None
+    containers: tuple[ContainerExpectation, ...] = ()
+    pause: ContainerExpectation | None = None
+
+    def container(self, name: str) -> ContainerExpectation:
+        for c in self.containers:
+            if c.name == name:
+                return c
+        raise KeyError(f"pod {self.pod.ref} has no container {name!r}")
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    """The node as the oracle saw it (the `node` object of `nodeconf explain`)."""
+
+    memory_capacity: int
+    swap_capacity: int
+    cpu_capacity_milli: int
+    allocatable_memory: int
+    allocatable_cpu_milli: int
+    swap_behavior: str
+    kubernetes_version: str
+    cpu_weight_formula: str
+    page_size: int
+
+
+@dataclass(frozen=True)
+class NodeExpectation:
+    """The whole expected node: summary, node-level cgroups (kubepods, QoS slices), pods, metrics."""
+
+    node: NodeSummary
+    cgroups: Mapping[str, CgroupExpectation]
+    pods: tuple[PodExpectation, ...]
+    metrics: Mapping[str, int]
+    warnings: tuple[str, ...] = ()
+
+    def pod(self, name: str, namespace: str = "default") -> PodExpectation:
+        for p in self.pods:
+            if p.pod.name == name and p.pod.namespace == namespace:
+                return p
+        raise KeyError(f"no pod {namespace}/{name}")
