@@ -1,0 +1,1 @@
+"""Provisioning: the reference VM (image recipe, build, cache) and the qemu machine that boots it."""

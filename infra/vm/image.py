@@ -1,0 +1,301 @@
+"""Build and cache the reference VM image from Debian packages (source: issue 4, MEASURED.md build facts)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import lzma
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from infra.vm import paths
+from infra.vm.kernel import extract_vmlinux
+from infra.vm.progress import StepPrinter
+from infra.vm.recipe import (
+    GUEST_INIT_PATH,
+    Recipe,
+    cache_key,
+    candidate_versions,
+    default_recipe,
+    insmod_order,
+    kernel_package_from_depends,
+    kernel_release,
+)
+
+Progress = Callable[[str], None]
+MANIFEST = "manifest.json"
+BUILD_TOOLS = ("apt-get", "apt-cache", "dpkg-deb", "debootstrap", "depmod", "modprobe", "cpio", "mkfs.ext4",
+               "ssh-keygen")
+INITRAMFS_APPLETS = ("sh", "mount", "umount", "insmod", "switch_root", "sleep", "cat", "mkdir")
+
+
+class ImageBuildError(RuntimeError):
+    """The image could not be built; the message is one line saying why and what to do."""
+
+
+@dataclass(frozen=True)
+class VmImage:
+    """A built reference image: boot files, root disk, the client key and the pinned guest host key."""
+
+    directory: Path
+    key: str
+    kernel: Path
+    initrd: Path
+    root_disk: Path
+    client_key: Path
+    host_public_key: str
+    kernel_release: str
+
+    @classmethod
+    def load(cls, directory: Path) -> VmImage:
+        """The image described by the manifest in a finished image directory."""
+        manifest = json.loads((directory / MANIFEST).read_text())
+        return cls(
+            directory=directory,
+            key=manifest["key"],
+            kernel=directory / "vmlinux",
+            initrd=directory / "initrd.img",
+            root_disk=directory / "root.img",
+            client_key=directory / "id_ed25519",
+            host_public_key=(directory / "ssh_host_ed25519_key.pub").read_text().strip(),
+            kernel_release=manifest["kernel_release"],
+        )
+
+
+def _run(argv: Sequence[str], *, cwd: Path | None = None, input: bytes | None = None) -> str:
+    """Run a host command; on failure raise ImageBuildError with its last stderr line."""
+    proc = subprocess.run(list(argv), cwd=cwd, input=input, capture_output=True, check=False)
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).decode(errors="replace").strip().splitlines()
+        tail = lines[-1] if lines else f"exit status {proc.returncode}"
+        raise ImageBuildError(f"{argv[0]} failed: {tail}")
+    return proc.stdout.decode(errors="replace")
+
+
+def check_host() -> None:
+    """Fail with one line naming the missing tools (or root) needed to build the image."""
+    missing = [tool for tool in BUILD_TOOLS if shutil.which(tool) is None]
+    if missing:
+        raise ImageBuildError(f"missing host tools: {' '.join(missing)}; run: bash infra/install-host.sh")
+    if os.geteuid() != 0:
+        raise ImageBuildError("building the reference image needs root (debootstrap, mkfs.ext4 -d ownership)")
+
+
+def resolve_versions(recipe: Recipe) -> dict[str, str]:
+    """The exact package versions the image would contain, from the host's apt cache (one key input)."""
+    try:
+        depends = _run(["apt-cache", "depends", recipe.kernel_metapackage])
+        kernel_package = kernel_package_from_depends(depends)
+    except (ImageBuildError, ValueError) as err:
+        raise ImageBuildError(f"cannot resolve the kernel package ({err}); run: apt-get update") from err
+    packages = [kernel_package, recipe.busybox_package, *recipe.include]
+    versions = candidate_versions(_run(["apt-cache", "policy", *packages]))
+    unknown = [p for p in packages if versions.get(p, "(none)") == "(none)"]
+    if unknown:
+        raise ImageBuildError(f"apt has no candidate for {' '.join(unknown)}; run: apt-get update")
+    versions["kernel-package"] = kernel_package
+    return versions
+
+
+def ensure_image(cache_dir: Path | None = None, progress: Progress | None = None,
+                 recipe: Recipe | None = None) -> VmImage:
+    """The cached image for this recipe and these package versions, built once (locked across processes)."""
+    say = progress or (lambda _message: None)
+    recipe = recipe or default_recipe()
+    versions = resolve_versions(recipe)
+    key = cache_key(recipe, versions)
+    images = paths.images_dir(cache_dir)
+    target = images / key
+    if (target / MANIFEST).is_file():
+        say(f"image {key} cached in {target}")
+        return VmImage.load(target)
+    images.mkdir(parents=True, exist_ok=True)
+    with _locked(images / f"{key}.lock"):
+        if not (target / MANIFEST).is_file():
+            check_host()
+            _build(recipe, versions, key, target, say)
+    return VmImage.load(target)
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive file lock so concurrent sessions build an image only once."""
+    with open(lock_path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build(recipe: Recipe, versions: dict[str, str], key: str, target: Path, say: Progress) -> None:
+    """Build the image into a scratch directory and move it into place; the scratch is removed on failure."""
+    started = time.monotonic()
+    work = target.parent / f".{key}.build-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        say(f"building image {key} (debootstrap {recipe.suite} and kernel in parallel)")
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "nodeconf-client", "-f",
+              str(work / "id_ed25519")])
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            rootfs = pool.submit(_debootstrap, recipe, work / "rootfs", say)
+            boot = pool.submit(_build_boot, recipe, versions, work, say)
+            release = boot.result()
+            rootfs.result()
+        _customize(recipe, work / "rootfs", work)
+        say(f"making root disk ({recipe.root_disk_mib} MiB ext4)")
+        _run(["mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-L", "nodeconf-root", "-d",
+              str(work / "rootfs"), str(work / "root.img"), f"{recipe.root_disk_mib}M"])
+        _remove_tree(work / "rootfs")
+        manifest = {"key": key, "kernel_release": release, "versions": versions,
+                    "build_seconds": round(time.monotonic() - started, 1)}
+        (work / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        work.rename(target)
+        say(f"image {key} built in {manifest['build_seconds']} s: {target}")
+    finally:
+        if work.exists():
+            _remove_tree(work)
+
+
+def _debootstrap(recipe: Recipe, root: Path, say: Progress) -> None:
+    """A minimal Debian root file system with the recipe's packages (network-bound, ≈50 s)."""
+    say(f"debootstrap --variant=minbase {recipe.suite} ({', '.join(recipe.include)})")
+    _run(["debootstrap", "--variant=minbase", f"--include={','.join(recipe.include)}", "--components=main",
+          recipe.suite, str(root), recipe.mirror])
+    say("root file system ready")
+
+
+def _build_boot(recipe: Recipe, versions: dict[str, str], work: Path, say: Progress) -> str:
+    """Download and unpack the kernel and busybox, write vmlinux and the initramfs; return the release."""
+    kernel_package = versions["kernel-package"]
+    release = kernel_release(kernel_package)
+    debs = work / "debs"
+    debs.mkdir()
+    say(f"downloading {kernel_package} and {recipe.busybox_package}")
+    _run(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root",
+          f"{kernel_package}={versions[kernel_package]}",
+          f"{recipe.busybox_package}={versions[recipe.busybox_package]}"], cwd=debs)
+    kernel_tree, busybox_tree = work / "kernel-tree", work / "busybox-tree"
+    for deb in debs.glob("*.deb"):
+        tree = kernel_tree if deb.name.startswith("linux-image-") else busybox_tree
+        _run(["dpkg-deb", "-x", str(deb), str(tree)])
+    say(f"extracting vmlinux from vmlinuz-{release}")
+    vmlinuz = (kernel_tree / "boot" / f"vmlinuz-{release}").read_bytes()
+    (work / "vmlinux").write_bytes(extract_vmlinux(vmlinuz))
+    _run(["depmod", "-b", str(kernel_tree), release])
+    modules = insmod_order(
+        _run(["modprobe", "-d", str(kernel_tree), "-S", release, "--show-depends", module])
+        for module in recipe.boot_modules
+    )
+    say(f"initramfs with busybox and {len(modules)} modules")
+    _write_initramfs(recipe, kernel_tree, busybox_tree, [Path(m) for m in modules], work / "initrd.img")
+    shutil.rmtree(debs)
+    shutil.rmtree(kernel_tree)
+    shutil.rmtree(busybox_tree)
+    return release
+
+
+def _write_initramfs(recipe: Recipe, kernel_tree: Path, busybox_tree: Path, modules: list[Path],
+                     output: Path) -> None:
+    """An uncompressed newc initramfs: busybox, the boot modules in load order, and the init script."""
+    stage = output.parent / "initramfs"
+    for directory in ("bin", "dev", "proc", "sys", "newroot"):
+        (stage / directory).mkdir(parents=True, exist_ok=True)
+    shutil.copy2(busybox_tree / "bin" / "busybox", stage / "bin" / "busybox")
+    for applet in INITRAMFS_APPLETS:
+        (stage / "bin" / applet).symlink_to("busybox")
+    with contextlib.suppress(PermissionError):
+        os.mknod(stage / "dev" / "console", 0o600 | 0o020000, os.makedev(5, 1))
+    order = []
+    for module in modules:
+        inside = Path("/") / module.relative_to(kernel_tree)
+        data = module.read_bytes()
+        if inside.suffix == ".xz":
+            data, inside = lzma.decompress(data), inside.with_suffix("")
+        (stage / inside.relative_to("/")).parent.mkdir(parents=True, exist_ok=True)
+        (stage / inside.relative_to("/")).write_bytes(data)
+        order.append(str(inside))
+    (stage / "modules.order").write_text("\n".join(order) + "\n")
+    init = stage / "init"
+    init.write_text(recipe.scripts["initramfs_init.sh"])
+    init.chmod(0o755)
+    members = sorted(str(p.relative_to(stage)) for p in stage.rglob("*"))
+    listing = ("\n".join([".", *members]) + "\n").encode()
+    with open(output, "wb") as archive:
+        subprocess.run(["cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0"], input=listing, stdout=archive,
+                       cwd=stage, check=True)
+    shutil.rmtree(stage)
+
+
+def _customize(recipe: Recipe, root: Path, work: Path) -> None:
+    """Trim the root file system and install the init, sshd config, host key and authorized key."""
+    for relative in recipe.trim_paths:
+        target = root / relative
+        if target.is_dir():
+            for child in target.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+        elif target.exists():
+            target.unlink()
+    init = root / GUEST_INIT_PATH.lstrip("/")
+    init.write_text(recipe.scripts["guest_init.sh"])
+    init.chmod(0o755)
+    ssh_dir = root / "etc" / "ssh"
+    (ssh_dir / "sshd_config").write_text(recipe.scripts["sshd_config"])
+    for old_key in ssh_dir.glob("ssh_host_*"):
+        old_key.unlink()
+    _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{recipe.hostname}", "-f",
+          str(ssh_dir / "ssh_host_ed25519_key")])
+    shutil.copy2(ssh_dir / "ssh_host_ed25519_key.pub", work / "ssh_host_ed25519_key.pub")
+    dot_ssh = root / "root" / ".ssh"
+    dot_ssh.mkdir(mode=0o700, exist_ok=True)
+    authorized = dot_ssh / "authorized_keys"
+    shutil.copy2(work / "id_ed25519.pub", authorized)
+    authorized.chmod(0o600)
+    (root / "etc" / "hostname").write_text(recipe.hostname + "\n")
+    (root / "etc" / "hosts").write_text(f"127.0.0.1 localhost\n127.0.1.1 {recipe.hostname}\n")
+    (root / "etc" / "fstab").write_text("# nodeconf reference VM: mounts are made by the init\n")
+    (root / "usr" / "local" / "bin").mkdir(parents=True, exist_ok=True)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove a directory tree after unmounting anything left mounted beneath it (an interrupted chroot)."""
+    resolved = str(path.resolve())
+    with open("/proc/self/mounts") as mounts:
+        points = [line.split()[1] for line in mounts]
+    for point in sorted((p for p in points if p == resolved or p.startswith(resolved + "/")), reverse=True):
+        subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m infra.vm.image`: build the reference image if needed and print its directory."""
+    parser = argparse.ArgumentParser(prog="python -m infra.vm.image", description=main.__doc__)
+    parser.add_argument("--cache-dir", type=Path, default=None, help="default: $XDG_CACHE_HOME/nodeconf")
+    args = parser.parse_args(argv)
+    try:
+        image = ensure_image(args.cache_dir, progress=StepPrinter("image"))
+    except ImageBuildError as err:
+        print(f"nodeconf: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("nodeconf: image build interrupted", file=sys.stderr)
+        return 130
+    print(image.directory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

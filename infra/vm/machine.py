@@ -1,0 +1,288 @@
+"""Boot the reference image in qemu, wait for the readiness line, log in, and always tear it down."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import itertools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType, TracebackType
+
+from infra.vm.accel import AccelChoice, detect_accel
+from infra.vm.image import VmImage
+from infra.vm.qemu import QemuSpec, kernel_cmdline, qemu_argv
+from infra.vm.recipe import READY_MARKER
+from infra.vm.state import VmState, terminate_pid, validate_name, vm_directory
+from nodeconf.nodes.ssh import HostKeyError, SshTarget, SshTransport, TransportError
+
+DEFAULT_MEMORY_MIB = 2048
+DEFAULT_SWAP_MIB = 1024
+DEFAULT_CPUS = 2
+BOOT_TIMEOUT = {"tcg": 180.0, "kvm": 30.0}
+SSH_LOGIN_TIMEOUT = 30.0
+PORT_ATTEMPTS = 3
+PR_SET_PDEATHSIG = 1
+
+_names = itertools.count(1)
+_live: set[VirtualMachine] = set()
+_live_lock = threading.Lock()
+
+
+class VmError(RuntimeError):
+    """The VM could not be started or reached; the message is one line, with the console tail when useful."""
+
+
+def free_loopback_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now (qemu may still lose a race for it: we retry)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In the qemu child: get SIGKILL when the Python process that started it dies (no orphaned qemu)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class VirtualMachine:
+    """One qemu VM of the reference image; a context manager that stops it on exit, error or signal."""
+
+    def __init__(self, image: VmImage, *, memory_mib: int = DEFAULT_MEMORY_MIB, cpus: int = DEFAULT_CPUS,
+                 swap_mib: int = DEFAULT_SWAP_MIB, name: str | None = None, cache_dir: Path | None = None,
+                 accel: AccelChoice | None = None, progress: Callable[[str], None] | None = None,
+                 persistent: bool = False) -> None:
+        if memory_mib < 256 or cpus < 1 or swap_mib < 0:
+            raise ValueError("VM needs memory_mib >= 256, cpus >= 1 and swap_mib >= 0")
+        self.image = image
+        self.memory_mib = memory_mib
+        self.cpus = cpus
+        self.swap_mib = swap_mib
+        self.name = validate_name(name or f"vm-{os.getpid()}-{next(_names)}")
+        self.directory = vm_directory(self.name, cache_dir)
+        self._accel_choice = accel
+        self._say = progress or (lambda _message: None)
+        self._persistent = persistent
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.ssh_port = 0
+        self.boot_seconds = 0.0
+        self._started = 0.0
+
+    @property
+    def accel(self) -> str:
+        """'kvm' or 'tcg': the accelerator this VM runs (or will run) with."""
+        if self._accel_choice is None:
+            self._accel_choice = detect_accel()
+        return self._accel_choice.name
+
+    @property
+    def console_log(self) -> Path:
+        """The guest's serial console, as written by qemu."""
+        return self.directory / "console.log"
+
+    @property
+    def pid(self) -> int | None:
+        """The qemu process id while it runs."""
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> VirtualMachine:
+        """Boot qemu and return once the guest has printed its readiness line; VmError otherwise."""
+        if self._proc is not None:
+            raise VmError(f"VM {self.name} is already started")
+        self._claim_directory()
+        _register(self)
+        try:
+            self._make_swap_disk()
+            choice = self._accel_choice or detect_accel()
+            self._say(f"VM {self.name}: accelerator {choice.name} ({choice.reason})")
+            try:
+                self._boot(choice.name)
+            except VmError:
+                if choice.name != "kvm":
+                    raise
+                self._say(f"VM {self.name}: KVM missed its boot deadline; falling back to TCG")
+                choice = AccelChoice("tcg", "KVM probe missed its deadline")
+                self._boot(choice.name)
+            self._accel_choice = choice
+            VmState(self.name, self.pid or 0, self.ssh_port, str(self.directory), choice.name,
+                    str(self.image.client_key), self.image.host_public_key, self.memory_mib, self.cpus,
+                    self.swap_mib).write()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def ssh(self, timeout: float = SSH_LOGIN_TIMEOUT) -> SshTransport:
+        """A logged-in SSH transport to the guest, its host key pinned to the image's key."""
+        if self._proc is None:
+            raise VmError(f"VM {self.name} is not running")
+        target = SshTarget("root", "127.0.0.1", self.ssh_port)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return SshTransport.connect(target, self.image.client_key, host_key=self.image.host_public_key,
+                                            timeout=min(10.0, max(1.0, deadline - time.monotonic())))
+            except HostKeyError as err:
+                raise VmError(f"VM {self.name}: {err}") from err
+            except TransportError as err:
+                if time.monotonic() >= deadline:
+                    raise VmError(f"VM {self.name}: {err}") from err
+                self._check_alive()
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Stop qemu (SIGTERM, then SIGKILL) and remove the VM directory; safe to call more than once."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
+        _unregister(self)
+
+    def detach(self) -> VmState:
+        """Leave the VM running after this process exits (for `nodeconf node up`); return its record."""
+        if self._proc is None:
+            raise VmError(f"VM {self.name} is not running")
+        state = VmState.read(self.directory)
+        self._proc = None
+        _unregister(self)
+        return state
+
+    def __enter__(self) -> VirtualMachine:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def _claim_directory(self) -> None:
+        """Create the VM directory; refuse when a VM of this name is still running."""
+        with contextlib.suppress(ValueError):
+            previous = VmState.read(self.directory)
+            if previous.is_running():
+                raise VmError(f"VM {self.name} is already running (pid {previous.pid}); "
+                              f"stop it with: nodeconf node down {self.name}")
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self.directory.mkdir(parents=True)
+
+    def _make_swap_disk(self) -> None:
+        """A sparse swap disk for this VM only (swapon refuses a sparse swap file inside the guest)."""
+        if not self.swap_mib:
+            return
+        swap = self.directory / "swap.img"
+        with open(swap, "wb") as handle:
+            handle.truncate(self.swap_mib * 1024 * 1024)
+        proc = subprocess.run(["mkswap", "-L", "nodeconf-swap", str(swap)], capture_output=True, check=False)
+        if proc.returncode != 0:
+            raise VmError(f"mkswap failed: {proc.stderr.decode(errors='replace').strip()}")
+
+    def _boot(self, accel: str) -> None:
+        """Start qemu on a free port (retrying if the port was taken) and wait for the readiness line."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self.ssh_port = free_loopback_port()
+            self._spawn(accel)
+            try:
+                self._wait_ready(BOOT_TIMEOUT[accel])
+                return
+            except VmError:
+                forward_lost = "host forwarding" in self._qemu_stderr()
+                self._kill_qemu()
+                if not forward_lost or attempt == PORT_ATTEMPTS:
+                    raise
+
+    def _spawn(self, accel: str) -> None:
+        spec = QemuSpec(
+            accel=accel, memory_mib=self.memory_mib, cpus=self.cpus, kernel=self.image.kernel,
+            initrd=self.image.initrd, root_disk=self.image.root_disk,
+            swap_disk=self.directory / "swap.img" if self.swap_mib else None,
+            console_log=self.console_log, ssh_port=self.ssh_port, cmdline=kernel_cmdline(),
+        )
+        self.console_log.write_bytes(b"")
+        self._say(f"VM {self.name}: booting ({self.memory_mib} MiB, {self.cpus} cpus, swap {self.swap_mib} MiB,"
+                  f" ssh 127.0.0.1:{self.ssh_port})")
+        with open(self.directory / "qemu.log", "wb") as qemu_log:
+            self._proc = subprocess.Popen(
+                qemu_argv(spec), stdin=subprocess.DEVNULL, stdout=qemu_log, stderr=qemu_log,
+                start_new_session=True, preexec_fn=None if self._persistent else _die_with_parent,
+            )
+        self._started = time.monotonic()
+
+    def _wait_ready(self, timeout: float) -> None:
+        """Poll the console log for the readiness line; VmError if qemu exits or the deadline passes."""
+        deadline = self._started + timeout
+        marker = READY_MARKER.encode()
+        while time.monotonic() < deadline:
+            if marker in self.console_log.read_bytes():
+                self.boot_seconds = time.monotonic() - self._started
+                self._say(f"VM {self.name}: guest ready in {self.boot_seconds:.1f} s")
+                return
+            self._check_alive()
+            time.sleep(0.05)
+        raise VmError(f"VM {self.name}: no readiness line within {timeout:g} s; console: {self._console_tail()}")
+
+    def _check_alive(self) -> None:
+        if self._proc is not None and self._proc.poll() is not None:
+            raise VmError(f"VM {self.name}: qemu exited with status {self._proc.returncode}: "
+                          f"{self._qemu_stderr() or self._console_tail()}")
+
+    def _kill_qemu(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            terminate_pid(proc.pid, self.directory)
+            proc.wait()
+
+    def _qemu_stderr(self) -> str:
+        try:
+            return " ".join((self.directory / "qemu.log").read_text(errors="replace").split())[-300:]
+        except OSError:
+            return ""
+
+    def _console_tail(self) -> str:
+        try:
+            lines = self.console_log.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "(no console log)"
+        return " | ".join(lines[-3:]) if lines else "(empty)"
+
+
+def _stop_all() -> None:
+    """Stop every VM this process still owns (atexit and SIGTERM)."""
+    with _live_lock:
+        machines = list(_live)
+    for machine in machines:
+        machine.stop()
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """Turn SIGTERM into SystemExit so context managers and atexit stop the VMs."""
+    raise SystemExit(128 + signum)
+
+
+def _register(machine: VirtualMachine) -> None:
+    with _live_lock:
+        first = not _live
+        _live.add(machine)
+    if first and threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _unregister(machine: VirtualMachine) -> None:
+    with _live_lock:
+        _live.discard(machine)
+
+
+atexit.register(_stop_all)

@@ -1,0 +1,25 @@
+"""Where images and running VMs live: $XDG_CACHE_HOME/nodeconf (default ~/.cache/nodeconf)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_root(cache_dir: Path | None = None) -> Path:
+    """The nodeconf cache directory: the argument, else $XDG_CACHE_HOME/nodeconf, else ~/.cache/nodeconf."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "nodeconf"
+
+
+def images_dir(cache_dir: Path | None = None) -> Path:
+    """The directory holding one sub-directory per built image key."""
+    return cache_root(cache_dir) / "images"
+
+
+def vms_dir(cache_dir: Path | None = None) -> Path:
+    """The directory holding one sub-directory per running VM name."""
+    return cache_root(cache_dir) / "vms"

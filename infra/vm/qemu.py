@@ -1,0 +1,65 @@
+"""The qemu command line and guest kernel command line of the reference VM (source: MEASURED.md boot facts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from infra.vm.recipe import GUEST_INIT_PATH
+
+GUEST_SSH_PORT = 22
+KERNEL_ARGS = (
+    "console=ttyS0", "root=/dev/vda", "rw", f"init={GUEST_INIT_PATH}", "panic=-1", "quiet", "loglevel=4",
+    "cgroup_no_v1=all", "psi=1", "random.trust_cpu=on", "tsc=reliable", "no_timer_check",
+)
+
+
+def kernel_cmdline(extra: tuple[str, ...] = ()) -> str:
+    """The guest kernel command line: cgroup v2 only, PSI on, serial console, our init."""
+    return " ".join((*KERNEL_ARGS, *extra))
+
+
+@dataclass(frozen=True)
+class QemuSpec:
+    """Everything one qemu process needs: accelerator, size, boot files, disks, console log, SSH port."""
+
+    accel: str
+    memory_mib: int
+    cpus: int
+    kernel: Path
+    initrd: Path
+    root_disk: Path
+    swap_disk: Path | None
+    console_log: Path
+    ssh_port: int
+    cmdline: str
+    binary: str = "qemu-system-x86_64"
+
+
+def _option_value(path: Path) -> str:
+    """A path inside a qemu comma-separated option (commas doubled)."""
+    return str(path).replace(",", ",,")
+
+
+def qemu_argv(spec: QemuSpec) -> list[str]:
+    """The qemu argv: root disk opened snapshot=on, user networking restricted to one loopback SSH forward."""
+    if spec.accel == "kvm":
+        accel = ["-accel", "kvm", "-cpu", "host"]
+    elif spec.accel == "tcg":
+        accel = ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    else:
+        raise ValueError(f"accelerator must be 'kvm' or 'tcg', not {spec.accel!r}")
+    argv = [
+        spec.binary, *accel, "-M", "q35", "-m", str(spec.memory_mib), "-smp", str(spec.cpus),
+        "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+        "-serial", f"file:{_option_value(spec.console_log)}",
+        "-kernel", str(spec.kernel), "-initrd", str(spec.initrd), "-append", spec.cmdline,
+        "-drive", f"file={_option_value(spec.root_disk)},format=raw,if=virtio,snapshot=on",
+    ]
+    if spec.swap_disk is not None:
+        argv += ["-drive", f"file={_option_value(spec.swap_disk)},format=raw,if=virtio,cache=unsafe"]
+    argv += [
+        "-nic", f"user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:{spec.ssh_port}-:{GUEST_SSH_PORT}",
+        "-device", "virtio-rng-pci",
+    ]
+    return argv

@@ -1,0 +1,105 @@
+"""What the reference image is made of, and the cache key derived from it (source: issue 4, MEASURED.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+
+RECIPE_FORMAT = 1
+GUEST_INIT_PATH = "/sbin/nodeconf-init"
+READY_MARKER = "NODECONF-READY"
+
+
+def data_file(name: str) -> str:
+    """The text of a data file shipped beside this module (init scripts)."""
+    return resources.files("infra.vm").joinpath(name).read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A reference image: Debian suite, packages, boot modules, disk size (source: MEASURED.md build facts)."""
+
+    suite: str = "bookworm"
+    mirror: str = "http://deb.debian.org/debian"
+    include: tuple[str, ...] = ("openssh-server", "python3", "procps", "iproute2", "kmod", "util-linux")
+    kernel_metapackage: str = "linux-image-amd64"
+    busybox_package: str = "busybox-static"
+    boot_modules: tuple[str, ...] = (
+        "virtio_pci", "virtio_blk", "virtio_net", "crc32c_generic", "ext4", "virtio_rng",
+    )
+    trim_paths: tuple[str, ...] = (
+        "usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale", "usr/share/lintian",
+        "var/cache/apt", "var/lib/apt/lists", "var/cache/debconf/templates.dat-old", "var/log",
+    )
+    root_disk_mib: int = 1024
+    hostname: str = "nodeconf-vm"
+    scripts: Mapping[str, str] = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        """A stable hash of every recipe field and script text."""
+        body = asdict(self)
+        body["format"] = RECIPE_FORMAT
+        blob = json.dumps(body, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+def default_recipe() -> Recipe:
+    """The project's reference recipe, with the init scripts shipped in this package."""
+    return Recipe(scripts={
+        "guest_init.sh": data_file("guest_init.sh"),
+        "initramfs_init.sh": data_file("initramfs_init.sh"),
+        "sshd_config": data_file("sshd_config"),
+    })
+
+
+def cache_key(recipe: Recipe, package_versions: Mapping[str, str]) -> str:
+    """The image cache key: recipe fingerprint plus the exact package versions that go into the image."""
+    pinned = json.dumps(sorted(package_versions.items())).encode()
+    digest = hashlib.sha256(recipe.fingerprint().encode() + b"\0" + pinned).hexdigest()
+    return f"{recipe.suite}-{digest[:16]}"
+
+
+_DEPENDS = re.compile(r"^\s*Depends:\s*(linux-image-\S+)\s*$", re.MULTILINE)
+
+
+def kernel_package_from_depends(apt_cache_depends: str) -> str:
+    """The versioned kernel package a metapackage depends on, from `apt-cache depends` output."""
+    found = _DEPENDS.findall(apt_cache_depends)
+    if not found:
+        raise ValueError("no 'Depends: linux-image-...' line in apt-cache depends output")
+    return str(found[0])
+
+
+def candidate_versions(apt_cache_policy: str) -> dict[str, str]:
+    """Package → candidate version, from the output of `apt-cache policy PKG...`."""
+    versions: dict[str, str] = {}
+    package = ""
+    for line in apt_cache_policy.splitlines():
+        if line and not line[0].isspace() and line.endswith(":"):
+            package = line[:-1]
+        elif package and line.strip().startswith("Candidate:"):
+            versions[package] = line.split(":", 1)[1].strip()
+    return versions
+
+
+def kernel_release(kernel_package: str) -> str:
+    """The `uname -r` of a Debian kernel package name, e.g. linux-image-6.1.0-57-amd64 → 6.1.0-57-amd64."""
+    prefix = "linux-image-"
+    if not kernel_package.startswith(prefix) or len(kernel_package) == len(prefix):
+        raise ValueError(f"not a Debian kernel package name: {kernel_package!r}")
+    return kernel_package[len(prefix):]
+
+
+def insmod_order(show_depends_outputs: Iterable[str]) -> list[str]:
+    """Module files in load order from `modprobe --show-depends` outputs, each file once."""
+    order: list[str] = []
+    for output in show_depends_outputs:
+        for line in output.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "insmod" and parts[1] not in order:
+                order.append(parts[1])
+    return order

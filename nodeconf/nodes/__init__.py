@@ -1,0 +1,1 @@
+"""Node drivers: one protocol, several nodes (the reference VM over SSH, local, Kubernetes)."""
