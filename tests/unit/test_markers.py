@@ -1,0 +1,151 @@
+"""Suite markers: typos and bad arguments are collection errors; profile and node needs become skips with reasons."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures.markers import marker_problems, not_applicable, profile_too_old
+from nodeconf.node_facts import NodeFacts
+
+pytest_plugins = ("pytester",)
+
+REGISTERED = ["parametrize", "skip", "usefixtures"]
+GIB = 1024**3
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "kwargs", "problem"),
+    [
+        ("kep5359", (), {}, None),
+        ("needs_kernel", ("5.9",), {}, None),
+        ("min_profile", ("1.36",), {}, None),
+        ("parametrize", ("x", [1]), {}, None),
+        ("kep5539", (), {}, "unknown marker 'kep5539'"),
+        ("needs_kernel", (5.9,), {}, "marker 'needs_kernel' takes one \"X.Y\" kernel version, got (5.9,)"),
+        ("needs_kernel", ("5",), {}, "marker 'needs_kernel' takes one \"X.Y\" kernel version, got ('5',)"),
+        ("needs_kernel", (), {}, "marker 'needs_kernel' takes one \"X.Y\" kernel version, got ()"),
+        ("min_profile", ("1.40",), {},
+         "marker 'min_profile' takes one profile version out of 1.34, 1.35, 1.36, 1.37, 1.38, got ('1.40',)"),
+        ("needs_swap", ("yes",), {}, "marker 'needs_swap' takes no arguments, got ('yes',)"),
+        ("disruptive", (), {"serial": True}, "marker 'disruptive' takes no keyword arguments, got {'serial': True}"),
+    ],
+    ids=["source", "kernel", "profile", "builtin", "typo", "kernel-float", "kernel-no-minor", "kernel-missing",
+         "profile-unknown", "flag-with-arg", "flag-with-kwarg"],
+)
+def test_marker_problems(name: str, args: tuple[object, ...], kwargs: dict[str, object], problem: str | None) -> None:
+    assert marker_problems(name, args, kwargs, REGISTERED) == ([problem] if problem else [])
+
+
+@pytest.mark.parametrize(
+    ("needed", "running", "reason"),
+    [(None, "1.34", None), ("1.36", "1.36", None), ("1.36", "1.38", None),
+     ("1.38", "1.36", "needs profile >= 1.38, this run uses profile 1.36")],
+    ids=["unmarked", "equal", "newer", "too-old"],
+)
+def test_profile_too_old(needed: str | None, running: str, reason: str | None) -> None:
+    assert profile_too_old(needed, running) == reason
+
+
+@pytest.mark.parametrize(
+    ("facts", "needs_swap", "kernel", "reason"),
+    [
+        (NodeFacts(memory_capacity=2 * GIB, swap_capacity=GIB, kernel_version="6.1.0-28-amd64"), True, "5.9", None),
+        (NodeFacts(memory_capacity=2 * GIB, swap_capacity=0, kernel_version="6.1.0"), True, None,
+         "the node has no swap"),
+        (NodeFacts(memory_capacity=2 * GIB, swap_capacity=GIB, cgroup_controllers=("cpu",)), True, None,
+         "the node's cgroup v2 has no memory controller (memory.swap.*)"),
+        (NodeFacts(memory_capacity=2 * GIB, kernel_version="5.4.0-200-generic"), False, "5.9",
+         "needs kernel >= 5.9, the node runs 5.4.0-200-generic"),
+        (NodeFacts(memory_capacity=2 * GIB, kernel_version="5.10.0"), False, "5.9", None),
+    ],
+    ids=["fits", "no-swap", "no-memory-controller", "old-kernel", "minor-compared-as-number"],
+)
+def test_not_applicable(facts: NodeFacts, needs_swap: bool, kernel: str | None, reason: str | None) -> None:
+    assert not_applicable(needs_swap, kernel, facts) == reason
+
+
+FAKE_NODE = """
+import pytest
+from nodeconf.node_facts import NodeFacts
+
+def pytest_addoption(parser):
+    parser.addoption("--profile", default=None)
+    parser.addoption("--swap", type=int, default=0)
+
+class FakeNode:
+    def __init__(self, swap):
+        self.facts = NodeFacts(memory_capacity=2 << 30, swap_capacity=swap, kernel_version="6.1.0")
+
+@pytest.fixture(scope="session")
+def node(request):
+    return FakeNode(request.config.getoption("--swap"))
+"""
+
+
+def _suite(pytester: pytest.Pytester, body: str) -> None:
+    pytester.makeconftest(FAKE_NODE)
+    pytester.mkpydir("suites")
+    pytester.path.joinpath("suites", "test_example.py").write_text("import pytest\n\n" + body)
+
+
+def test_typo_is_a_collection_error(pytester: pytest.Pytester) -> None:
+    _suite(pytester, "@pytest.mark.kep5539\ndef test_a():\n    pass\n")
+    result = pytester.runpytest("-p", "fixtures.markers")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*invalid test markers:*", "*suites/test_example.py::test_a: unknown marker 'kep5539'*"]
+    )
+
+
+def test_bad_argument_is_a_collection_error_even_when_deselected(pytester: pytest.Pytester) -> None:
+    _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.needs_kernel(5.9)\ndef test_a():\n    pass\n")
+    result = pytester.runpytest("-p", "fixtures.markers", "-m", "memory_qos")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_a: marker 'needs_kernel' takes one \"X.Y\" kernel version, got (5.9,)*"])
+
+
+def test_suite_test_without_source_marker_is_an_error(pytester: pytest.Pytester) -> None:
+    _suite(pytester, "def test_a():\n    pass\n")
+    result = pytester.runpytest("-p", "fixtures.markers")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_a: a suite test needs a source marker*"])
+
+
+def test_unknown_profile_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    _suite(pytester, "@pytest.mark.kep5359\ndef test_a():\n    pass\n")
+    result = pytester.runpytest("-p", "fixtures.markers", "--profile", "1.99")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--profile '1.99' is not one of 1.34, 1.35, 1.36, 1.37, 1.38*"])
+
+
+def test_profile_selected_at_collection(pytester: pytest.Pytester) -> None:
+    _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.min_profile('1.38')\ndef test_new():\n    pass\n\n"
+                     "@pytest.mark.memory_qos\n@pytest.mark.min_profile('1.36')\ndef test_old():\n    pass\n")
+    result = pytester.runpytest("-p", "fixtures.markers", "--profile", "1.36", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*needs profile >= 1.38, this run uses profile 1.36*"])
+
+
+@pytest.mark.parametrize(("swap", "outcome"), [(0, {"skipped": 1}), (1 << 30, {"passed": 1})],
+                         ids=["no-swap-skips", "swap-runs"])
+def test_needs_swap_asks_the_node(pytester: pytest.Pytester, swap: int, outcome: dict[str, int]) -> None:
+    _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.needs_swap\ndef test_a():\n    pass\n")
+    result = pytester.runpytest("-p", "fixtures.markers", "--swap", str(swap), "-rs")
+    result.assert_outcomes(**outcome)
+    if not swap:
+        result.stdout.fnmatch_lines(["*SKIPPED*the node has no swap*"])
+
+
+def test_unmarked_test_never_touches_the_node(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(FAKE_NODE.replace("return FakeNode", "raise RuntimeError('booted'); return FakeNode"))
+    pytester.mkpydir("suites")
+    pytester.path.joinpath("suites", "test_example.py").write_text(
+        "import pytest\n\n@pytest.mark.kep5359\ndef test_a():\n    pass\n"
+    )
+    pytester.runpytest("-p", "fixtures.markers").assert_outcomes(passed=1)
+
+
+def test_disruptive_tests_share_one_xdist_group(pytester: pytest.Pytester) -> None:
+    _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.disruptive\ndef test_a(request):\n"
+                     "    assert request.node.get_closest_marker('xdist_group').args == ('disruptive',)\n")
+    pytester.runpytest("-p", "fixtures.markers").assert_outcomes(passed=1)
