@@ -11,14 +11,41 @@ from nodeconf.kubelet_config import KubeletConfig
 SUPPORTED_VERSIONS = ("1.34", "1.35", "1.36", "1.37", "1.38")
 DEFAULT_VERSION = "1.38"
 
-# Gate defaults of each profile. The newest profile turns the seeds' features on (SEMANTICS.md "profile");
-# a gate absent from a version's table does not exist in that version and is always off.
+# Gate defaults of each profile; a gate absent from a version's table does not exist there and is always off.
+# MemoryQoS: alpha and off through 1.36 (requests/limits article: "in 1.36 it is still alpha and disabled by
+# default"), beta and on from 1.37 (Kubernetes blog "v1.37: Memory QoS Graduates to Beta").
+# WorkloadControlledSwap: alpha in 1.38 (KEP-5359 milestones); the newest profile turns the seeds' features on
+# (SEMANTICS.md "profile"). NodeSwap is GA since 1.34 and has no gate here.
+# PodLevelResources: beta and on since 1.34 (requests/limits article); PodLevelResourcesFixKubeletQOSClass
+# exists from 1.36 and is on from 1.37 (kubernetes#137150).
 _GATE_DEFAULTS: Mapping[str, Mapping[str, bool]] = {
-    "1.34": {"MemoryQoS": False},
-    "1.35": {"MemoryQoS": False},
-    "1.36": {"MemoryQoS": True},
-    "1.37": {"MemoryQoS": True},
-    "1.38": {"MemoryQoS": True, "WorkloadControlledSwap": True},
+    "1.34": {"MemoryQoS": False, "PodLevelResources": True},
+    "1.35": {"MemoryQoS": False, "PodLevelResources": True},
+    "1.36": {"MemoryQoS": False, "PodLevelResources": True, "PodLevelResourcesFixKubeletQOSClass": False},
+    "1.37": {"MemoryQoS": True, "PodLevelResources": True, "PodLevelResourcesFixKubeletQOSClass": True},
+    "1.38": {
+        "MemoryQoS": True,
+        "PodLevelResources": True,
+        "PodLevelResourcesFixKubeletQOSClass": True,
+        "WorkloadControlledSwap": True,
+    },
+}
+
+# memoryThrottlingFactor when the kubelet config leaves it out: 0.9 through 1.36 (v1beta1
+# DefaultMemoryThrottlingFactor; Memory QoS v1.36 post), null from 1.37 = no memory.high (v1.37 Memory QoS blog).
+_DEFAULT_THROTTLING_FACTOR: Mapping[str, float | None] = {
+    "1.34": 0.9,
+    "1.35": 0.9,
+    "1.36": 0.9,
+    "1.37": None,
+    "1.38": None,
+}
+
+# Known shipped deviations from the seeds, by upstream issue, with the last minor version that ships them.
+MEMORY_HIGH_WITHOUT_MEMORY = "kubernetes#137685"
+_DEVIATIONS_UNTIL: Mapping[str, int] = {
+    # kubelet skips memory.high when request == limit == 0 (BestEffort); fixed by kubernetes#138139 in 1.37.
+    MEMORY_HIGH_WITHOUT_MEMORY: 36,
 }
 
 
@@ -38,6 +65,15 @@ class Profile:
 
     def at_least(self, version: str) -> bool:
         return self.minor >= int(version.split(".")[1])
+
+    @property
+    def default_memory_throttling_factor(self) -> float | None:
+        """memoryThrottlingFactor when the kubelet config omits it (None: memory.high is not written)."""
+        return _DEFAULT_THROTTLING_FACTOR[self.version]
+
+    def ships(self, issue: str) -> bool:
+        """True when this version's kubelet ships the known deviation tracked by `issue`."""
+        return self.minor <= _DEVIATIONS_UNTIL.get(issue, -1)
 
 
 def profile_for(version: str = DEFAULT_VERSION, config: KubeletConfig | None = None) -> Profile:
