@@ -1,0 +1,40 @@
+"""`nodeconf report [RESULTS_DIR]`: regenerate the HTML report(s) from Allure results and print the summary."""
+
+import argparse
+import sys
+from pathlib import Path
+
+from nodeconf.errors import InputError
+from nodeconf.report.generate import report_paths, write_reports
+from nodeconf.report.results import ReportError, load_results
+from nodeconf.report.summary import summary_lines
+
+
+def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register `nodeconf report`."""
+    parser = subparsers.add_parser(
+        "report",
+        help="regenerate the HTML report from Allure results",
+        description="Read Allure results (default reports/allure-results) and write the nodeconf HTML report "
+        "and, when Allure 3 is installed, Allure's single-file HTML. Exit 0 when written, 2 when unusable.",
+    )
+    parser.add_argument("results_dir", nargs="?", type=Path, default=Path("reports/allure-results"),
+                        metavar="RESULTS_DIR", help="Allure results directory (default: reports/allure-results)")
+    parser.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
+                        help="where the HTML goes (default: html/ next to RESULTS_DIR)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the reports and print where they are; unusable results are an InputError (exit 2)."""
+    results_dir: Path = args.results_dir
+    output: Path = args.output or results_dir.resolve().parent / "html"
+    try:
+        results = load_results(results_dir)
+    except ReportError as error:
+        raise InputError(str(error)) from None
+    written = write_reports(results, output)
+    for line in summary_lines(results, report_paths(written)):
+        print(line)
+    if written.allure_note:
+        print(f"nodeconf: {written.allure_note}", file=sys.stderr)
+    return 0

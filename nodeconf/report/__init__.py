@@ -1,0 +1,1 @@
+"""Reports of a conformance run: Allure results read back, HTML, categories, environment and exit codes."""

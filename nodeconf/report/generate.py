@@ -1,0 +1,41 @@
+"""Write every report of a results directory: the nodeconf HTML and, when the tool is installed, Allure's HTML."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from nodeconf.report.allure_html import INSTALL_HINT, allure_cli, write_allure_html
+from nodeconf.report.html import write_html
+from nodeconf.report.results import ReportError, RunResults
+
+REPORT_FILE = "nodeconf-report.html"
+ALLURE_FILE = "allure-report.html"
+
+
+@dataclass(frozen=True)
+class WrittenReports:
+    """Paths of the written reports, and why Allure's HTML is missing when it is."""
+
+    html: Path
+    allure_html: Path | None
+    allure_note: str
+
+
+def write_reports(results: RunResults, html_dir: Path) -> WrittenReports:
+    """Write `html_dir/nodeconf-report.html` and, if Allure 3 is installed, `html_dir/allure-report.html`."""
+    html = write_html(results, html_dir / REPORT_FILE)
+    cli = allure_cli()
+    if cli is None:
+        return WrittenReports(html, None, f"Allure HTML skipped: Allure 3 is not installed (run {INSTALL_HINT})")
+    try:
+        allure_html = write_allure_html(cli, results.results_dir, html_dir / ALLURE_FILE)
+    except ReportError as error:
+        return WrittenReports(html, None, f"Allure HTML skipped: {error}")
+    return WrittenReports(html, allure_html, "")
+
+
+def report_paths(written: WrittenReports) -> list[tuple[str, Path]]:
+    """The `label: path` pairs a summary prints."""
+    paths = [("report", written.html)]
+    if written.allure_html is not None:
+        paths.append(("allure", written.allure_html))
+    return paths

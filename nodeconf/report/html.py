@@ -1,0 +1,238 @@
+"""The self-contained HTML conformance report: totals, conformance matrix, node facts, evidence, failures first."""
+
+import html
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+from nodeconf.report.comparison import COMPARISON_MIME, parse_comparison
+from nodeconf.report.results import STATUS_ORDER, Attachment, Check, RunResults, Status, Step
+
+MAX_EMBEDDED_CHARS = 200_000
+TEXT_MIMES = ("application/json", "application/yaml", "application/xml", "application/x-yaml")
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _sort_key(check: Check) -> tuple[int, str, str, str]:
+    return (STATUS_ORDER.index(check.status), check.source, check.area, check.full_name)
+
+
+def _counts_row(label: str, counter: Counter[Status]) -> str:
+    cells = "".join(
+        f'<td class="n {status.value if counter[status] else "zero"}">{counter[status]}</td>'
+        for status in STATUS_ORDER
+    )
+    return f"<tr><th>{_e(label)}</th>{cells}<td class=\"n\">{sum(counter.values())}</td></tr>"
+
+
+def _counts_table(title: str, groups: dict[str, Counter[Status]]) -> str:
+    head = "".join(f"<th>{status.value}</th>" for status in STATUS_ORDER)
+    rows = "".join(_counts_row(label, groups[label]) for label in sorted(groups))
+    return (
+        f'<table class="counts"><caption>{_e(title)}</caption>'
+        f"<thead><tr><th></th>{head}<th>total</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _grouped(checks: Iterable[Check], key: str) -> dict[str, Counter[Status]]:
+    groups: dict[str, Counter[Status]] = {}
+    for check in checks:
+        groups.setdefault(getattr(check, key), Counter())[check.status] += 1
+    return groups
+
+
+def _bar(counter: Counter[Status]) -> str:
+    total = sum(counter.values()) or 1
+    parts = "".join(
+        f'<span class="{status.value}" style="width:{100 * counter[status] / total:.1f}%"></span>'
+        for status in STATUS_ORDER
+        if counter[status]
+    )
+    return f'<div class="bar">{parts}</div>'
+
+
+def _matrix(checks: Iterable[Check]) -> str:
+    cells: dict[tuple[str, str], Counter[Status]] = {}
+    for check in checks:
+        cells.setdefault((check.source, check.area), Counter())[check.status] += 1
+    head = "".join(f"<th>{status.value}</th>" for status in STATUS_ORDER)
+    rows = []
+    for source, area in sorted(cells):
+        counter = cells[(source, area)]
+        verdict = next((status for status in STATUS_ORDER if counter[status]), Status.PASSED)
+        marks = "".join(
+            f'<td class="n {status.value if counter[status] else "zero"}">{counter[status] or ""}</td>'
+            for status in STATUS_ORDER
+        )
+        rows.append(
+            f'<tr><td>{_e(source)}</td><th>{_e(area)}</th><td class="verdict {verdict.value}">'
+            f"{verdict.value}</td>{marks}<td>{_bar(counter)}</td></tr>"
+        )
+    return (
+        '<table class="matrix"><thead><tr><th>source</th><th>area</th><th>verdict</th>'
+        f"{head}<th></th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _node(environment: tuple[tuple[str, str], ...]) -> str:
+    if not environment:
+        return '<p class="none">No node facts were recorded (environment.properties is missing).</p>'
+    rows = "".join(f"<tr><th>{_e(key)}</th><td>{_e(value)}</td></tr>" for key, value in environment)
+    return f'<table class="facts"><tbody>{rows}</tbody></table>'
+
+
+def _read_text(attachment: Attachment) -> str | None:
+    if not (attachment.mime.startswith("text/") or attachment.mime in TEXT_MIMES):
+        return None
+    try:
+        text = attachment.path.read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        return f"(attachment file unreadable: {error})"
+    if len(text) > MAX_EMBEDDED_CHARS:
+        return text[:MAX_EMBEDDED_CHARS] + f"\n... ({len(text) - MAX_EMBEDDED_CHARS} more characters cut)"
+    return text
+
+
+def _step_evidence(where: str, step: Step) -> Iterator[tuple[str, Attachment]]:
+    for attachment in step.attachments:
+        yield where, attachment
+    for child in step.steps:
+        yield from _step_evidence(f"{where} › {child.name}", child)
+
+
+def _evidence(check: Check) -> list[tuple[str, Attachment]]:
+    """Every attachment of a check with where it came from: its fixtures, its steps, the test body."""
+    found: list[tuple[str, Attachment]] = []
+    for fixture in check.fixtures:
+        found.extend(_step_evidence(f"fixture {fixture.name}", fixture))
+    for step in check.steps:
+        found.extend(_step_evidence(f"step {step.name}", step))
+    found.extend(("test", attachment) for attachment in check.attachments)
+    return found
+
+
+def _comparison_table(rows: list[dict[str, str]]) -> str:
+    body = []
+    for row in rows:
+        ok = row.get("ok", "").lower() not in ("no", "false", "0")
+        where = f"{row.get('pod', '')}/{row.get('container', '')}".rstrip("/")
+        body.append(
+            f'<tr class="{"ok" if ok else "mismatch"}"><td>{_e(where)}</td>'
+            f"<td><code>{_e(row.get('cgroup_path', ''))}</code></td><td><code>{_e(row.get('file', ''))}</code></td>"
+            f'<td class="expected"><code>{_e(row.get("expected", ""))}</code></td>'
+            f'<td class="actual"><code>{_e(row.get("actual", ""))}</code></td>'
+            f"<td>{_e(row.get('rule', ''))}</td><td>{'✔' if ok else '✘'}</td></tr>"
+        )
+    return (
+        '<table class="comparison"><thead><tr><th>pod/container</th><th>cgroup path</th><th>file</th>'
+        "<th>expected</th><th>actual</th><th>rule</th><th>ok</th></tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def _attachment_block(origin: str, attachment: Attachment) -> str:
+    text = _read_text(attachment)
+    title = f"{_e(attachment.name)} <span class=\"meta\">{_e(attachment.mime)} · {_e(origin)}</span>"
+    if text is None:
+        return f'<p class="binary">{title}: binary attachment <code>{_e(attachment.path.name)}</code></p>'
+    if attachment.mime == COMPARISON_MIME:
+        rows = parse_comparison(text)
+        if rows is not None:
+            return f'<div class="evidence"><h4>{title}</h4>{_comparison_table(rows)}</div>'
+    return f'<details class="attachment"><summary>{title}</summary><pre>{_e(text)}</pre></details>'
+
+
+def _steps(steps: tuple[Step, ...]) -> str:
+    if not steps:
+        return ""
+    items = "".join(
+        f'<li><span class="dot {step.status.value}"></span>{_e(step.name)}{_steps(step.steps)}</li>'
+        for step in steps
+    )
+    return f'<ol class="steps">{items}</ol>'
+
+
+def _check(check: Check) -> str:
+    evidence = _evidence(check)
+    comparisons = [block for block in evidence if block[1].mime == COMPARISON_MIME]
+    others = [block for block in evidence if block[1].mime != COMPARISON_MIME]
+    meta = " · ".join(_e(part) for part in (check.source, check.area, check.rule) if part)
+    params = "".join(f"<span class=\"param\">{_e(name)}={_e(value)}</span>" for name, value in check.parameters)
+    message = f'<p class="message">{_e(check.first_line)}</p>' if check.first_line else ""
+    trace = (
+        f'<details class="trace"><summary>details</summary><pre>{_e(check.trace or check.message)}</pre></details>'
+        if check.trace or check.message.strip() != check.first_line
+        else ""
+    )
+    is_open = " open" if check.status in (Status.FAILED, Status.BROKEN) else ""
+    reason = f'<span class="reason">{_e(check.first_line)}</span>' if check.status is Status.SKIPPED else ""
+    return (
+        f'<details class="check {check.status.value}"{is_open}><summary>'
+        f'<span class="badge {check.status.value}">{check.status.value}</span>'
+        f'<span class="name">{_e(check.name)}</span><span class="meta">{meta}</span>{reason}'
+        f'<span class="duration">{check.duration_ms / 1000:.1f} s</span></summary>'
+        f'<div class="body"><p class="id"><code>{_e(check.full_name)}</code> {params}</p>{message}'
+        f"{''.join(_attachment_block(origin, a) for origin, a in comparisons)}"
+        f"{_steps(check.steps)}"
+        f"{''.join(_attachment_block(origin, a) for origin, a in others)}{trace}</div></details>"
+    )
+
+
+def _shared(results: RunResults) -> str:
+    if not results.shared_fixtures:
+        return ""
+    blocks = "".join(
+        _attachment_block(origin, attachment)
+        for shared in results.shared_fixtures
+        for origin, attachment in _step_evidence(
+            f"fixture {shared.fixture.name}, shared by {shared.checks} checks", shared.fixture
+        )
+    )
+    return f'<section id="shared"><h2>Evidence shared by several checks</h2>{blocks}</section>'
+
+
+def _banner(results: RunResults) -> str:
+    worst = next((status for status in STATUS_ORDER if results.count(status)), Status.PASSED)
+    label = {Status.FAILED: "FAIL", Status.BROKEN: "ERROR", Status.SKIPPED: "NOTHING RAN"}.get(worst, "PASS")
+    chips = "".join(
+        f'<span class="chip {status.value}">{results.count(status)} {status.value}</span>' for status in STATUS_ORDER
+    )
+    return (
+        f'<div class="banner {worst.value}"><span class="verdict">{label}</span>'
+        f'<span class="total">{len(results.checks)} checks</span>{chips}</div>'
+    )
+
+
+def render_html(results: RunResults, generated: datetime | None = None) -> str:
+    """The whole report as one HTML document with inline CSS and no scripts or external resources."""
+    when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
+    css = resources.files("nodeconf.report").joinpath("report.css").read_text(encoding="utf-8")
+    checks = sorted(results.checks, key=_sort_key)
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>nodeconf conformance report</title><style>{css}</style></head><body>"
+        f"<header><h1>nodeconf conformance report</h1><p class=\"meta\">generated {_e(when)} from "
+        f"<code>{_e(results.results_dir)}</code></p>{_banner(results)}"
+        '<nav><a href="#totals">totals</a><a href="#matrix">matrix</a><a href="#node">node</a>'
+        '<a href="#checks">checks</a></nav></header><main>'
+        '<section id="totals"><h2>Totals</h2><div class="side">'
+        f"{_counts_table('per suite', _grouped(checks, 'suite'))}"
+        f"{_counts_table('per source', _grouped(checks, 'source'))}</div></section>"
+        f'<section id="matrix"><h2>Conformance matrix</h2>{_matrix(checks)}</section>'
+        f'<section id="node"><h2>Node</h2>{_node(results.environment)}</section>'
+        f'<section id="checks"><h2>Checks, failures first</h2>{"".join(_check(c) for c in checks)}</section>'
+        f"{_shared(results)}</main></body></html>\n"
+    )
+
+
+def write_html(results: RunResults, path: Path) -> Path:
+    """Write the report to `path` (parents created) and return it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(results), encoding="utf-8")
+    return path

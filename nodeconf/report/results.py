@@ -1,0 +1,235 @@
+"""Allure results read back from a results directory: checks, their evidence, the run's environment.
+
+Source: allure-python-commons' result model (`*-result.json`, `*-container.json`, `*-attachment.*`).
+"""
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from nodeconf.report.properties import read_properties
+
+
+class ReportError(Exception):
+    """A results directory or report output that cannot be used; the message is one line."""
+
+
+class Status(StrEnum):
+    """Allure's test statuses, in the order a reader needs them: failures first."""
+
+    FAILED = "failed"
+    BROKEN = "broken"
+    SKIPPED = "skipped"
+    PASSED = "passed"
+
+
+STATUS_ORDER: tuple[Status, ...] = tuple(Status)
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """One attached file: its title, MIME type and where it lies in the results directory."""
+
+    name: str
+    mime: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Step:
+    """An Allure step or fixture: name, status, nested steps and its attachments."""
+
+    name: str
+    status: Status
+    steps: tuple["Step", ...]
+    attachments: tuple[Attachment, ...]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One test result with its labels, outcome and evidence."""
+
+    name: str
+    full_name: str
+    status: Status
+    message: str
+    trace: str
+    labels: tuple[tuple[str, str], ...]
+    parameters: tuple[tuple[str, str], ...]
+    steps: tuple[Step, ...]
+    attachments: tuple[Attachment, ...]
+    fixtures: tuple[Step, ...]
+    duration_ms: int
+
+    def label(self, name: str, default: str = "") -> str:
+        """The first value of label `name`, or `default`."""
+        return next((value for key, value in self.labels if key == name), default)
+
+    @property
+    def source(self) -> str:
+        """The source document (Allure epic)."""
+        return self.label("epic", "(no source)")
+
+    @property
+    def area(self) -> str:
+        """The area (Allure feature)."""
+        return self.label("feature", "(no area)")
+
+    @property
+    def rule(self) -> str:
+        """The rule (Allure story)."""
+        return self.label("story")
+
+    @property
+    def suite(self) -> str:
+        """The suite: the test's package below `suites/` (Allure parentSuite), else its module."""
+        suite = self.label("parentSuite") or self.label("suite", "(no suite)")
+        return suite.removeprefix("suites.")
+
+    @property
+    def first_line(self) -> str:
+        """The first line of the failure or skip message."""
+        return next((line.strip() for line in self.message.splitlines() if line.strip()), "")
+
+
+@dataclass(frozen=True)
+class SharedFixture:
+    """A fixture shared by several checks (session or module scope) with its own evidence."""
+
+    fixture: Step
+    checks: int
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """Everything read from one results directory."""
+
+    results_dir: Path
+    checks: tuple[Check, ...]
+    shared_fixtures: tuple[SharedFixture, ...]
+    environment: tuple[tuple[str, str], ...]
+
+    def count(self, status: Status) -> int:
+        """How many checks ended with `status`."""
+        return sum(1 for check in self.checks if check.status is status)
+
+
+def _status(value: object) -> Status:
+    """Allure's status string; a missing or unknown status counts as broken (no verdict was reached)."""
+    try:
+        return Status(str(value))
+    except ValueError:
+        return Status.BROKEN
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _sequence(value: object) -> Sequence[object]:
+    return value if isinstance(value, list) else []
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _attachments(results_dir: Path, raw: object) -> tuple[Attachment, ...]:
+    return tuple(
+        Attachment(
+            name=_text(_mapping(item).get("name")) or _text(_mapping(item).get("source")),
+            mime=_text(_mapping(item).get("type")) or "application/octet-stream",
+            path=results_dir / Path(_text(_mapping(item).get("source"))).name,
+        )
+        for item in _sequence(raw)
+        if _text(_mapping(item).get("source"))
+    )
+
+
+def _step(results_dir: Path, raw: Mapping[str, object]) -> Step:
+    return Step(
+        name=_text(raw.get("name")),
+        status=_status(raw.get("status")),
+        steps=tuple(_step(results_dir, _mapping(child)) for child in _sequence(raw.get("steps"))),
+        attachments=_attachments(results_dir, raw.get("attachments")),
+    )
+
+
+def _pairs(raw: object) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (_text(_mapping(item).get("name")), _text(_mapping(item).get("value"))) for item in _sequence(raw)
+    )
+
+
+def _load_json(path: Path) -> Mapping[str, object]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ReportError(f"{path}: unreadable Allure result ({error})") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: unreadable Allure result (not a JSON object)")
+    return data
+
+
+def _check(results_dir: Path, raw: Mapping[str, object], fixtures: tuple[Step, ...]) -> Check:
+    details = _mapping(raw.get("statusDetails"))
+    start, stop = raw.get("start"), raw.get("stop")
+    duration = stop - start if isinstance(start, int) and isinstance(stop, int) else 0
+    return Check(
+        name=_text(raw.get("name")),
+        full_name=_text(raw.get("fullName")) or _text(raw.get("name")),
+        status=_status(raw.get("status")),
+        message=_text(details.get("message")),
+        trace=_text(details.get("trace")),
+        labels=_pairs(raw.get("labels")),
+        parameters=_pairs(raw.get("parameters")),
+        steps=tuple(_step(results_dir, _mapping(step)) for step in _sequence(raw.get("steps"))),
+        attachments=_attachments(results_dir, raw.get("attachments")),
+        fixtures=fixtures,
+        duration_ms=max(duration, 0),
+    )
+
+
+def _latest_per_history(results: Iterable[Mapping[str, object]]) -> list[Mapping[str, object]]:
+    """Keep the last attempt of each test (reruns share a historyId)."""
+    latest: dict[str, Mapping[str, object]] = {}
+    for raw in results:
+        key = _text(raw.get("historyId")) or _text(raw.get("uuid"))
+        stop = raw.get("stop")
+        kept = latest.get(key)
+        kept_stop = kept.get("stop") if kept is not None else None
+        if kept is None or (isinstance(stop, int) and (not isinstance(kept_stop, int) or stop >= kept_stop)):
+            latest[key] = raw
+    return list(latest.values())
+
+
+def load_results(results_dir: Path) -> RunResults:
+    """Read the Allure results in `results_dir`; raise ReportError if there are none."""
+    if not results_dir.is_dir():
+        raise ReportError(f"{results_dir}: no such results directory")
+    raw_results = [_load_json(path) for path in sorted(results_dir.glob("*-result.json"))]
+    if not raw_results:
+        raise ReportError(f"{results_dir}: no Allure results (*-result.json) in this directory")
+    per_check: dict[str, list[Step]] = {}
+    shared: list[SharedFixture] = []
+    for path in sorted(results_dir.glob("*-container.json")):
+        container = _load_json(path)
+        children = [_text(child) for child in _sequence(container.get("children"))]
+        phases = [*_sequence(container.get("befores")), *_sequence(container.get("afters"))]
+        fixtures = [_step(results_dir, _mapping(fixture)) for fixture in phases]
+        if len(children) == 1:
+            per_check.setdefault(children[0], []).extend(fixtures)
+        else:
+            shared.extend(SharedFixture(fixture, len(children)) for fixture in fixtures if fixture.attachments)
+    checks = tuple(
+        _check(results_dir, raw, tuple(per_check.get(_text(raw.get("uuid")), ())))
+        for raw in _latest_per_history(raw_results)
+    )
+    return RunResults(
+        results_dir=results_dir,
+        checks=checks,
+        shared_fixtures=tuple(shared),
+        environment=tuple(read_properties(results_dir / "environment.properties")),
+    )
