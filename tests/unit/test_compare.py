@@ -1,0 +1,142 @@
+"""The comparison helper: every mismatch of a pod listed with path, file, expected, actual and rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures.compare import (
+    PAUSE,
+    ComparedValue,
+    assert_matches,
+    compare_cgroup,
+    compare_metrics,
+    compare_path,
+    compare_value,
+    mismatch_message,
+)
+from nodeconf.semantics.expectation import CgroupExpectation, Expected
+
+POD_PATH = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod61fc9751_ad7b.slice"
+CTR_PATH = f"{POD_PATH}/cri-containerd-70e2.scope"
+# The article's res-demo container (requests 250m/128Mi, limits 500m/128Mi) as read on its node.
+RES_DEMO = CgroupExpectation(
+    path=CTR_PATH,
+    files={
+        "cpu.weight": Expected("35", "cpu: non-linear shares->weight (runc >= 1.3.2)"),
+        "cpu.max": Expected("50000 100000", "cpu: quota = limit * period / 1000"),
+        "memory.max": Expected("134217728", "memory: limits.memory"),
+        "memory.oom.group": Expected("1", "memory: oom.group on cgroup v2"),
+    },
+)
+ARTICLE_READ_BACK = {"cpu.weight": "35", "cpu.max": "50000 100000", "memory.max": "134217728",
+                     "memory.oom.group": "1"}
+
+
+def test_all_equal_rows_pass() -> None:
+    rows = compare_cgroup("res-demo", "hello", RES_DEMO, CTR_PATH, ARTICLE_READ_BACK)
+    assert [(r.file, r.expected, r.actual, r.ok) for r in rows] == [
+        ("cpu.weight", "35", "35", True),
+        ("cpu.max", "50000 100000", "50000 100000", True),
+        ("memory.max", "134217728", "134217728", True),
+        ("memory.oom.group", "1", "1", True),
+    ]
+    assert assert_matches("pod default/res-demo", rows) == rows
+
+
+def test_every_mismatch_is_listed_not_just_the_first() -> None:
+    # An old runc (linear formula: 250m -> 10) and a node that dropped the memory limit and oom.group.
+    node = {"cpu.weight": "10", "cpu.max": "50000 100000", "memory.max": "max"}
+    rows = compare_cgroup("res-demo", "hello", RES_DEMO, CTR_PATH, node)
+    with pytest.raises(AssertionError) as raised:
+        assert_matches("pod default/res-demo", rows)
+    assert str(raised.value).splitlines() == [
+        "pod default/res-demo: 3 of 4 compared values differ from the oracle",
+        f'  value of cgroup "cpu.weight" for container "hello" of pod "res-demo" at {CTR_PATH} was "10"; '
+        'expected "35" (rule: cpu: non-linear shares->weight (runc >= 1.3.2))',
+        f'  value of cgroup "memory.max" for container "hello" of pod "res-demo" at {CTR_PATH} was "max"; '
+        'expected "134217728" (rule: memory: limits.memory)',
+        f'  value of cgroup "memory.oom.group" for container "hello" of pod "res-demo" at {CTR_PATH} was (absent); '
+        'expected "1" (rule: memory: oom.group on cgroup v2)',
+    ]
+
+
+BESTEFFORT_HIGH = Expected(
+    "2040109056", "Memory QoS: memory.high from allocatable for BestEffort (post's table)",
+    accepted={"max": "kubernetes#137685 (1.36.0 omits BestEffort memory.high)"},
+)
+
+
+def test_accepted_deviation_passes_and_names_its_issue() -> None:
+    row = compare_value("idle", "c", CTR_PATH, "memory.high", BESTEFFORT_HIGH, "max")
+    assert row.ok
+    assert row.accepted_issue == "kubernetes#137685 (1.36.0 omits BestEffort memory.high)"
+    assert row.rule.endswith("[accepted deviation: kubernetes#137685 (1.36.0 omits BestEffort memory.high)]")
+
+
+def test_accepted_deviation_is_shown_next_to_a_real_mismatch() -> None:
+    rows = [
+        compare_value("idle", "c", CTR_PATH, "memory.high", BESTEFFORT_HIGH, "max"),
+        compare_value("idle", "c", CTR_PATH, "cpu.weight", Expected("1", "cpu: BestEffort shares 2"), "100"),
+    ]
+    assert mismatch_message("pod default/idle", rows).splitlines() == [
+        "pod default/idle: 1 of 2 compared values differ from the oracle",
+        f'  value of cgroup "cpu.weight" for container "c" of pod "idle" at {CTR_PATH} was "100"; '
+        'expected "1" (rule: cpu: BestEffort shares 2)',
+        '  accepted: value of cgroup "memory.high" for container "c" of pod "idle" was "max" '
+        "(kubernetes#137685 (1.36.0 omits BestEffort memory.high))",
+    ]
+
+
+@pytest.mark.parametrize("actual", ["2040104960", "", "0"], ids=["page-off", "empty", "zero"])
+def test_accepted_set_is_not_a_loosened_check(actual: str) -> None:
+    assert not compare_value("idle", "c", CTR_PATH, "memory.high", BESTEFFORT_HIGH, actual).ok
+
+
+@pytest.mark.parametrize(
+    ("row", "owner"),
+    [
+        (ComparedValue("p", "", POD_PATH, "memory.max", "1", "2", "r", False), 'pod "p"'),
+        (ComparedValue("p", PAUSE, POD_PATH, "cpu.weight", "1", "2", "r", False), 'the pause container of pod "p"'),
+        (ComparedValue("", "", "kubepods.slice", "memory.min", "1", "2", "r", False), "the node"),
+    ],
+    ids=["pod", "pause", "node"],
+)
+def test_line_names_the_owner(row: ComparedValue, owner: str) -> None:
+    assert f" for {owner} at " in row.line()
+
+
+def test_process_setting_and_metric_are_named_as_such() -> None:
+    score = compare_value("res-demo", "hello", CTR_PATH, "oom_score_adj", Expected("963", "oom: burstable"), "982")
+    assert score.line().startswith('value of process setting "oom_score_adj" for container "hello"')
+    [metric] = compare_metrics({"kubelet_node_swap_allocated_bytes": 1073741824}, {}, "KEP-5359 metric")
+    assert metric.line() == ('value of metric "kubelet_node_swap_allocated_bytes" for the node at /metrics was '
+                             '(absent); expected "1073741824" (rule: KEP-5359 metric)')
+
+
+def test_metrics_printed_as_floats_compare_as_integers() -> None:
+    # The post's example output: kubelet_memory_qos_node_memory_min_bytes 5.36870912e+08
+    [row] = compare_metrics({"kubelet_memory_qos_node_memory_min_bytes": 536870912},
+                            {"kubelet_memory_qos_node_memory_min_bytes": 5.36870912e08}, "Memory QoS metric")
+    assert row.ok and row.actual == "536870912"
+
+
+def test_wrong_qos_slice_is_a_path_mismatch() -> None:
+    expected = "kubepods.slice/kubepods-pod61fc9751_ad7b.slice"
+    row = compare_path("res-demo", "", expected, POD_PATH, "layout: Guaranteed pods directly under kubepods")
+    assert not row.ok
+    assert row.line() == (f'path for pod "res-demo" at {POD_PATH} was "{POD_PATH}"; expected "{expected}" '
+                          "(rule: layout: Guaranteed pods directly under kubepods)")
+
+
+def test_nothing_compared_is_a_failure() -> None:
+    with pytest.raises(AssertionError, match="nothing was compared"):
+        assert_matches("pod default/p", [])
+
+
+def test_rows_fit_the_reports_table() -> None:
+    from nodeconf.report.comparison import COMPARISON_COLUMNS, comparison_csv
+
+    rows = compare_cgroup("res-demo", "hello", RES_DEMO, CTR_PATH, ARTICLE_READ_BACK)
+    header, first, *_ = comparison_csv(rows).splitlines()
+    assert header == ",".join(COMPARISON_COLUMNS)
+    assert first == f"res-demo,hello,{CTR_PATH},cpu.weight,35,35,cpu: non-linear shares->weight (runc >= 1.3.2),yes"
