@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.manifest import MEMORY, SWAP, Container, Pod
+from nodeconf.manifest import SWAP, Container, Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import Event, Expected, QosClass
 from nodeconf.semantics.memory import read_back
+from nodeconf.semantics.memory_qos import memory_request_and_limit
 from nodeconf.semantics.profile import Profile
 
 NO_SWAP = "NoSwap"
@@ -42,13 +43,6 @@ def is_critical(pod: Pod) -> bool:
     return pod.is_static or pod.is_mirror or pod.priority >= SYSTEM_CRITICAL_PRIORITY
 
 
-def _memory_request_and_limit(container: Container) -> tuple[int, int]:
-    """Byte request and limit (0 when absent); a limit alone defaults the request (core/v1 SetDefaults_Pod)."""
-    limit = container.resources.limit(MEMORY)
-    request = container.resources.request(MEMORY) or limit
-    return (request.value() if request else 0, limit.value() if limit else 0)
-
-
 def limited_swap_exclusion(pod: Pod, container: Container, qos: QosClass) -> str | None:
     """Why LimitedSwap gives this container no swap, or None when the calculation applies.
 
@@ -58,7 +52,7 @@ def limited_swap_exclusion(pod: Pod, container: Container, qos: QosClass) -> str
         return "critical pod (static, mirror or priority >= 2000000000) gets no swap (IsCriticalPod)"
     if qos is not QosClass.BURSTABLE:
         return f"only Burstable pods swap, this pod is {qos.value} (GetContainerSwapBehavior)"
-    request, limit = _memory_request_and_limit(container)
+    request, limit = memory_request_and_limit(container)
     if request == 0 and limit == 0:
         return "container has no memory request or limit (GetContainerSwapBehavior)"
     if request == limit:
@@ -74,7 +68,7 @@ def limited_swap_bytes(pod: Pod, container: Container, qos: QosClass, node: Node
     excluded = limited_swap_exclusion(pod, container, qos)
     if excluded is not None:
         return 0, f"LimitedSwap: {excluded}"
-    request, _ = _memory_request_and_limit(container)
+    request, _ = memory_request_and_limit(container)
     if node.memory_capacity <= 0 or request > node.memory_capacity:
         return 0, "LimitedSwap: memory request above node capacity, swap disallowed (calcSwapForBurstablePods)"
     share = int(float(request) / float(node.memory_capacity) * float(node.swap_capacity))
