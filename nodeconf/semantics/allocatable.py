@@ -1,0 +1,85 @@
+"""Node allocatable: capacity − systemReserved − kubeReserved − evictionHard (seed requests-limits-qos)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from nodeconf.errors import InputError
+from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig
+from nodeconf.manifest import CPU, MEMORY
+from nodeconf.node_facts import NodeFacts
+from nodeconf.quantity import Quantity, QuantityError
+
+MEMORY_AVAILABLE = "memory.available"
+
+
+def effective_eviction_hard(config: KubeletConfig) -> dict[str, str]:
+    """evictionHard as the kubelet uses it: the defaults when unset; when set, only the listed thresholds
+    (the others are zeroed) unless mergeDefaultEvictionSettings fills them in (seed "The system reserve";
+    pkg/kubelet/apis/config/v1beta1/defaults.go, cmd/kubelet/app/server.go)."""
+    if config.eviction_hard is None:
+        return dict(DEFAULT_EVICTION_HARD)
+    if config.merge_default_eviction_settings:
+        return {**DEFAULT_EVICTION_HARD, **config.eviction_hard}
+    return dict(config.eviction_hard)
+
+
+def threshold_bytes(text: str, capacity: int, source: str = "") -> int:
+    """A memory threshold: a quantity (`100Mi`) or a percentage of capacity (`5%`), in whole bytes
+    (pkg/kubelet/eviction/api ThresholdValue: Quantity or Percentage)."""
+    raw = text.strip()
+    try:
+        if raw.endswith("%"):
+            percent = Fraction(raw[:-1])
+            if not 0 <= percent <= 100:
+                raise ValueError(raw)
+            return Quantity(percent * capacity / 100).value()
+        return Quantity.parse(raw).value()
+    except (ValueError, ZeroDivisionError, QuantityError):
+        raise InputError(
+            f"invalid threshold {text!r}", source=source, obj="KubeletConfiguration",
+            field=f"evictionHard.{MEMORY_AVAILABLE}",
+        ) from None
+
+
+def eviction_memory_bytes(config: KubeletConfig, capacity: int) -> int:
+    """The hard `memory.available` threshold in bytes (0 when none applies)."""
+    threshold = effective_eviction_hard(config).get(MEMORY_AVAILABLE)
+    return threshold_bytes(threshold, capacity, config.source) if threshold is not None else 0
+
+
+def reserved(config: KubeletConfig, resource: str) -> Fraction:
+    """systemReserved + kubeReserved of one resource."""
+    total = Fraction(0)
+    for reserve in (config.system_reserved, config.kube_reserved):
+        if resource in reserve:
+            total += reserve[resource].amount
+    return total
+
+
+def allocatable_memory(node: NodeFacts, config: KubeletConfig) -> int:
+    """capacity − systemReserved − kubeReserved − evictionHard memory.available, never below 0
+    (pkg/kubelet/cm/node_container_manager_linux.go GetNodeAllocatableReservation)."""
+    capacity = node.memory_capacity
+    held = Quantity(reserved(config, MEMORY)).value() + eviction_memory_bytes(config, capacity)
+    return max(capacity - held, 0)
+
+
+def allocatable_cpu_milli(node: NodeFacts, config: KubeletConfig) -> int:
+    """cpu capacity − systemReserved − kubeReserved in millicores, never below 0."""
+    return max(node.cpu_capacity_milli - Quantity(reserved(config, CPU)).milli_value(), 0)
+
+
+def kubepods_memory_bytes(node: NodeFacts, config: KubeletConfig) -> int:
+    """kubepods memory limit: capacity minus reserves when `pods` is enforced, else capacity; never the
+    eviction threshold (node_container_manager_linux.go createNodeAllocatableCgroups)."""
+    if "pods" not in config.enforce_node_allocatable:
+        return node.memory_capacity
+    return max(node.memory_capacity - Quantity(reserved(config, MEMORY)).value(), 0)
+
+
+def kubepods_cpu_milli(node: NodeFacts, config: KubeletConfig) -> int:
+    """kubepods cpu shares source: capacity minus reserves when `pods` is enforced, else capacity."""
+    if "pods" not in config.enforce_node_allocatable:
+        return node.cpu_capacity_milli
+    return allocatable_cpu_milli(node, config)

@@ -1,0 +1,144 @@
+"""Effective pod requests and limits: API defaulting and aggregation (k8s.io/component-helpers/resource)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from fractions import Fraction
+
+from nodeconf.manifest import CPU, MEMORY, SWAP, Container, Pod, Resources
+from nodeconf.quantity import Quantity
+from nodeconf.semantics.profile import Profile
+
+# Resources pod-level `spec.resources` may set (component-helpers resource IsSupportedPodLevelResource).
+POD_LEVEL_RESOURCES = (CPU, MEMORY)
+Amounts = dict[str, Fraction]
+
+
+def _defaulted(resources: Resources, names: Iterable[str] | None = None) -> Resources:
+    """Requests default to limits where absent; swap never (KEP-5359: requests.swap is refused)."""
+    requests = dict(resources.requests)
+    for name, limit in resources.limits.items():
+        if name != SWAP and name not in requests and (names is None or name in names):
+            requests[name] = limit
+    return Resources(requests=requests, limits=resources.limits)
+
+
+def with_api_defaults(pod: Pod) -> Pod:
+    """The pod as the API server stores it: a limit alone sets the request (pkg/apis/core/v1/defaults.go
+    SetDefaults_Pod; pod-level cpu/memory too, PodLevelResources)."""
+
+    def container(c: Container) -> Container:
+        return c if not c.resources.limits else replace(c, resources=_defaulted(c.resources))
+
+    pod_level = pod.resources
+    if pod_level is not None and pod_level.limits:
+        pod_level = _defaulted(pod_level, POD_LEVEL_RESOURCES)
+    return replace(
+        pod,
+        containers=tuple(container(c) for c in pod.containers),
+        init_containers=tuple(container(c) for c in pod.init_containers),
+        resources=pod_level,
+    )
+
+
+def pod_level_requests_set(pod: Pod, profile: Profile) -> bool:
+    """component-helpers resource IsPodLevelRequestsSet (cpu/memory only), behind PodLevelResources."""
+    return (
+        profile.gate("PodLevelResources")
+        and pod.resources is not None
+        and any(name in POD_LEVEL_RESOURCES for name in pod.resources.requests)
+    )
+
+
+def pod_level_limits_set(pod: Pod, profile: Profile) -> bool:
+    """component-helpers resource IsPodLevelLimitsSet (cpu/memory only), behind PodLevelResources."""
+    return (
+        profile.gate("PodLevelResources")
+        and pod.resources is not None
+        and any(name in POD_LEVEL_RESOURCES for name in pod.resources.limits)
+    )
+
+
+def pod_level_resources_set(pod: Pod, profile: Profile) -> bool:
+    """component-helpers resource IsPodLevelResourcesSet."""
+    return pod_level_requests_set(pod, profile) or pod_level_limits_set(pod, profile)
+
+
+def _add(total: Amounts, items: Mapping[str, Quantity]) -> None:
+    for name, q in items.items():
+        total[name] = total.get(name, Fraction(0)) + q.amount
+
+
+def _max(total: Amounts, items: Mapping[str, Fraction]) -> None:
+    for name, amount in items.items():
+        if amount > total.get(name, Fraction(0)):
+            total[name] = amount
+
+
+def aggregate_containers(pod: Pod, limits: bool) -> Amounts:
+    """Sum of regular containers and sidecars, or the largest init container if bigger
+    (component-helpers resource AggregateContainerRequests / AggregateContainerLimits)."""
+    total: Amounts = {}
+    for c in pod.containers:
+        _add(total, c.resources.limits if limits else c.resources.requests)
+    sidecars: Amounts = {}
+    init_peak: Amounts = {}
+    for c in pod.init_containers:
+        own = c.resources.limits if limits else c.resources.requests
+        if c.is_sidecar:
+            _add(total, own)
+            for name, q in own.items():
+                sidecars[name] = sidecars.get(name, Fraction(0)) + q.amount
+            _max(init_peak, sidecars)
+        else:
+            running = dict(sidecars)
+            for name, q in own.items():
+                running[name] = running.get(name, Fraction(0)) + q.amount
+            _max(init_peak, running)
+    _max(total, init_peak)
+    return total
+
+
+def pod_requests(pod: Pod, profile: Profile) -> Amounts:
+    """Pod requests: pod-level where set, else aggregated containers, plus overhead
+    (component-helpers resource PodRequests)."""
+    total = aggregate_containers(pod, limits=False)
+    if pod_level_requests_set(pod, profile) and pod.resources is not None:
+        for name in POD_LEVEL_RESOURCES:
+            if name in pod.resources.requests:
+                total[name] = pod.resources.requests[name].amount
+    _add(total, pod.overhead)
+    return total
+
+
+def pod_limits(pod: Pod, profile: Profile) -> Amounts:
+    """Pod limits: pod-level where set, else aggregated containers; overhead only onto a limit that exists
+    (component-helpers resource PodLimits)."""
+    total = aggregate_containers(pod, limits=True)
+    if pod_level_limits_set(pod, profile) and pod.resources is not None:
+        for name in POD_LEVEL_RESOURCES:
+            if name in pod.resources.limits:
+                total[name] = pod.resources.limits[name].amount
+    for name, q in pod.overhead.items():
+        if name in total:
+            total[name] += q.amount
+    return total
+
+
+def every_container_limits(pod: Pod, name: str) -> bool:
+    """True when every container, init containers included, has a non-zero limit on `name`
+    (pkg/kubelet/cm/helpers_linux.go ResourceConfigForPod, the ContainerFn of PodLimits)."""
+    return all(
+        (limit := c.resources.limit(name)) is not None and not limit.is_zero() for c in pod.all_containers
+    )
+
+
+def milli(amount: Fraction | int) -> int:
+    """Quantity.MilliValue(): thousandths rounded up."""
+    return Quantity(Fraction(amount)).milli_value()
+
+
+def whole(amount: Fraction | int) -> int:
+    """Quantity.Value(): base units rounded up."""
+    return Quantity(Fraction(amount)).value()
