@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins: list[str] = []
+pytest_plugins: list[str] = ["fixtures.markers"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
