@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, LimitRange, Pod, ResourceQuota
 from nodeconf.node_facts import NodeFacts
-from nodeconf.semantics import allocatable, cgroup_paths, cpu, memory, oom, swap
+from nodeconf.semantics import allocatable, cgroup_paths, cpu, memory, memory_qos, oom, swap
 from nodeconf.semantics.expectation import (
     CgroupExpectation,
     ContainerExpectation,
@@ -23,14 +23,6 @@ from nodeconf.semantics.profile import Profile
 from nodeconf.semantics.qos import pod_qos
 from nodeconf.semantics.validation import pod_errors, pod_warnings
 
-# Memory QoS files before the Memory QoS oracle fills them: the kernel defaults (cgroup-v2.rst).
-_MEMORY_QOS_DEFAULTS = {"memory.min": "0", "memory.low": "0", "memory.high": "max"}
-_MEMORY_QOS_RULE = "kernel default: Memory QoS not applied"
-
-
-def _memory_qos_defaults() -> dict[str, Expected]:
-    return {name: Expected(value, _MEMORY_QOS_RULE) for name, value in _MEMORY_QOS_DEFAULTS.items()}
-
 
 def _container(
     pod: Pod, container: Container, qos: QosClass, pod_path: str, node: NodeFacts, config: KubeletConfig,
@@ -40,7 +32,7 @@ def _container(
         **cpu.container_files(pod, container, node, config, profile),
         **memory.container_files(pod, container, node, config, profile),
         "memory.swap.max": swap.container_swap_max(pod, container, qos, node, config, profile),
-        **_memory_qos_defaults(),
+        **memory_qos.container_files(pod, container, qos, node, config, profile),
     }
     path = cgroup_paths.container_cgroup(
         pod_path, cgroup_paths.container_id(pod.uid, container.name), config.cgroup_driver
@@ -72,7 +64,7 @@ def _admitted(
         **cpu.pod_files(pod, qos, config, profile),
         **memory.pod_files(pod, qos, node, profile),
         "memory.swap.max": swap.pod_swap_max(pod, qos, node, config, profile),
-        **_memory_qos_defaults(),
+        **memory_qos.pod_files(pod, qos, node, config, profile),
     }
     containers = tuple(
         _container(pod, c, qos, pod_path, node, config, profile, init=True) for c in pod.init_containers
@@ -94,25 +86,36 @@ def _node_cgroups(
 ) -> dict[str, CgroupExpectation]:
     """kubepods and the two QoS cgroups (node_container_manager_linux.go, qos_container_manager_linux.go)."""
     driver = config.cgroup_driver
-    burstable = [p.pod for p in admitted if p.qos_class is QosClass.BURSTABLE]
+    by_qos = _by_qos(admitted)
+    qos_files = memory_qos.node_level_files(by_qos, node, config, profile)
     levels: Mapping[str, tuple[str, dict[str, Expected]]] = {
-        "kubepods": (
+        memory_qos.KUBEPODS: (
             cgroup_paths.kubepods(driver),
             {
                 **cpu.kubepods_files(allocatable.kubepods_cpu_milli(node, config)),
                 **memory.kubepods_files(allocatable.kubepods_memory_bytes(node, config), node),
             },
         ),
-        "burstable": (
+        memory_qos.BURSTABLE: (
             cgroup_paths.qos_cgroup(QosClass.BURSTABLE, driver),
-            {**cpu.burstable_files(burstable, profile), **memory.qos_level_files()},
+            {**cpu.burstable_files(list(by_qos[QosClass.BURSTABLE]), profile), **memory.qos_level_files()},
         ),
-        "besteffort": (
+        memory_qos.BESTEFFORT: (
             cgroup_paths.qos_cgroup(QosClass.BEST_EFFORT, driver),
             {**cpu.besteffort_files(), **memory.qos_level_files()},
         ),
     }
-    return {path: CgroupExpectation(path, files) for path, files in levels.values()}
+    return {
+        path: CgroupExpectation(path, {**files, **qos_files.get(level, {})})
+        for level, (path, files) in levels.items()
+    }
+
+
+def _by_qos(admitted: Sequence[PodExpectation]) -> dict[QosClass, list[Pod]]:
+    by_qos: dict[QosClass, list[Pod]] = {qos: [] for qos in QosClass}
+    for p in admitted:
+        by_qos[p.qos_class].append(p.pod)
+    return by_qos
 
 
 def expect(
@@ -155,12 +158,12 @@ def expect(
     )
     metrics = {
         "kubelet_node_swap_allocated_bytes": swap.swap_allocated_bytes([p.pod for p in admitted], config, profile),
-        "kubelet_memory_qos_node_memory_min_bytes": 0,
-        "kubelet_memory_qos_node_memory_low_bytes": 0,
+        **memory_qos.metrics(_by_qos(admitted), config, profile),
     }
     return NodeExpectation(
         node=summary,
         cgroups=_node_cgroups(admitted, node, config, profile),
         pods=tuple(results),
         metrics=metrics,
+        warnings=memory_qos.node_warnings(node, config, profile),
     )
