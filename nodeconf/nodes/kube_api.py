@@ -1,0 +1,219 @@
+"""The few Kubernetes API calls the kube driver makes, on plain JSON dicts (kubernetes client, raw responses)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+REQUEST_TIMEOUT = 30.0
+PROBE_TIMEOUT = 2.0
+
+JsonObject = dict[str, Any]
+
+
+class KubeApiError(RuntimeError):
+    """The API server answered with an error status (or could not be reached: status 0)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        self.message = message
+        super().__init__(f"Kubernetes API error {status}: {message}" if status else message)
+
+
+@dataclass(frozen=True)
+class ExecOutput:
+    """What one exec gave back: exit status and the two output streams as text."""
+
+    rc: int
+    stdout: str
+    stderr: str
+
+
+class KubeApi(Protocol):
+    """The API surface the driver uses; the real one talks to a cluster, tests give a fake."""
+
+    def version(self) -> JsonObject: ...
+
+    def list_nodes(self) -> list[JsonObject]: ...
+
+    def read_node(self, name: str) -> JsonObject: ...
+
+    def node_proxy(self, node: str, path: str) -> str: ...
+
+    def create_namespace(self, manifest: JsonObject) -> JsonObject: ...
+
+    def delete_namespace(self, name: str) -> None: ...
+
+    def create_pod(self, namespace: str, manifest: JsonObject) -> JsonObject: ...
+
+    def read_pod(self, namespace: str, name: str) -> JsonObject: ...
+
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int) -> None: ...
+
+    def list_events(self, namespace: str, field_selector: str) -> list[JsonObject]: ...
+
+    def patch_pod_resize(self, namespace: str, name: str, patch: Mapping[str, Any]) -> JsonObject: ...
+
+    def pod_log(self, namespace: str, name: str, container: str, previous: bool) -> str: ...
+
+    def exec(self, namespace: str, name: str, container: str, argv: Sequence[str], timeout: float) -> ExecOutput: ...
+
+    def close(self) -> None: ...
+
+
+def status_message(body: str | bytes | None, fallback: str) -> str:
+    """The `message` of a Kubernetes Status body, else the fallback text."""
+    if body:
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            return str(body if isinstance(body, str) else body.decode(errors="replace")).strip() or fallback
+        if isinstance(doc, dict) and isinstance(doc.get("message"), str):
+            return str(doc["message"])
+    return fallback
+
+
+def exec_exit_status(error_channel: str) -> tuple[int, str]:
+    """Exit status and failure text from the exec error channel (a metav1.Status; remotecommand v4 protocol)."""
+    if not error_channel.strip():
+        return 0, ""
+    status = json.loads(error_channel)
+    if status.get("status") == "Success":
+        return 0, ""
+    for cause in (status.get("details") or {}).get("causes") or ():
+        if cause.get("reason") == "ExitCode":
+            return int(cause["message"]), ""
+    return -1, str(status.get("message", error_channel))
+
+
+def load_kube_context(context: str | None, config_file: str | None = None) -> tuple[Any, str]:
+    """An ApiClient for the context (or the current one) and the context's name; KubeApiError when unusable."""
+    from kubernetes import config
+    from kubernetes.config.config_exception import ConfigException
+
+    kube_config: Any = config
+
+    path = config_file or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+    try:
+        contexts, current = kube_config.list_kube_config_contexts(config_file=path)
+        names = [c["name"] for c in contexts]
+        chosen = context or (current or {}).get("name")
+        if not chosen:
+            raise KubeApiError(0, f"kubeconfig {path or '~/.kube/config'} has no current context")
+        if chosen not in names:
+            raise KubeApiError(0, f"kube context {chosen!r} not found (contexts: {', '.join(names) or 'none'})")
+        return kube_config.new_client_from_config(config_file=path, context=chosen, persist_config=False), chosen
+    except ConfigException as err:
+        raise KubeApiError(0, f"no usable kubeconfig: {str(err).strip()}") from None
+    except OSError as err:
+        raise KubeApiError(0, f"no usable kubeconfig: {err}") from None
+
+
+class ClientKubeApi:
+    """KubeApi on the official client; every call asks for the raw response and decodes JSON itself."""
+
+    def __init__(self, api_client: Any, timeout: float = REQUEST_TIMEOUT) -> None:
+        from kubernetes import client
+
+        self.api_client = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.version_api = client.VersionApi(api_client)
+        self.timeout = timeout
+
+    def _raw(self, method: Any, *args: Any, timeout: float | None = None, **kwargs: Any) -> bytes:
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        try:
+            response = method(*args, _preload_content=False, _request_timeout=timeout or self.timeout, **kwargs)
+            return bytes(response.data)
+        except ApiException as err:
+            raise KubeApiError(int(err.status or 0), status_message(err.body, str(err.reason))) from None
+        except HTTPError as err:
+            host = self.api_client.configuration.host
+            raise KubeApiError(0, f"Kubernetes API at {host} not reachable: {type(err).__name__}") from None
+
+    def _json(self, method: Any, *args: Any, **kwargs: Any) -> JsonObject:
+        doc = json.loads(self._raw(method, *args, **kwargs) or b"{}")
+        if not isinstance(doc, dict):
+            raise KubeApiError(0, f"unexpected answer from {getattr(method, '__name__', method)}")
+        return doc
+
+    def version(self) -> JsonObject:
+        return self._json(self.version_api.get_code, timeout=PROBE_TIMEOUT)
+
+    def list_nodes(self) -> list[JsonObject]:
+        return list(self._json(self.core.list_node).get("items") or [])
+
+    def read_node(self, name: str) -> JsonObject:
+        return self._json(self.core.read_node, name)
+
+    def node_proxy(self, node: str, path: str) -> str:
+        return self._raw(self.core.connect_get_node_proxy_with_path, node, path).decode(errors="replace")
+
+    def create_namespace(self, manifest: JsonObject) -> JsonObject:
+        return self._json(self.core.create_namespace, manifest)
+
+    def delete_namespace(self, name: str) -> None:
+        self._raw(self.core.delete_namespace, name)
+
+    def create_pod(self, namespace: str, manifest: JsonObject) -> JsonObject:
+        return self._json(self.core.create_namespaced_pod, namespace, manifest)
+
+    def read_pod(self, namespace: str, name: str) -> JsonObject:
+        return self._json(self.core.read_namespaced_pod, name, namespace)
+
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int) -> None:
+        self._raw(self.core.delete_namespaced_pod, name, namespace, grace_period_seconds=grace_seconds)
+
+    def list_events(self, namespace: str, field_selector: str) -> list[JsonObject]:
+        return list(self._json(self.core.list_namespaced_event, namespace, field_selector=field_selector)
+                    .get("items") or [])
+
+    def patch_pod_resize(self, namespace: str, name: str, patch: Mapping[str, Any]) -> JsonObject:
+        method = getattr(self.core, "patch_namespaced_pod_resize", None)
+        if method is not None:
+            return self._json(method, name, namespace, dict(patch))
+        return self._json(self._legacy_resize_patch, name, namespace, dict(patch))
+
+    def _legacy_resize_patch(self, name: str, namespace: str, body: JsonObject, **kwargs: Any) -> Any:
+        """PATCH pods/<name>/resize on clients older than the subresource (legacy call_api signature)."""
+        return self.api_client.call_api(
+            "/api/v1/namespaces/{namespace}/pods/{name}/resize", "PATCH",
+            path_params={"namespace": namespace, "name": name},
+            header_params={"Accept": "application/json", "Content-Type": "application/strategic-merge-patch+json"},
+            body=body, auth_settings=["BearerToken"], response_type=None, **kwargs,
+        )
+
+    def pod_log(self, namespace: str, name: str, container: str, previous: bool) -> str:
+        return self._raw(self.core.read_namespaced_pod_log, name, namespace, container=container,
+                         previous=previous).decode(errors="replace")
+
+    def exec(self, namespace: str, name: str, container: str, argv: Sequence[str], timeout: float) -> ExecOutput:
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.stream import stream
+        from kubernetes.stream.ws_client import ERROR_CHANNEL
+
+        try:
+            ws = stream(self.core.connect_get_namespaced_pod_exec, name, namespace, command=list(argv),
+                        container=container, stderr=True, stdin=False, stdout=True, tty=False,
+                        _preload_content=False)
+        except ApiException as err:
+            raise KubeApiError(int(err.status or 0), status_message(err.body, str(err.reason))) from None
+        try:
+            ws.run_forever(timeout=timeout)
+            if ws.is_open():
+                raise KubeApiError(0, f"exec in {namespace}/{name}/{container} did not finish in {timeout:.0f}s")
+            stdout, stderr = ws.read_stdout(timeout=0), ws.read_stderr(timeout=0)
+            rc, failure = exec_exit_status(ws.read_channel(ERROR_CHANNEL, timeout=0))
+        finally:
+            ws.close()
+        if rc < 0:
+            raise KubeApiError(0, f"exec in {namespace}/{name}/{container} failed: {failure}")
+        return ExecOutput(rc=rc, stdout=stdout, stderr=stderr)
+
+    def close(self) -> None:
+        self.api_client.close()

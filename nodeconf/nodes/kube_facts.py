@@ -1,0 +1,172 @@
+"""Node facts and the live kubelet configuration of a Kubernetes node (Node object, /configz, helper probe)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from nodeconf.errors import InputError
+from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig, kubelet_config_from_dict
+from nodeconf.node_facts import NodeFacts
+from nodeconf.quantity import Quantity, QuantityError
+from nodeconf.semantics.cpu import linear_weight, nonlinear_weight
+
+# Fields of KubeletConfig compared with the node's live config, by their KubeletConfiguration names.
+COMPARED_FIELDS = {
+    "swap_behavior": "memorySwap.swapBehavior",
+    "memory_throttling_factor": "memoryThrottlingFactor",
+    "memory_reservation_policy": "memoryReservationPolicy",
+    "system_reserved": "systemReserved",
+    "kube_reserved": "kubeReserved",
+    "enforce_node_allocatable": "enforceNodeAllocatable",
+    "cgroup_driver": "cgroupDriver",
+    "single_process_oom_kill": "singleProcessOOMKill",
+    "cpu_cfs_quota": "cpuCFSQuota",
+    "cpu_cfs_quota_period_us": "cpuCFSQuotaPeriod",
+}
+# Fields that do not decide node resources (the eviction map is compared on memory.available only: the
+# other signals are disk thresholds, and kind writes its own 0% values for them).
+_NOTCOMPARED_FIELDS = {"feature_gates", "eviction_hard", "merge_default_eviction_settings", "source"}
+EVICTION_MEMORY_SIGNAL = "memory.available"
+
+
+def _dig(doc: Mapping[str, Any], *path: str) -> Any:
+    value: Any = doc
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def node_name(node: Mapping[str, Any]) -> str:
+    name = _dig(node, "metadata", "name")
+    if not isinstance(name, str) or not name:
+        raise InputError("node object without a name", obj="Node", field="metadata.name")
+    return name
+
+
+def _quantity(node: Mapping[str, Any], *path: str) -> Quantity:
+    raw = _dig(node, *path)
+    try:
+        return Quantity.parse(raw)
+    except QuantityError as err:
+        raise InputError(str(err), obj=f"Node/{node_name(node)}", field=".".join(path)) from None
+
+
+def node_swap_capacity(node: Mapping[str, Any]) -> int | None:
+    """`status.nodeInfo.swap.capacity` in bytes (NodeSwapStatus, Kubernetes ≥ 1.32), None when absent."""
+    capacity = _dig(node, "status", "nodeInfo", "swap", "capacity")
+    if capacity is None:
+        return None
+    if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
+        raise InputError(f"expected a byte count, got {capacity!r}", obj=f"Node/{node_name(node)}",
+                         field="status.nodeInfo.swap.capacity")
+    return capacity
+
+
+def kubelet_minor_version(node: Mapping[str, Any]) -> str:
+    """`status.nodeInfo.kubeletVersion` as `X.Y` (`v1.34.2` → `1.34`)."""
+    raw = _dig(node, "status", "nodeInfo", "kubeletVersion")
+    parts = str(raw or "").lstrip("v").split(".")
+    if len(parts) < 2 or not parts[0].isdigit() or not "".join(c for c in parts[1] if c.isdigit()):
+        raise InputError(f"unreadable kubelet version {raw!r}", obj=f"Node/{node_name(node)}",
+                         field="status.nodeInfo.kubeletVersion")
+    return f"{int(parts[0])}.{int(''.join(c for c in parts[1] if c.isdigit()))}"
+
+
+def is_kind_node(node: Mapping[str, Any]) -> bool:
+    """kind sets `spec.providerID` to `kind://<runtime>/<cluster>/<node>`."""
+    return str(_dig(node, "spec", "providerID") or "").startswith("kind://")
+
+
+def cpu_weight_formula(shares: int, observed_weight: int) -> str:
+    """Which shares→weight formula the runtime used, from one container's `cpu.weight` (seed article)."""
+    linear, nonlinear = linear_weight(shares), nonlinear_weight(shares)
+    if linear == nonlinear:
+        raise ValueError(f"{shares} shares give weight {linear} under both formulas; probe with another request")
+    if observed_weight == nonlinear:
+        return "nonlinear"
+    if observed_weight == linear:
+        return "linear"
+    raise ValueError(f"cpu.weight {observed_weight} for {shares} shares matches neither formula "
+                     f"(linear {linear}, non-linear {nonlinear})")
+
+
+def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], formula: str) -> NodeFacts:
+    """NodeFacts from the Node object (capacity, kernel, swap) and the helper's probe (page size, controllers).
+
+    Swap comes from `status.nodeInfo.swap` when the kubelet reports it, else from the node's /proc/meminfo.
+    """
+    swap = node_swap_capacity(node)
+    kernel = _dig(node, "status", "nodeInfo", "kernelVersion") or probe.get("kernelRelease") or ""
+    try:
+        return NodeFacts(
+            memory_capacity=_quantity(node, "status", "capacity", "memory").value(),
+            swap_capacity=swap if swap is not None else int(probe.get("swapTotal") or 0),
+            cpu_capacity_milli=_quantity(node, "status", "capacity", "cpu").milli_value(),
+            page_size=int(probe["pageSize"]),
+            kernel_version=str(kernel),
+            cgroup_controllers=tuple(str(c) for c in probe.get("controllers") or ()),
+            cpu_weight_formula=formula,
+        )
+    except (KeyError, ValueError, TypeError) as err:
+        raise InputError(f"unusable node facts: {err}", obj=f"Node/{node_name(node)}") from None
+
+
+def live_kubelet_config(configz: str, node: str) -> KubeletConfig:
+    """The kubelet's running configuration from `/api/v1/nodes/<node>/proxy/configz` (`{"kubeletconfig": …}`)."""
+    source = f"node {node} /configz"
+    try:
+        doc = json.loads(configz)
+    except ValueError:
+        raise InputError("not JSON", source=source) from None
+    config = doc.get("kubeletconfig") if isinstance(doc, dict) else None
+    if not isinstance(config, dict):
+        raise InputError("no kubeletconfig object", source=source)
+    return kubelet_config_from_dict(config, source=source)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def _memory_eviction(config: KubeletConfig) -> str | None:
+    thresholds = config.eviction_hard if config.eviction_hard is not None else DEFAULT_EVICTION_HARD
+    return thresholds.get(EVICTION_MEMORY_SIGNAL)
+
+
+def _same_threshold(a: str | None, b: str | None) -> bool:
+    """Equal thresholds: the same quantity (`100Mi` == `104857600`) or the same text (`5%`)."""
+    if a is None or b is None or a.endswith("%") or b.endswith("%"):
+        return a == b
+    try:
+        return Quantity.parse(a) == Quantity.parse(b)
+    except QuantityError:
+        return a == b
+
+
+def kubelet_config_differences(requested: KubeletConfig, live: KubeletConfig) -> list[str]:
+    """Each decision-relevant field where the node's live config differs from the requested one, one line each.
+
+    An unset `memoryThrottlingFactor` or `evictionHard` in the request means "the kubelet default", which the
+    live config shows expanded; feature gates are compared for the gates the request names.
+    """
+    out: list[str] = []
+    for attr, name in COMPARED_FIELDS.items():
+        want, have = getattr(requested, attr), getattr(live, attr)
+        if attr == "memory_throttling_factor" and want is None:
+            continue
+        if want != have:
+            out.append(f"{name}: requested {_shown(want)}, node has {_shown(have)}")
+    for gate, want in sorted(requested.feature_gates.items()):
+        have = live.feature_gates.get(gate)
+        if have != want:
+            out.append(f"featureGates.{gate}: requested {want}, node has {'unset' if have is None else have}")
+    want_eviction, have_eviction = _memory_eviction(requested), _memory_eviction(live)
+    if not _same_threshold(want_eviction, have_eviction):
+        out.append(f"evictionHard.{EVICTION_MEMORY_SIGNAL}: requested {want_eviction}, node has {have_eviction}")
+    return out
