@@ -72,6 +72,7 @@ class VirtualMachine:
         self._accel_choice = accel
         self._say = progress or (lambda _message: None)
         self._persistent = persistent
+        self._detached = False
         self._proc: subprocess.Popen[bytes] | None = None
         self.ssh_port = 0
         self.boot_seconds = 0.0
@@ -141,6 +142,8 @@ class VirtualMachine:
 
     def stop(self) -> None:
         """Stop qemu (SIGTERM, then SIGKILL) and remove the VM directory; safe to call more than once."""
+        if self._detached:
+            return
         proc, self._proc = self._proc, None
         if proc is not None:
             proc.terminate()
@@ -158,6 +161,7 @@ class VirtualMachine:
             raise VmError(f"VM {self.name} is not running")
         state = VmState.read(self.directory)
         self._proc = None
+        self._detached = True
         _unregister(self)
         return state
 

@@ -1,0 +1,131 @@
+"""`nodeconf node up|down|status|ssh`: the reference VM for people (the fixture does the same for tests)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from infra.vm.image import ImageBuildError, ensure_image
+from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine, VmError
+from infra.vm.progress import StepPrinter
+from infra.vm.state import VmState, list_states, terminate_pid, validate_name, vm_directory
+from nodeconf.nodes.facts_probe import probe_node_facts
+from nodeconf.nodes.ssh import SshTarget, SshTransport, TransportError
+
+DEFAULT_NAME = "default"
+MIB = 1024 * 1024
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `node` and its four actions."""
+    parser = subparsers.add_parser("node", help="manage the reference VM node (up, down, status, ssh)")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="default: $XDG_CACHE_HOME/nodeconf")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    up = actions.add_parser("up", help="build the image if needed and boot a VM that outlives this command")
+    up.add_argument("name", nargs="?", default=DEFAULT_NAME)
+    up.add_argument("--memory", type=int, default=DEFAULT_MEMORY_MIB, metavar="MIB")
+    up.add_argument("--swap", type=int, default=DEFAULT_SWAP_MIB, metavar="MIB")
+    up.add_argument("--cpus", type=int, default=DEFAULT_CPUS)
+    down = actions.add_parser("down", help="stop a VM and remove its directory")
+    down.add_argument("name", nargs="?", default=DEFAULT_NAME)
+    down.add_argument("--all", action="store_true", help="stop every recorded VM")
+    actions.add_parser("status", help="list recorded VMs and whether they run")
+    ssh = actions.add_parser("ssh", help="log in to a VM, or run a command: nodeconf node ssh NAME -- CMD...")
+    ssh.add_argument("name", nargs="?", default=DEFAULT_NAME)
+    ssh.add_argument("remote_command", nargs=argparse.REMAINDER, metavar="COMMAND")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one node action; 0 on success, 1 when a VM is not running, 2 on bad input or infrastructure error."""
+    actions = {"up": _up, "down": _down, "status": _status, "ssh": _ssh}
+    try:
+        return actions[args.action](args)
+    except (ValueError, ImageBuildError, VmError, TransportError) as err:
+        print(f"nodeconf node {args.action}: {err}", file=sys.stderr)
+        return 2
+
+
+def _up(args: argparse.Namespace) -> int:
+    name = validate_name(args.name)
+    progress = StepPrinter("node")
+    image = ensure_image(args.cache_dir, progress=progress)
+    machine = VirtualMachine(image, memory_mib=args.memory, cpus=args.cpus, swap_mib=args.swap, name=name,
+                             cache_dir=args.cache_dir, progress=progress, persistent=True)
+    with machine:
+        with machine.ssh() as transport:
+            facts = probe_node_facts(transport)
+        state = machine.detach()
+    _write_known_hosts(state)
+    print(f"{name}: up ({state.accel}, pid {state.pid}); kernel {facts.kernel_version}, "
+          f"memory {facts.memory_capacity // MIB} MiB, swap {facts.swap_capacity // MIB} MiB, "
+          f"cpus {facts.cpu_capacity_milli // 1000}, cgroup controllers: {' '.join(facts.cgroup_controllers)}")
+    print(f"{name}: ssh -i {state.client_key} -p {state.ssh_port} root@127.0.0.1   (or: nodeconf node ssh {name})")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    names = [state.name for state in list_states(args.cache_dir)] if args.all else [validate_name(args.name)]
+    for name in names:
+        directory = vm_directory(name, args.cache_dir)
+        try:
+            state = VmState.read(directory)
+        except ValueError:
+            if not args.all:
+                print(f"nodeconf node down: no VM called {name}", file=sys.stderr)
+                return 1
+            continue
+        terminate_pid(state.pid, directory)
+        shutil.rmtree(directory, ignore_errors=True)
+        print(f"{name}: down")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    states = list_states(args.cache_dir)
+    if not states:
+        print("no VMs")
+        return 0
+    print(f"{'NAME':<16} {'STATE':<8} {'PID':>7} {'SSH':>6} {'ACCEL':<5} {'MEMORY':>8} {'SWAP':>8} CPUS")
+    for state in states:
+        running = "running" if state.is_running() else "stale"
+        print(f"{state.name:<16} {running:<8} {state.pid:>7} {state.ssh_port:>6} {state.accel:<5} "
+              f"{state.memory_mib:>5}MiB {state.swap_mib:>5}MiB {state.cpus}")
+    return 0
+
+
+def _ssh(args: argparse.Namespace) -> int:
+    directory = vm_directory(validate_name(args.name), args.cache_dir)
+    try:
+        state = VmState.read(directory)
+    except ValueError:
+        print(f"nodeconf node ssh: no VM called {args.name}; start one with: nodeconf node up {args.name}",
+              file=sys.stderr)
+        return 1
+    if not state.is_running():
+        print(f"nodeconf node ssh: VM {args.name} is not running (stale record)", file=sys.stderr)
+        return 1
+    command = args.remote_command[1:] if args.remote_command[:1] == ["--"] else args.remote_command
+    if not command:
+        known_hosts = _write_known_hosts(state)
+        ssh = ["ssh", "-i", state.client_key, "-p", str(state.ssh_port), "-o", "IdentitiesOnly=yes",
+               "-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
+               "-o", "StrictHostKeyChecking=yes", "-o", "LogLevel=ERROR", "root@127.0.0.1"]
+        if shutil.which("ssh") is None:
+            raise ValueError("no ssh client on this host; install openssh-client")
+        os.execvp("ssh", ssh)
+    target = SshTarget("root", "127.0.0.1", state.ssh_port)
+    with SshTransport.connect(target, Path(state.client_key), host_key=state.host_public_key) as transport:
+        result = transport.run(command, timeout=3600)
+    sys.stdout.buffer.write(result.stdout)
+    sys.stderr.buffer.write(result.stderr)
+    return result.rc
+
+
+def _write_known_hosts(state: VmState) -> Path:
+    """A known_hosts file in the VM directory pinning the guest's host key for the OpenSSH client."""
+    path = Path(state.directory) / "known_hosts"
+    path.write_text(f"[127.0.0.1]:{state.ssh_port} {state.host_public_key}\n")
+    return path

@@ -1,0 +1,76 @@
+"""Read a node's facts in one remote round trip: kernel, page size, cgroup controllers, memory, swap, cpus."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol, TypedDict
+
+from nodeconf.node_facts import NodeFacts
+
+FACTS_SCRIPT = """\
+printf 'kernel_version=%s\\n' "$(uname -r)"
+printf 'page_size=%s\\n' "$(getconf PAGESIZE)"
+printf 'cgroup_controllers=%s\\n' "$(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null)"
+printf 'cpu_count=%s\\n' "$(getconf _NPROCESSORS_ONLN)"
+grep -E '^(MemTotal|SwapTotal):' /proc/meminfo
+"""
+_MEMINFO = re.compile(r"^(MemTotal|SwapTotal):\s+(\d+)\s+kB$")
+
+
+class CommandRunner(Protocol):
+    """Anything that runs an argv on the node and returns its standard output (e.g. SshTransport)."""
+
+    def check_output(self, argv: Sequence[str]) -> str: ...
+
+
+def read_node_facts_script() -> list[str]:
+    """The argv that prints every fact in one round trip."""
+    return ["sh", "-c", FACTS_SCRIPT]
+
+
+class ProbedFacts(TypedDict):
+    """NodeFacts field values as read from a node (memory and swap in bytes)."""
+
+    memory_capacity: int
+    swap_capacity: int
+    cpu_capacity_milli: int
+    page_size: int
+    kernel_version: str
+    cgroup_controllers: tuple[str, ...]
+
+
+def parse_node_facts(output: str) -> ProbedFacts:
+    """The facts printed by read_node_facts_script(); ValueError naming the first missing or bad fact."""
+    raw: dict[str, str] = {}
+    meminfo: dict[str, int] = {}
+    for line in output.splitlines():
+        match = _MEMINFO.match(line.strip())
+        if match:
+            meminfo[match.group(1)] = int(match.group(2)) * 1024
+        elif "=" in line:
+            key, _, value = line.partition("=")
+            raw[key.strip()] = value.strip()
+    for name in ("kernel_version", "page_size", "cpu_count"):
+        if not raw.get(name):
+            raise ValueError(f"node facts: {name} missing from the probe output")
+    for name in ("MemTotal", "SwapTotal"):
+        if name not in meminfo:
+            raise ValueError(f"node facts: {name} missing from /proc/meminfo")
+    try:
+        page_size, cpu_count = int(raw["page_size"]), int(raw["cpu_count"])
+    except ValueError as err:
+        raise ValueError(f"node facts: page_size or cpu_count is not a number ({err})") from err
+    return ProbedFacts(
+        memory_capacity=meminfo["MemTotal"],
+        swap_capacity=meminfo["SwapTotal"],
+        cpu_capacity_milli=cpu_count * 1000,
+        page_size=page_size,
+        kernel_version=raw["kernel_version"],
+        cgroup_controllers=tuple(raw.get("cgroup_controllers", "").split()),
+    )
+
+
+def probe_node_facts(node: CommandRunner) -> NodeFacts:
+    """The node's facts, read with one remote command."""
+    return NodeFacts(**parse_node_facts(node.check_output(read_node_facts_script())))

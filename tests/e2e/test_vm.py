@@ -1,0 +1,117 @@
+"""The reference VM is a real cgroup v2 + swap node whose kernel enforces memory.swap.max, memory.high, cpu.max.
+
+Source: issue 4 acceptance; expected behaviour from MEASURED.md ("Kernel behaviour observed in the guest").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures.tolerance import Band, cpu_usage_band, limit_band, throttled_fraction_band
+from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB
+from nodeconf.node_facts import NodeFacts
+from nodeconf.nodes.facts_probe import probe_node_facts
+from nodeconf.nodes.ssh import SshTransport
+
+pytestmark = pytest.mark.vm
+
+MIB = 1024 * 1024
+GUEST_PROBE = (Path(__file__).parent / "vm_guest_probe.py").read_bytes()
+REQUIRED_CONTROLLERS = ("cpu", "memory", "pids", "cpuset")
+
+
+def run_in_cgroup(node: SshTransport, name: str, settings: dict[str, str], workload: dict[str, Any],
+                  sample: list[str]) -> dict[str, Any]:
+    """Run one workload in a fresh child cgroup on the node (one round trip) and return what was observed."""
+    spec = json.dumps({"cgroup": name, "settings": settings, "workload": workload, "sample": sample})
+    result: dict[str, Any] = json.loads(node.check_output(["python3", "-", spec], input=GUEST_PROBE, timeout=180))
+    assert not result["timed_out"], f"workload in {name} did not finish: {result}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def facts(reference_vm_ssh: SshTransport) -> NodeFacts:
+    return probe_node_facts(reference_vm_ssh)
+
+
+def test_cgroup2_is_the_only_hierarchy_with_the_resource_controllers(reference_vm_ssh: SshTransport) -> None:
+    mounts = reference_vm_ssh.check_output(["cat", "/proc/mounts"]).splitlines()
+    cgroup_mounts = [line.split() for line in mounts if line.split()[2].startswith("cgroup")]
+    assert [(m[1], m[2]) for m in cgroup_mounts] == [("/sys/fs/cgroup", "cgroup2")]
+    options = cgroup_mounts[0][3].split(",")
+    assert "nsdelegate" in options and "memory_recursiveprot" in options
+    enable = " ".join(f"+{c}" for c in REQUIRED_CONTROLLERS)
+    reference_vm_ssh.check_output(["sh", "-c", 'echo "$1" > /sys/fs/cgroup/cgroup.subtree_control', "-", enable])
+    enabled = reference_vm_ssh.check_output(["cat", "/sys/fs/cgroup/cgroup.subtree_control"]).split()
+    assert set(REQUIRED_CONTROLLERS) <= set(enabled)
+
+
+def test_node_facts_show_swap_memory_and_cpus(facts: NodeFacts) -> None:
+    assert facts.kernel_version.startswith("6.")
+    assert facts.page_size == 4096
+    assert set(REQUIRED_CONTROLLERS) <= set(facts.cgroup_controllers)
+    # mkswap keeps one page for its header: SwapTotal is the disk less one page.
+    assert facts.swap_capacity == DEFAULT_SWAP_MIB * MIB - facts.page_size
+    # MemTotal is RAM less what the kernel reserves for itself (≈ 4 % at 2 GiB measured: 1966 MiB).
+    memory = Band(0.90 * DEFAULT_MEMORY_MIB * MIB, DEFAULT_MEMORY_MIB * MIB, "guest RAM less kernel reserve")
+    assert memory.contains(facts.memory_capacity), f"MemTotal {facts.memory_capacity} not in {memory}"
+    assert facts.cpu_capacity_milli == DEFAULT_CPUS * 1000
+
+
+def test_swap_max_lets_a_hog_swap_up_to_the_limit_then_oom_kills(reference_vm_ssh: SshTransport,
+                                                                  facts: NodeFacts) -> None:
+    memory_max, swap_max = 64 * MIB, 32 * MIB
+    seen = run_in_cgroup(
+        reference_vm_ssh, "nodeconf-e2e-swap-max",
+        {"memory.max": str(memory_max), "memory.swap.max": str(swap_max)},
+        {"kind": "hog", "mib": 200}, ["memory.swap.current", "memory.current"],
+    )
+    assert seen["signal"] == 9, f"hog was not SIGKILLed: {seen['exit_code']=} {seen['signal']=}"
+    assert seen["events"]["memory.events"]["oom_kill"] == 1
+    assert seen["events"]["memory.swap.events"]["max"] >= 1
+    # Sampled every 5 ms: the peak seen is within 4 MiB (1024 pages) of the limit, never above it.
+    swap_band = limit_band(swap_max, facts.page_size, pages=1024)
+    assert swap_band.contains(seen["peaks"]["memory.swap.current"]), \
+        f"memory.swap.current peak {seen['peaks']['memory.swap.current']} not in {swap_band}"
+    assert max(seen["samples"]["memory.current"]) <= memory_max
+    assert seen["memory_peak"] <= memory_max
+
+
+def test_memory_high_throttles_a_hog_without_oom(reference_vm_ssh: SshTransport, facts: NodeFacts) -> None:
+    memory_high = 32 * MIB
+    seen = run_in_cgroup(
+        reference_vm_ssh, "nodeconf-e2e-memory-high", {"memory.high": str(memory_high)},
+        {"kind": "hog", "mib": 96}, ["memory.current", "memory.swap.current", "memory.events:high"],
+    )
+    assert (seen["exit_code"], seen["signal"]) == (0, None), "hog under memory.high must survive"
+    events = seen["events"]["memory.events"]
+    assert events["oom"] == 0 and events["oom_kill"] == 0
+    high_counts = seen["samples"]["memory.events:high"]
+    assert high_counts == sorted(high_counts) and events["high"] > high_counts[0], "high events must rise"
+    # memory.high is a soft limit: usage overshoots by charge batches before reclaim (≈ 34 MiB measured).
+    overshoot = Band(0, memory_high + 8 * MIB, "memory.high plus 8 MiB of charge batching")
+    assert overshoot.contains(seen["peaks"]["memory.current"]), \
+        f"memory.current peak {seen['peaks']['memory.current']} not in {overshoot}"
+    assert seen["peaks"]["memory.swap.current"] > 0, "the hog's excess must go to swap"
+
+
+def test_cpu_max_throttles_a_busy_loop_to_its_quota(reference_vm_ssh: SshTransport) -> None:
+    quota_us, period_us, seconds = 20000, 100000, 3.0
+    seen = run_in_cgroup(
+        reference_vm_ssh, "nodeconf-e2e-cpu-max", {"cpu.max": f"{quota_us} {period_us}"},
+        {"kind": "busy", "seconds": seconds}, [],
+    )
+    assert (seen["exit_code"], seen["signal"]) == (0, None)
+    stat = seen["events"]["cpu.stat"]
+    window_us = int(seen["wall_seconds"] * 1_000_000)
+    # TCG on a shared 2-core host does not always run the vCPU: accept up to 50 % below the quota rate.
+    usage = cpu_usage_band(quota_us, period_us, window_us, shortfall=0.5)
+    assert usage.contains(stat["usage_usec"] / window_us), \
+        f"cpu usage {stat['usage_usec']}us over {window_us}us not in {usage}"
+    throttled = throttled_fraction_band(0.5)
+    assert throttled.contains(stat["nr_throttled"] / stat["nr_periods"]), \
+        f"nr_throttled {stat['nr_throttled']} of {stat['nr_periods']} periods not in {throttled}"
