@@ -1,0 +1,204 @@
+"""`nodeconf explain`: what a node should do with these pods, as JSON (DESIGN.md contract) or a table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from nodeconf.errors import InputError
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.loader import load_kubelet_config, load_objects
+from nodeconf.manifest import LimitRange, Pod, ResourceQuota
+from nodeconf.node_facts import CPU_WEIGHT_FORMULAS, NodeFacts
+from nodeconf.quantity import Quantity, QuantityError
+from nodeconf.semantics.expect import expect
+from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, Expected, NodeExpectation
+from nodeconf.semantics.profile import DEFAULT_VERSION, SUPPORTED_VERSIONS, profile_for
+
+OUTPUTS = ("json", "table")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register `explain` and its options (DESIGN.md "nodeconf explain")."""
+    parser = subparsers.add_parser(
+        "explain",
+        help="show what a node should do with these pods",
+        description="Treats all given pods as running together on one node and prints the expected cgroup "
+        "files, oom_score_adj, admission, events and metrics.",
+    )
+    parser.add_argument("manifests", nargs="+", metavar="MANIFEST", help="YAML files (multi-document, List)")
+    parser.add_argument("--kubelet-config", metavar="FILE", help="KubeletConfiguration YAML")
+    parser.add_argument("--memory", default="8Gi", metavar="Q", help="node memory capacity (default 8Gi)")
+    parser.add_argument("--swap", default="4Gi", metavar="Q", help="node swap capacity (default 4Gi)")
+    parser.add_argument("--cpu", default="2", metavar="Q", help="node cpu capacity (default 2)")
+    parser.add_argument(
+        "--kubernetes-version", default=DEFAULT_VERSION, metavar="X.Y",
+        help=f"profile: one of {', '.join(SUPPORTED_VERSIONS)} (default {DEFAULT_VERSION})",
+    )
+    parser.add_argument(
+        "--cpu-weight-formula", default="nonlinear", metavar="F",
+        help="the runtime's shares→weight formula: linear or nonlinear (default nonlinear)",
+    )
+    parser.add_argument("--page-size", default="4096", metavar="N", help="kernel page size in bytes (default 4096)")
+    parser.add_argument("-o", "--output", default="json", metavar="FORMAT", help="json (default) or table")
+
+
+def _quantity(text: str, flag: str, *, milli: bool = False) -> int:
+    try:
+        q = Quantity.parse(text)
+    except QuantityError as err:
+        raise InputError(str(err), field=flag) from None
+    if q.amount < 0:
+        raise InputError(f"must not be negative, got {text!r}", field=flag)
+    return q.milli_value() if milli else q.value()
+
+
+def _choice(value: str, allowed: tuple[str, ...], flag: str) -> str:
+    if value not in allowed:
+        raise InputError(f"unknown value {value!r} (expected one of {', '.join(allowed)})", field=flag)
+    return value
+
+
+def node_facts(args: argparse.Namespace) -> NodeFacts:
+    """The node from the command-line options; InputError names the bad option."""
+    memory = _quantity(args.memory, "--memory")
+    if memory == 0:
+        raise InputError("must be positive", field="--memory")
+    try:
+        page_size = int(args.page_size)
+    except ValueError:
+        raise InputError(f"expected an integer, got {args.page_size!r}", field="--page-size") from None
+    if page_size <= 0 or page_size & (page_size - 1):
+        raise InputError(f"must be a power of two, got {page_size}", field="--page-size")
+    return NodeFacts(
+        memory_capacity=memory,
+        swap_capacity=_quantity(args.swap, "--swap"),
+        cpu_capacity_milli=_quantity(args.cpu, "--cpu", milli=True),
+        page_size=page_size,
+        cpu_weight_formula=_choice(args.cpu_weight_formula, CPU_WEIGHT_FORMULAS, "--cpu-weight-formula"),
+    )
+
+
+def _cgroup(cgroup: CgroupExpectation) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "path": cgroup.path,
+        "files": {name: e.value for name, e in cgroup.files.items()},
+        "rules": {name: e.rule for name, e in cgroup.files.items()},
+    }
+    accepted = {name: dict(e.accepted) for name, e in cgroup.files.items() if e.accepted}
+    if accepted:
+        out["accepted"] = accepted
+    return out
+
+
+def _container(c: ContainerExpectation) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "init": c.init,
+        "sidecar": c.sidecar,
+        "cgroup": _cgroup(c.cgroup),
+        "oomScoreAdj": int(c.oom_score_adj.value),
+        "oomScoreAdjRule": c.oom_score_adj.rule,
+    }
+
+
+def to_json(result: NodeExpectation) -> dict[str, Any]:
+    """The DESIGN.md JSON shape, plus `rules` beside `files` and the pause container."""
+    n = result.node
+    return {
+        "node": {
+            "memoryCapacity": n.memory_capacity,
+            "swapCapacity": n.swap_capacity,
+            "cpuCapacityMilli": n.cpu_capacity_milli,
+            "allocatableMemory": n.allocatable_memory,
+            "allocatableCpuMilli": n.allocatable_cpu_milli,
+            "swapBehavior": n.swap_behavior,
+            "kubernetesVersion": n.kubernetes_version,
+            "cpuWeightFormula": n.cpu_weight_formula,
+            "pageSize": n.page_size,
+        },
+        "warnings": list(result.warnings),
+        "cgroups": {path: {k: e.value for k, e in cg.files.items()} for path, cg in result.cgroups.items()},
+        "cgroupRules": {path: {k: e.rule for k, e in cg.files.items()} for path, cg in result.cgroups.items()},
+        "pods": [
+            {
+                "name": p.pod.name,
+                "namespace": p.pod.namespace,
+                "uid": p.pod.uid,
+                "qosClass": p.qos_class.value,
+                "admitted": p.admitted,
+                "errors": list(p.errors),
+                "warnings": list(p.warnings),
+                "events": [{"type": e.type, "reason": e.reason, "message": e.message} for e in p.events],
+                "cgroup": _cgroup(p.cgroup) if p.cgroup is not None else None,
+                "containers": [_container(c) for c in p.containers],
+                "pause": _container(p.pause) if p.pause is not None else None,
+            }
+            for p in result.pods
+        ],
+        "metrics": dict(result.metrics),
+    }
+
+
+def _file_lines(files: Mapping[str, Expected], indent: str) -> list[str]:
+    width = max((len(name) for name in files), default=0)
+    value_width = max((len(e.value) for e in files.values()), default=0)
+    return [f"{indent}{name:<{width}}  {e.value:<{value_width}}  {e.rule}" for name, e in files.items()]
+
+
+def to_table(result: NodeExpectation) -> str:
+    """A readable listing: node, node-level cgroups, then each pod with its containers, values and rules."""
+    n = result.node
+    lines = [
+        f"node: memory {n.memory_capacity} (allocatable {n.allocatable_memory}), swap {n.swap_capacity}, "
+        f"cpu {n.cpu_capacity_milli}m (allocatable {n.allocatable_cpu_milli}m), {n.swap_behavior}, "
+        f"Kubernetes {n.kubernetes_version}, {n.cpu_weight_formula} cpu.weight, page {n.page_size}",
+    ]
+    lines += [f"warning: {w}" for w in result.warnings]
+    for path, cg in result.cgroups.items():
+        lines += ["", path, *_file_lines(cg.files, "  ")]
+    for p in result.pods:
+        state = "admitted" if p.admitted else "REJECTED"
+        lines += ["", f"pod {p.pod.ref}  {p.qos_class.value}  {state}"]
+        lines += [f"  error: {e}" for e in p.errors]
+        lines += [f"  warning: {w}" for w in p.warnings]
+        lines += [f"  event: {e.type} {e.reason}: {e.message}" for e in p.events]
+        if p.cgroup is not None:
+            lines += [f"  {p.cgroup.path}", *_file_lines(p.cgroup.files, "    ")]
+        for c in (*p.containers, *((p.pause,) if p.pause is not None else ())):
+            kind = "sidecar" if c.sidecar else "init container" if c.init else "container"
+            if c is p.pause:
+                kind = "pause"
+            lines += [
+                f"  {kind} {c.name}: oom_score_adj {c.oom_score_adj.value}  ({c.oom_score_adj.rule})",
+                f"    {c.cgroup.path}",
+                *_file_lines(c.cgroup.files, "      "),
+            ]
+    lines += ["", "metrics:", *(f"  {name} {value}" for name, value in result.metrics.items())]
+    return "\n".join(lines) + "\n"
+
+
+def explain(args: argparse.Namespace) -> NodeExpectation:
+    """Load the inputs named by the options and run the oracle."""
+    node = node_facts(args)
+    config = load_kubelet_config(args.kubelet_config) if args.kubelet_config else KubeletConfig()
+    profile = profile_for(args.kubernetes_version, config)
+    objects = load_objects(args.manifests)
+    pods = [o for o in objects if isinstance(o, Pod)]
+    namespace_objects = [o for o in objects if isinstance(o, LimitRange | ResourceQuota)]
+    return expect(pods, node, config, profile, namespace_objects)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the expectation; InputError propagates to the dispatcher (exit 2, one line)."""
+    _choice(args.output, OUTPUTS, "--output")
+    result = explain(args)
+    if args.output == "table":
+        sys.stdout.write(to_table(result))
+    else:
+        json.dump(to_json(result), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return 0
