@@ -4,6 +4,7 @@ Source: MEASURED.md "Report tooling" (Allure 3 awesome plugin, `singleFile: true
 """
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -15,6 +16,11 @@ from nodeconf.report.results import ReportError
 TOOL_DIR = Path(__file__).resolve().parent / "npm"
 INSTALL_HINT = "nodeconf/report/install-tool.sh"
 GENERATE_TIMEOUT_S = 300
+# The awesome plugin always embeds Google Analytics (generators.js: `analyticsEnable: true`); a report opened
+# offline or inside a company must not call out, so the tag and its inline set-up script are removed.
+ANALYTICS = re.compile(
+    r'<script async src="https://www\.googletagmanager\.com/gtag/js[^"]*"></script>\s*<script>[^<]*gtag\([^<]*</script>'
+)
 
 
 def allure_cli() -> Path | None:
@@ -63,4 +69,10 @@ def write_allure_html(cli: Path, results_dir: Path, path: Path) -> Path:
             raise ReportError(f"allure generate failed (exit {done.returncode}): {last}")
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(index, path)
+    path.write_text(without_analytics(path.read_text(encoding="utf-8")), encoding="utf-8")
     return path
+
+
+def without_analytics(page: str) -> str:
+    """The page without Allure's Google Analytics tag, so opening the report makes no network request."""
+    return ANALYTICS.sub("", page)
