@@ -1,0 +1,1 @@
+"""The bundled reference enforcer: a kubelet-shaped node agent applying the oracle's values (DESIGN.md)."""

@@ -1,0 +1,140 @@
+"""`python3 -m nodeconf.enforcer serve|bridge|cleanup`: run the agent, reach it, or clean up after it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from nodeconf.enforcer.agent import LOG_FILE, Agent, Backoff, Faults
+from nodeconf.enforcer.bridge import relay
+from nodeconf.enforcer.cgroupfs import CgroupTree
+from nodeconf.enforcer.facts import detect
+from nodeconf.enforcer.server import AgentServer
+from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
+
+OWNED = ("kubepods.slice", "kubepods")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python3 -m nodeconf.enforcer", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the agent")
+    serve.add_argument("--root", type=Path, default=Path("/sys/fs/cgroup"), help="cgroup root of the oracle paths")
+    serve.add_argument("--state-dir", type=Path, required=True)
+    serve.add_argument("--socket", type=Path, required=True)
+    serve.add_argument("--cpu-weight-formula", choices=CPU_WEIGHT_FORMULAS, default="nonlinear",
+                       help="the runtime formula this node claims (runc ≥ 1.3.2: nonlinear)")
+    serve.add_argument("--fault", action="append", default=[],
+                       help="compute with a deliberate deviation: cpu-weight-formula=F, memory-throttling-factor=X")
+    serve.add_argument("--backoff", type=float, default=10.0, help="initial restart back-off in seconds")
+    serve.add_argument("--tick", type=float, default=0.1, help="supervision interval in seconds")
+    serve.add_argument("--daemon", action="store_true", help="detach; exit once the socket accepts requests")
+    bridge = sub.add_parser("bridge", help="relay stdin/stdout to the agent's socket")
+    bridge.add_argument("--socket", type=Path, required=True)
+    cleanup = sub.add_parser("cleanup", help="kill and remove what an agent left behind (no agent running)")
+    cleanup.add_argument("--root", type=Path, default=Path("/sys/fs/cgroup"))
+    return parser
+
+
+def _serve(args: argparse.Namespace, ready: int | None) -> int:
+    args.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    logging.basicConfig(filename=args.state_dir / LOG_FILE, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(message)s")
+    log = logging.getLogger("nodeconf.enforcer")
+    from nodeconf.semantics.expect import expect
+
+    with contextlib.suppress(OSError):
+        Path("/proc/self/oom_score_adj").write_text("-999")
+    tree = CgroupTree(args.root, OWNED)
+    agent = Agent(tree, args.state_dir, detect(args.root, args.cpu_weight_formula), expect,
+                  faults=Faults.parse(args.fault), backoff=Backoff(initial=args.backoff), log=log)
+    log.info("agent %d starting: root %s (kernel cgroup2: %s), faults %s", os.getpid(), args.root,
+             tree.kernel, agent.faults)
+    agent.recover()
+    server = AgentServer(args.socket, agent)
+
+    def supervise() -> None:
+        while not server.stopping.wait(args.tick):
+            try:
+                agent.tick()
+            except Exception:
+                log.exception("supervision failed")
+
+    def stop(signum: int, _frame: object) -> None:
+        log.info("signal %d: stopping", signum)
+        agent.shutdown()
+        server.stopping.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    threading.Thread(target=supervise, daemon=True).start()
+    if ready is not None:
+        os.write(ready, b"ready\n")
+        os.close(ready)
+    server.serve_forever(poll_interval=0.2)
+    server.server_close()
+    with contextlib.suppress(FileNotFoundError):
+        args.socket.unlink()
+    log.info("agent stopped")
+    return 0
+
+
+def _daemonize(args: argparse.Namespace) -> int:
+    """Double-fork; the first parent waits for the daemon's `ready` (or its failure) and reports it."""
+    read_end, write_end = os.pipe()
+    if os.fork():
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            status = pipe.read().decode()
+        if status.startswith("ready"):
+            return 0
+        print(f"nodeconf agent failed to start: {status.strip() or 'see ' + str(args.state_dir / LOG_FILE)}",
+              file=sys.stderr)
+        return 1
+    os.close(read_end)
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    args.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    out = os.open(args.state_dir / "agent.out", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(devnull, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    try:
+        code = _serve(args, write_end)
+    except Exception as err:
+        with contextlib.suppress(OSError):
+            os.write(write_end, f"{type(err).__name__}: {err}\n".encode())
+        raise
+    os._exit(code)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "bridge":
+        return relay(args.socket)
+    if args.command == "cleanup":
+        tree = CgroupTree(args.root, OWNED)
+        for top in tree.owned_roots():
+            tree.kill(top)
+            tree.remove(top)
+        return 0
+    try:
+        Faults.parse(args.fault)
+    except ValueError as err:
+        print(f"nodeconf agent: {err}", file=sys.stderr)
+        return 2
+    return _daemonize(args) if args.daemon else _serve(args, None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,548 @@
+"""The agent's core: admit pods through the oracle, write its values, run and supervise container processes."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nodeconf.enforcer import names, process
+from nodeconf.enforcer.cgroupfs import CgroupTree
+from nodeconf.enforcer.metrics import render
+from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord, PodRecord
+from nodeconf.errors import InputError
+from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
+from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, object_from_dict
+from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation
+from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
+
+ExpectFn = Callable[[Sequence[Pod], NodeFacts, KubeletConfig, Profile, Sequence[NamespaceObject]],
+                    NodeExpectation]
+# Files read as a pod's evidence besides those the oracle expects (cgroup-v2.rst interface files).
+OBSERVED_FILES = (
+    "cgroup.procs", "cpu.weight", "cpu.max", "cpu.stat", "cpu.pressure",
+    "memory.max", "memory.high", "memory.low", "memory.min", "memory.swap.max", "memory.oom.group",
+    "memory.current", "memory.swap.current", "memory.peak", "memory.events", "memory.events.local",
+    "memory.swap.events", "memory.stat", "memory.pressure", "pids.current",
+)
+TERMINAL = ("Succeeded", "Failed")
+STATE_FILE = "state.json"
+LOG_FILE = "agent.log"
+
+
+class AgentError(Exception):
+    """A request the agent refuses; the message goes back to the caller as is."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Container restart back-off: immediate first restart, then initial·2ⁿ up to a cap (kubelet backOff 10s/300s)."""
+
+    initial: float = 10.0
+    cap: float = 300.0
+
+    def delay(self, restarts: int) -> float:
+        return 0.0 if restarts == 0 else min(self.cap, self.initial * 2 ** (restarts - 1))
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Deliberate deviations for the suite's self-tests: the agent computes with these, yet claims true facts."""
+
+    cpu_weight_formula: str | None = None
+    memory_throttling_factor: float | None = None
+
+    @classmethod
+    def parse(cls, items: Iterable[str]) -> Faults:
+        fields: dict[str, Any] = {}
+        for item in items:
+            key, sep, value = item.partition("=")
+            if key == "cpu-weight-formula" and sep:
+                fields["cpu_weight_formula"] = value
+            elif key == "memory-throttling-factor" and sep:
+                fields["memory_throttling_factor"] = float(value)
+            else:
+                raise ValueError(f"unknown fault {item!r} (cpu-weight-formula=F, memory-throttling-factor=X)")
+        return cls(**fields)
+
+
+class Agent:
+    """One node agent; every public method is one API operation and holds the lock."""
+
+    def __init__(self, tree: CgroupTree, state_dir: Path, facts: NodeFacts, expect_fn: ExpectFn, *,
+                 faults: Faults = Faults(), backoff: Backoff = Backoff(),
+                 log: logging.Logger | None = None) -> None:
+        self.tree = tree
+        self.state_dir = state_dir
+        self.facts = facts
+        self.expect_fn = expect_fn
+        self.faults = faults
+        self.backoff = backoff
+        self.log = log or logging.getLogger("nodeconf.enforcer")
+        self.lock = threading.RLock()
+        self.config = KubeletConfig()
+        self.version = DEFAULT_VERSION
+        self.objects: list[NamespaceObject] = []
+        self.object_docs: list[dict[str, Any]] = []
+        self.pods: dict[str, PodRecord] = {}
+        self.written: dict[tuple[str, str], str] = {}
+        self.node_events: list[dict[str, str]] = []
+
+    # --- state ----------------------------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Write the state file atomically (it lets the agent's pods survive its own restart)."""
+        doc = {
+            "config": kubelet_config_to_dict(self.config), "version": self.version,
+            "objects": self.object_docs, "pods": [self._status(p) for p in self.pods.values()],
+            "nodeEvents": self.node_events,
+        }
+        tmp = self.state_dir / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(doc))
+        tmp.replace(self.state_dir / STATE_FILE)
+
+    def recover(self) -> None:
+        """Kill what a crashed agent left, remove its cgroups, then restore and restart its pods."""
+        with self.lock:
+            path = self.state_dir / STATE_FILE
+            previous = json.loads(path.read_text()) if path.exists() else None
+            self._kill_recorded(previous)
+            for top in self.tree.owned_roots():
+                self.log.info("removing cgroup %s left by a previous run", top)
+                self.tree.kill(top)
+                self.tree.remove(top)
+            if previous is not None:
+                self._restore(previous)
+            self._apply(self._expect())
+            self.save()
+
+    def _restore(self, previous: Mapping[str, Any]) -> None:
+        """Take back config, objects and pods from the state file; running containers start again."""
+        self.config = kubelet_config_from_dict(previous["config"], source="agent state")
+        self.version = previous["version"]
+        self._set_objects(previous["objects"])
+        self.node_events = previous["nodeEvents"]
+        for doc in previous["pods"]:
+            record = PodRecord.from_dict(doc)
+            for c in record.containers:
+                if c.state == "running":
+                    c.state, c.reason, c.next_start = "waiting", "AgentRestarted", 0.0
+            self.pods[record.ref] = record
+        self.log.info("restored %d pods from the state file", len(self.pods))
+
+    def _kill_recorded(self, previous: Mapping[str, Any] | None) -> None:
+        """Without a kernel cgroup tree (a stand-in directory), kill the recorded pids whose start time matches."""
+        if previous is None or self.tree.kernel:
+            return
+        for pod in previous["pods"]:
+            for c in pod["containers"]:
+                pid, started = c.get("pid"), c.get("pidStart")
+                if pid and started and _process_start(pid) == started:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(pid, 9)
+
+    # --- oracle ---------------------------------------------------------------------------------------
+
+    def profile(self) -> Profile:
+        return profile_for(self.version, self.config)
+
+    def oracle_facts(self) -> NodeFacts:
+        if self.faults.cpu_weight_formula is None:
+            return self.facts
+        return dataclasses.replace(self.facts, cpu_weight_formula=self.faults.cpu_weight_formula)
+
+    def oracle_config(self) -> KubeletConfig:
+        if self.faults.memory_throttling_factor is None:
+            return self.config
+        return dataclasses.replace(self.config, memory_throttling_factor=self.faults.memory_throttling_factor)
+
+    def _active(self) -> list[Pod]:
+        return [r.pod for r in self.pods.values() if r.phase not in TERMINAL]
+
+    def _expect(self, extra: Sequence[Pod] = ()) -> NodeExpectation:
+        return self.expect_fn([*self._active(), *extra], self.oracle_facts(), self.oracle_config(),
+                              self.profile(), self.objects)
+
+    # --- writing the tree -----------------------------------------------------------------------------
+
+    def _write(self, cgroup: CgroupExpectation) -> list[str]:
+        self.tree.ensure(cgroup.path)
+        problems = []
+        for file, expected in cgroup.files.items():
+            if self.written.get((cgroup.path, file)) == expected.value:
+                continue
+            try:
+                self.tree.write(cgroup.path, file, expected.value)
+                self.written[(cgroup.path, file)] = expected.value
+            except OSError as err:
+                problems.append(f"writing {expected.value!r} to {cgroup.path}/{file}: {err.strerror or err}")
+        return problems
+
+    def _apply(self, expectation: NodeExpectation) -> None:
+        """Write every value the oracle computes: node level first, then each active pod and its containers."""
+        for cgroup in expectation.cgroups.values():
+            for problem in self._write(cgroup):
+                self.log.error("%s", problem)
+        for pe in expectation.pods:
+            record = self.pods.get(pe.pod.ref)
+            if record is None or record.phase in TERMINAL or pe.cgroup is None:
+                continue
+            cgroups = [pe.cgroup, *(c.cgroup for c in _with_pause(pe.containers, pe.pause))]
+            for cgroup in cgroups:
+                for problem in self._write(cgroup):
+                    self.log.error("pod %s: %s", record.ref, problem)
+                    record.event("Warning", "FailedCgroupWrite", problem)
+
+    def _forget_written(self, path: str) -> None:
+        for key in [k for k in self.written if k[0] == path or k[0].startswith(path + "/")]:
+            del self.written[key]
+
+    # --- operations -----------------------------------------------------------------------------------
+
+    def configure(self, config_doc: Mapping[str, Any], version: str | None = None) -> dict[str, Any]:
+        """Take a KubeletConfiguration (as a kubelet restart would) and rewrite every value for it."""
+        with self.lock:
+            try:
+                config = kubelet_config_from_dict(config_doc, source="configure")
+                profile_for(version or self.version, config)
+            except InputError as err:
+                raise AgentError(str(err)) from None
+            self.config, self.version = config, version or self.version
+            expectation = self._expect()
+            for warning in expectation.warnings:
+                self.log.warning("%s", warning)
+            self._apply(expectation)
+            self.save()
+            return {"warnings": list(expectation.warnings)}
+
+    def _set_objects(self, docs: Sequence[Mapping[str, Any]]) -> None:
+        objects: list[NamespaceObject] = []
+        for doc in docs:
+            try:
+                obj = object_from_dict(doc, source="objects")
+            except InputError as err:
+                raise AgentError(str(err)) from None
+            if not isinstance(obj, LimitRange | ResourceQuota):
+                raise AgentError(f"objects: {obj.name} is a Pod; only LimitRange and ResourceQuota belong here")
+            objects.append(obj)
+        self.objects, self.object_docs = objects, [dict(d) for d in docs]
+
+    def set_objects(self, docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Replace the namespace objects (LimitRange, ResourceQuota) that admission consults."""
+        with self.lock:
+            self._set_objects(docs)
+            self.save()
+            return {"objects": len(self.objects)}
+
+    def run_pod(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+        """Admit a pod through the oracle; refused → its messages and nothing created; else start it."""
+        with self.lock:
+            try:
+                pod = object_from_dict(doc, source="run")
+            except InputError as err:
+                raise AgentError(str(err)) from None
+            if not isinstance(pod, Pod):
+                raise AgentError(f"run: expected a Pod, got {type(pod).__name__}")
+            _check_names(pod)
+            if pod.ref in self.pods:
+                raise AgentError(f"pod {pod.ref} already exists")
+            expectation = self._expect([pod])
+            pe = expectation.pod(pod.name, pod.namespace)
+            if not pe.admitted or pe.cgroup is None:
+                self.log.info("pod %s rejected: %s", pod.ref, "; ".join(pe.errors))
+                return {"admitted": False, "errors": list(pe.errors), "status": None}
+            containers = [_container_record(c, pe.pod) for c in pe.containers]
+            if pe.pause is not None:
+                containers.insert(0, _container_record(pe.pause, None))
+            record = PodRecord(pod=pe.pod, qos_class=pe.qos_class.value, cgroup=pe.cgroup.path,
+                               containers=containers)
+            for event in pe.events:
+                record.event(event.type, event.reason, event.message)
+            self.pods[pod.ref] = record
+            self._apply(expectation)
+            self._start_due(record, time.monotonic())
+            self.save()
+            self.log.info("pod %s admitted (%s)", pod.ref, record.qos_class)
+            return {"admitted": True, "errors": [], "status": self._status(record)}
+
+    def _record(self, ref: str) -> PodRecord:
+        record = self.pods.get(ref)
+        if record is None:
+            raise AgentError(f"no pod {ref}")
+        return record
+
+    def status(self, ref: str) -> dict[str, Any]:
+        with self.lock:
+            return self._status(self._record(ref))
+
+    def _status(self, record: PodRecord) -> dict[str, Any]:
+        out = record.to_dict()
+        for c in out["containers"]:
+            c["pidStart"] = _process_start(c["pid"]) if c["pid"] else None
+        return out
+
+    def pods_status(self) -> dict[str, Any]:
+        with self.lock:
+            return {"pods": [self._status(r) for r in self.pods.values()], "nodeEvents": self.node_events}
+
+    def evidence(self, ref: str, extra_files: Sequence[str] = ()) -> dict[str, Any]:
+        """One pod's evidence at once: every file of its containers, pause, pod, QoS and kubepods cgroups,
+        container pids and their oom_score_adj, and its status."""
+        with self.lock:
+            record = self._record(ref)
+            files = tuple(dict.fromkeys((*OBSERVED_FILES, *(names.cgroup_file(f) for f in extra_files))))
+            paths = _ancestors(record.cgroup) + [record.cgroup] + [c.cgroup for c in record.containers]
+            cgroups = {path: self._read_files(path, files) for path in paths if self.tree.exists(path)}
+            processes = {}
+            for c in record.containers:
+                pids = self.tree.pids(c.cgroup) if self.tree.kernel else ([c.pid] if c.pid else [])
+                processes[c.name if c.kind != PAUSE else "POD"] = {
+                    "pids": pids, "oomScoreAdj": {str(p): process.read_oom_score_adj(p) for p in pids},
+                }
+            return {"status": self._status(record), "cgroups": cgroups, "processes": processes}
+
+    def _read_files(self, path: str, files: Sequence[str]) -> dict[str, str | None]:
+        return {f: self.tree.read(path, f) for f in files}
+
+    def node_cgroups(self, extra_files: Sequence[str] = ()) -> dict[str, Any]:
+        """The node-level cgroups the oracle describes (kubepods and QoS slices) as read back now."""
+        with self.lock:
+            files = tuple(dict.fromkeys((*OBSERVED_FILES, *(names.cgroup_file(f) for f in extra_files))))
+            paths = sorted(self._expect().cgroups)
+            return {p: self._read_files(p, files) for p in paths if self.tree.exists(p)}
+
+    def exec_in(self, ref: str, container: str, argv: Sequence[str], timeout: float) -> dict[str, Any]:
+        """Run argv inside a container's cgroup with its oom_score_adj (kubectl exec)."""
+        with self.lock:
+            c = self._record(ref).container(container)
+            if c.state != "running":
+                raise AgentError(f"container {container} of pod {ref} is not running")
+            directory, adj = self.tree.dir(c.cgroup), c.oom_score_adj
+        if not argv or not all(isinstance(a, str) for a in argv):
+            raise AgentError("exec needs a non-empty list of strings")
+        rc, out, err = process.run_in(argv, directory, adj, timeout)
+        return {"rc": rc, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")}
+
+    def delete(self, ref: str) -> dict[str, Any]:
+        """Kill the pod's processes, remove its cgroups and forget it; the sums are rewritten without it."""
+        with self.lock:
+            record = self._record(ref)
+            self._teardown(record)
+            del self.pods[ref]
+            self._apply(self._expect())
+            self.save()
+            return {"deleted": ref}
+
+    def _teardown(self, record: PodRecord) -> None:
+        for c in record.containers:
+            if c.proc is not None:
+                process.terminate(c.proc)
+                c.proc = None
+            if c.state == "running":
+                c.state, c.reason, c.exit_code = "terminated", "Killed", 137
+        self.tree.kill(record.cgroup)
+        self.tree.remove(record.cgroup)
+        self._forget_written(record.cgroup)
+
+    def metrics(self) -> str:
+        with self.lock:
+            expectation = self._expect()
+            swap = []
+            for record in self.pods.values():
+                for c in record.containers:
+                    if c.kind == PAUSE or record.phase in TERMINAL:
+                        continue
+                    value = self.tree.read(c.cgroup, "memory.swap.current")
+                    if value is not None and value.isdigit():
+                        swap.append((record.pod.namespace, record.pod.name, c.name, int(value)))
+            return render(expectation.metrics, swap)
+
+    def logs(self, ref: str | None = None, container: str | None = None, limit: int = 1 << 20) -> str:
+        """The agent's log, or a container's output; the last `limit` bytes."""
+        with self.lock:
+            if ref is None:
+                path = self.state_dir / LOG_FILE
+            else:
+                record = self._record(ref)
+                name = record.container(container or record.pod.containers[0].name).name
+                path = self._container_log(record, name)
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(max(0, path.stat().st_size - limit))
+                return handle.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def _container_log(self, record: PodRecord, name: str) -> Path:
+        return self.state_dir / "logs" / f"{record.pod.namespace}_{record.pod.name}_{name}.log"
+
+    def shutdown(self) -> dict[str, Any]:
+        """Kill every process, remove every cgroup of ours and the state file."""
+        with self.lock:
+            for record in self.pods.values():
+                self._teardown(record)
+            for top in self.tree.owned_roots():
+                self.tree.kill(top)
+                self.tree.remove(top)
+            self.pods.clear()
+            self.written.clear()
+            with contextlib.suppress(FileNotFoundError):
+                (self.state_dir / STATE_FILE).unlink()
+            return {"stopped": True}
+
+    def reset(self) -> dict[str, Any]:
+        """Delete every pod and namespace object and go back to the default configuration."""
+        with self.lock:
+            self.shutdown()
+            self.config, self.version, self.objects, self.object_docs = KubeletConfig(), DEFAULT_VERSION, [], []
+            self.node_events.clear()
+            self.save()
+            return {"reset": True}
+
+    # --- supervision ----------------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Reap exited processes, restart per restartPolicy with back-off, start what is due, update phases."""
+        with self.lock:
+            now = time.monotonic()
+            changed = False
+            for record in list(self.pods.values()):
+                if record.phase in TERMINAL:
+                    continue
+                for c in record.containers:
+                    if c.proc is not None and c.proc.poll() is not None:
+                        self._exited(record, c, now)
+                        changed = True
+                changed |= self._start_due(record, now)
+                changed |= self._update_phase(record)
+            if changed:
+                self.save()
+
+    def _exited(self, record: PodRecord, c: ContainerRecord, now: float) -> None:
+        assert c.proc is not None
+        code = process.exit_code(c.proc.returncode)
+        c.proc = None
+        oom = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0) > c.oom_kills_at_start
+        reason = "OOMKilled" if oom else ("Completed" if code == 0 else "Error")
+        c.exit_code, c.finished_at = code, time.time()
+        terminated = {"exitCode": code, "reason": reason, "startedAt": c.started_at, "finishedAt": c.finished_at}
+        self.log.info("pod %s container %s exited %d (%s)", record.ref, c.name, code, reason)
+        if oom:
+            record.event("Warning", "OOMKilling",
+                         f"Memory cgroup out of memory: container {c.name} was killed (exit code {code})")
+        if _restarts(record.pod.restart_policy, c.kind, code):
+            c.last_state = {"terminated": terminated}
+            c.state, c.reason, c.exit_code = "waiting", "CrashLoopBackOff", None
+            c.next_start = now + self.backoff.delay(c.restarts)
+            if c.restarts:
+                record.event("Warning", "BackOff", f"Back-off restarting failed container {c.name}")
+        else:
+            c.state, c.reason = "terminated", reason
+
+    def _ready_to_start(self, record: PodRecord, c: ContainerRecord) -> bool:
+        """Start order: pause; init containers one by one (sidecars once started); then the regular ones."""
+        for before in record.containers:
+            if before is c:
+                return True
+            if before.kind == PAUSE and before.state != "running":
+                return False
+            if before.kind == INIT and not (before.state == "terminated" and before.exit_code == 0):
+                return False
+            if before.kind == SIDECAR and before.started_at is None:
+                return False
+            if c.kind in (INIT, SIDECAR) and before.kind == REGULAR:
+                return True
+        return True
+
+    def _start_due(self, record: PodRecord, now: float) -> bool:
+        started = False
+        for c in record.containers:
+            if c.state == "waiting" and c.next_start <= now and self._ready_to_start(record, c):
+                self._spawn(record, c)
+                started = True
+        return started
+
+    def _spawn(self, record: PodRecord, c: ContainerRecord) -> None:
+        if c.started_at is not None:
+            c.restarts += 1
+        c.oom_kills_at_start = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0)
+        log = self._container_log(record, c.name)
+        try:
+            c.proc = process.spawn(c.argv, self.tree.dir(c.cgroup), c.oom_score_adj, log)
+        except OSError as err:
+            c.state, c.reason, c.exit_code = "terminated", "StartError", 128
+            record.event("Warning", "Failed", f"Error: failed to start container {c.name}: {err}")
+            return
+        c.state, c.reason, c.exit_code, c.started_at = "running", "", None, time.time()
+
+    def _update_phase(self, record: PodRecord) -> bool:
+        regular = [c for c in record.containers if c.kind == REGULAR]
+        before = record.phase
+        if all(c.state == "terminated" for c in regular):
+            record.phase = "Succeeded" if all(c.exit_code == 0 for c in regular) else "Failed"
+        elif any(c.state == "running" for c in regular):
+            record.phase = "Running"
+        if record.phase in TERMINAL and before not in TERMINAL:
+            self.log.info("pod %s %s", record.ref, record.phase)
+            self._teardown(record)
+            self._apply(self._expect())
+        return record.phase != before
+
+
+def _restarts(policy: str, kind: str, code: int) -> bool:
+    """Whether an exited container is restarted (core/v1 restartPolicy; sidecars and pause always)."""
+    if kind in (PAUSE, SIDECAR):
+        return True
+    if kind == INIT:
+        return code != 0 and policy != "Never"
+    return policy == "Always" or (policy == "OnFailure" and code != 0)
+
+
+def _container_record(ce: ContainerExpectation, pod: Pod | None) -> ContainerRecord:
+    """The record of an expected container (the pause process when pod is None) with its argv and kind."""
+    kind, argv = PAUSE, process.SLEEPER
+    if pod is not None:
+        spec = next(c for c in pod.all_containers if c.name == ce.name)
+        argv = process.container_argv(spec.command, spec.args)
+        kind = REGULAR if spec in pod.containers else (SIDECAR if spec.is_sidecar else INIT)
+    return ContainerRecord(name=ce.name, kind=kind, cgroup=ce.cgroup.path, argv=argv,
+                           oom_score_adj=int(ce.oom_score_adj.value))
+
+
+def _with_pause(containers: Sequence[ContainerExpectation],
+                pause: ContainerExpectation | None) -> list[ContainerExpectation]:
+    return [*([pause] if pause is not None else []), *containers]
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _check_names(pod: Pod) -> None:
+    try:
+        names.pod_name(pod.name)
+        names.label(pod.namespace, "namespace")
+        names.uid(pod.uid)
+        for c in pod.all_containers:
+            names.label(c.name, "container name")
+    except names.UnsafeName as err:
+        raise AgentError(f"pod {pod.ref}: {err}") from None
+
+
+def _process_start(pid: int) -> int | None:
+    """The process's start time in clock ticks (/proc/PID/stat field 22), to tell a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])

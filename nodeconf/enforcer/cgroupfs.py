@@ -1,0 +1,150 @@
+"""The agent's own cgroup v2 subtree: create top-down with controllers, write, read, kill, remove."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import time
+from pathlib import Path
+
+from nodeconf.enforcer import names
+
+# Controllers the agent enables top-down (cgroup-v2.rst "Top-down Constraint").
+CONTROLLERS = ("cpu", "memory", "pids")
+
+
+def is_cgroup2(path: Path) -> bool:
+    """True when path is on a mounted cgroup2 file system (/proc/self/mountinfo)."""
+    resolved = str(path.resolve())
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as handle:
+            mounts = [line.split(" - ") for line in handle]
+    except OSError:
+        return False
+    best = ""
+    fstype = ""
+    for head, tail in (m for m in mounts if len(m) == 2):
+        point = head.split()[4]
+        if (resolved == point or resolved.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+            best, fstype = point, tail.split()[0]
+    return fstype == "cgroup2"
+
+
+class CgroupTree:
+    """Cgroups below `root` whose first component is one of `owned`; a plain directory works as a stand-in."""
+
+    def __init__(self, root: Path, owned: tuple[str, ...]) -> None:
+        self.root = root
+        self.owned = owned
+        self.kernel = is_cgroup2(root)
+
+    def dir(self, path: str) -> Path:
+        return self.root / names.cgroup_path(path, self.owned)
+
+    def ensure(self, path: str) -> None:
+        """Create the cgroup and its missing parents, enabling controllers in each parent on the way down."""
+        parts = names.cgroup_path(path, self.owned).split("/")
+        parent = self.root
+        for part in parts:
+            self._enable_controllers(parent)
+            child = parent / part
+            with contextlib.suppress(FileExistsError):
+                child.mkdir()
+            parent = child
+
+    def _enable_controllers(self, parent: Path) -> None:
+        control = parent / "cgroup.subtree_control"
+        if not self.kernel:
+            if not control.exists():
+                control.write_text(" ".join(CONTROLLERS) + "\n")
+            return
+        enabled = set(control.read_text().split())
+        available = set((parent / "cgroup.controllers").read_text().split())
+        missing = [c for c in CONTROLLERS if c in available and c not in enabled]
+        if missing:
+            control.write_text(" ".join(f"+{c}" for c in missing))
+
+    def write(self, path: str, file: str, value: str) -> None:
+        (self.dir(path) / names.cgroup_file(file)).write_text(value)
+
+    def read(self, path: str, file: str) -> str | None:
+        """The file's text without the final newline, or None when it does not exist (or cannot be read)."""
+        try:
+            return (self.dir(path) / names.cgroup_file(file)).read_text().rstrip("\n")
+        except OSError:
+            return None
+
+    def exists(self, path: str) -> bool:
+        return self.dir(path).is_dir()
+
+    def keyed(self, path: str, file: str) -> dict[str, int]:
+        """A flat-keyed file such as memory.events as a mapping (missing file → empty)."""
+        text = self.read(path, file) or ""
+        out: dict[str, int] = {}
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                out[key] = int(value)
+        return out
+
+    def pids(self, path: str) -> list[int]:
+        """Pids in the cgroup and all of its descendants."""
+        found: list[int] = []
+        top = self.dir(path)
+        if not top.is_dir():
+            return found
+        for directory, _subdirs, _files in os.walk(top):
+            with contextlib.suppress(OSError):
+                text = (Path(directory) / "cgroup.procs").read_text()
+                found += [int(p) for p in text.split() if p.isdigit()]
+        return found
+
+    def kill(self, path: str, timeout: float = 5.0) -> None:
+        """SIGKILL every process of the cgroup's subtree and wait until it is empty."""
+        if not self.exists(path):
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = self.pids(path)
+            if not self.kernel or not pids:
+                return
+            kill_file = self.dir(path) / "cgroup.kill"
+            if kill_file.exists():
+                kill_file.write_text("1")
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() > deadline:
+                raise OSError(errno.EBUSY, f"processes {pids} of cgroup {path} do not die")
+            time.sleep(0.02)
+
+    def remove(self, path: str) -> None:
+        """Remove the cgroup and its descendants, deepest first (kill its processes first)."""
+        top = self.dir(path)
+        if not top.is_dir():
+            return
+        for directory, _subdirs, files in sorted(os.walk(top), key=lambda w: -len(Path(w[0]).parts)):
+            if not self.kernel:
+                for name in files:
+                    (Path(directory) / name).unlink()
+            self._rmdir(Path(directory))
+
+    def _rmdir(self, directory: Path, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                directory.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError as err:
+                # A killed process leaves its cgroup a moment after it is reaped (EBUSY).
+                if err.errno != errno.EBUSY or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def owned_roots(self) -> list[str]:
+        """The owned top-level cgroups that exist now."""
+        return [name for name in self.owned if (self.root / name).is_dir()]

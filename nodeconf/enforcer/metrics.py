@@ -1,0 +1,31 @@
+"""The agent's /metrics text in the Prometheus exposition format (text format 0.0.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+# Help texts of the kubelet metrics the oracle computes (pkg/kubelet/metrics/metrics.go).
+HELP = {
+    "kubelet_node_swap_allocated_bytes": "Sum of limits.swap of the pods on the node (KEP-5359).",
+    "kubelet_memory_qos_node_memory_min_bytes": "Sum of memory.min of Guaranteed pods (Memory QoS).",
+    "kubelet_memory_qos_node_memory_low_bytes": "Sum of memory.low of Burstable pods (Memory QoS).",
+}
+CONTAINER_SWAP = "container_swap_usage_bytes"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def render(node_metrics: Mapping[str, int],
+           container_swap: Iterable[tuple[str, str, str, int]]) -> str:
+    """Gauges for the node metrics, and container_swap_usage_bytes{namespace,pod,container}."""
+    lines: list[str] = []
+    for name in sorted(node_metrics):
+        lines += [f"# HELP {name} {HELP.get(name, name)}", f"# TYPE {name} gauge", f"{name} {node_metrics[name]}"]
+    lines += [f"# HELP {CONTAINER_SWAP} Current swap usage of the container (memory.swap.current).",
+              f"# TYPE {CONTAINER_SWAP} gauge"]
+    for namespace, pod, container, value in container_swap:
+        labels = f'container="{_escape(container)}",namespace="{_escape(namespace)}",pod="{_escape(pod)}"'
+        lines.append(f"{CONTAINER_SWAP}{{{labels}}} {value}")
+    return "\n".join(lines) + "\n"
