@@ -1,0 +1,1 @@
+"""Conformance suites grouped by source: swap, memory_qos, resources."""
