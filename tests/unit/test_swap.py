@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity
 from nodeconf.semantics import swap
 from nodeconf.semantics.expectation import QosClass
-from nodeconf.semantics.profile import profile_for
+from nodeconf.semantics.profile import Profile, profile_for
 
 GI = 2**30
 MI = 2**20
@@ -32,8 +33,8 @@ def res(requests: dict[str, str] | None = None, limits: dict[str, str] | None = 
     )
 
 
-def pod_of(*containers: Container, pod_resources: Resources | None = None, **fields: object) -> Pod:
-    return replace(Pod(name="p", containers=containers, resources=pod_resources), **fields)  # type: ignore[arg-type]
+def pod_of(*containers: Container, pod_resources: Resources | None = None, **fields: Any) -> Pod:
+    return replace(Pod(name="p", containers=containers, resources=pod_resources), **fields)
 
 
 def ctr(name: str = "c", **kw: dict[str, str]) -> Container:
@@ -50,7 +51,9 @@ GUARANTEED_1G = ctr(requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "1", 
 BEST_EFFORT = ctr()
 
 
-def swap_max(container: Container, qos: QosClass, mode: str, pod: Pod | None = None, profile=GATE_ON) -> str:
+def swap_max(
+    container: Container, qos: QosClass, mode: str, pod: Pod | None = None, profile: Profile = GATE_ON
+) -> str:
     return swap.container_swap_max(pod or pod_of(container), container, qos, NODE, config(mode), profile).value
 
 
@@ -125,7 +128,7 @@ CRITICAL_CASES = [
 
 
 @pytest.mark.parametrize("fields, expected", CRITICAL_CASES)
-def test_limited_swap_critical_pods(fields: dict[str, object], expected: str) -> None:
+def test_limited_swap_critical_pods(fields: dict[str, Any], expected: str) -> None:
     pod = pod_of(BURSTABLE_1G, **fields)
     assert swap_max(BURSTABLE_1G, B, "LimitedSwap", pod) == expected
 
@@ -252,8 +255,8 @@ MIXED = pod_of(
         pytest.param([MIXED], "WorkloadControlledSwap", GATE_OFF, 0, id="gate-off-zero"),
     ],
 )
-def test_swap_allocated_bytes(pods: list[Pod], mode: str, profile: object, expected: int) -> None:
-    assert swap.swap_allocated_bytes(pods, config(mode), profile) == expected  # type: ignore[arg-type]
+def test_swap_allocated_bytes(pods: list[Pod], mode: str, profile: Profile, expected: int) -> None:
+    assert swap.swap_allocated_bytes(pods, config(mode), profile) == expected
 
 
 @pytest.mark.parametrize(
