@@ -27,7 +27,7 @@ COMPARED_FIELDS = {
 }
 # Fields that do not decide node resources (the eviction map is compared on memory.available only: the
 # other signals are disk thresholds, and kind writes its own 0% values for them).
-_NOTCOMPARED_FIELDS = {"feature_gates", "eviction_hard", "merge_default_eviction_settings", "source"}
+NOT_COMPARED_FIELDS = {"feature_gates", "eviction_hard", "merge_default_eviction_settings", "source"}
 EVICTION_MEMORY_SIGNAL = "memory.available"
 
 

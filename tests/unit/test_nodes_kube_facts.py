@@ -1,0 +1,200 @@
+"""Node facts from a Node object and the helper probe; the live kubelet config from /configz; kind configs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nodeconf.errors import InputError
+from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
+from nodeconf.nodes.kube_facts import (
+    COMPARED_FIELDS,
+    NOT_COMPARED_FIELDS,
+    cpu_weight_formula,
+    is_kind_node,
+    kubelet_config_differences,
+    kubelet_minor_version,
+    live_kubelet_config,
+    node_facts,
+)
+from nodeconf.nodes.kube_kind import KIND_DIR, kind_advice, kind_configs
+
+
+def node_doc(**overrides: Any) -> dict[str, Any]:
+    """A kind node as `kubectl get node -o json` shows it (trimmed)."""
+    info = {"kernelVersion": "6.1.0-28-amd64", "kubeletVersion": "v1.34.2",
+            "containerRuntimeVersion": "containerd://2.1.1", "swap": {"capacity": 4294967296}}
+    info.update(overrides.pop("nodeInfo", {}))
+    doc: dict[str, Any] = {
+        "metadata": {"name": "kind-control-plane"},
+        "spec": {"providerID": "kind://docker/kind/kind-control-plane"},
+        "status": {"capacity": {"cpu": "2", "memory": "3479660Ki", "pods": "110"}, "nodeInfo": info},
+    }
+    doc["status"].update(overrides)
+    return doc
+
+
+PROBE = {"pageSize": 4096, "swapTotal": 1073741824, "kernelRelease": "6.1.0-28-amd64",
+         "kubepods": "kubelet.slice/kubelet-kubepods.slice", "controllers": ["cpuset", "cpu", "memory", "pids"]}
+
+
+def test_node_facts_from_node_object_and_probe() -> None:
+    facts = node_facts(node_doc(), PROBE, "nonlinear")
+    assert facts.memory_capacity == 3479660 * 1024
+    assert facts.cpu_capacity_milli == 2000
+    assert facts.swap_capacity == 4 * 1024**3  # nodeInfo.swap wins over /proc/meminfo
+    assert facts.page_size == 4096
+    assert facts.kernel_version == "6.1.0-28-amd64"
+    assert facts.cgroup_controllers == ("cpuset", "cpu", "memory", "pids")
+    assert facts.cpu_weight_formula == "nonlinear"
+
+
+def test_swap_falls_back_to_meminfo_without_node_swap_status() -> None:
+    doc = node_doc()
+    del doc["status"]["nodeInfo"]["swap"]
+    assert node_facts(doc, PROBE, "linear").swap_capacity == 1024**3
+
+
+@pytest.mark.parametrize(("doc", "field"), [
+    pytest.param(node_doc(capacity={"cpu": "2", "memory": "lots"}), "status.capacity.memory", id="bad-memory"),
+    pytest.param(node_doc(nodeInfo={"swap": {"capacity": "4Gi"}}), "status.nodeInfo.swap.capacity",
+                 id="bad-swap"),
+])
+def test_bad_node_fields_are_named(doc: dict[str, Any], field: str) -> None:
+    with pytest.raises(InputError) as err:
+        node_facts(doc, PROBE, "linear")
+    assert err.value.field == field
+    assert "Node/kind-control-plane" in str(err.value)
+
+
+def test_odd_page_size_from_probe_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="page size"):
+        node_facts(node_doc(), {**PROBE, "pageSize": 3000}, "linear")
+
+
+@pytest.mark.parametrize(("version", "minor"), [("v1.34.2", "1.34"), ("v1.38.0-alpha.1", "1.38"),
+                                                ("v1.31.0+k3s1", "1.31"), ("1.36.1", "1.36")])
+def test_kubelet_minor_version(version: str, minor: str) -> None:
+    assert kubelet_minor_version(node_doc(nodeInfo={"kubeletVersion": version})) == minor
+
+
+def test_unreadable_kubelet_version() -> None:
+    with pytest.raises(InputError, match="kubeletVersion"):
+        kubelet_minor_version(node_doc(nodeInfo={"kubeletVersion": "unknown"}))
+
+
+def test_kind_nodes_are_recognised_by_provider_id() -> None:
+    assert is_kind_node(node_doc())
+    assert not is_kind_node({**node_doc(), "spec": {"providerID": "aws:///eu-west-1a/i-0abc"}})
+
+
+@pytest.mark.parametrize(("shares", "weight", "formula"), [
+    # Seed article: 250m → 256 shares → weight 35 (runc ≥ 1.3.2) or 10 (older runc).
+    pytest.param(256, 35, "nonlinear", id="article-new-runc"),
+    pytest.param(256, 10, "linear", id="article-old-runc"),
+    # 1024 shares → exactly 100 non-linear (SEMANTICS.md); linear 1 + 1022*9999//262142 = 39.
+    pytest.param(1024, 100, "nonlinear", id="one-cpu-new"),
+    pytest.param(1024, 39, "linear", id="one-cpu-old"),
+])
+def test_cpu_weight_formula_from_one_container(shares: int, weight: int, formula: str) -> None:
+    assert cpu_weight_formula(shares, weight) == formula
+
+
+def test_cpu_weight_formula_refuses_ambiguous_and_foreign_values() -> None:
+    with pytest.raises(ValueError, match="both formulas"):
+        cpu_weight_formula(2, 1)
+    with pytest.raises(ValueError, match="matches neither"):
+        cpu_weight_formula(256, 50)
+
+
+# A trimmed /configz answer of a kind 1.34 kubelet (the kubelet serialises its whole, defaulted config).
+CONFIGZ = {"kubeletconfig": {
+    "enableServer": True, "cgroupRoot": "/kubelet", "cgroupDriver": "systemd", "cpuCFSQuota": True,
+    "cpuCFSQuotaPeriod": "100ms", "evictionHard": {"imagefs.available": "0%", "nodefs.available": "0%",
+                                                  "nodefs.inodesFree": "0%", "memory.available": "100Mi"},
+    "featureGates": {"MemoryQoS": True}, "failSwapOn": False, "memorySwap": {"swapBehavior": "LimitedSwap"},
+    "memoryThrottlingFactor": 0.9, "enforceNodeAllocatable": ["pods"], "kubeReserved": {},
+    "systemReserved": {}, "singleProcessOOMKill": False,
+}}
+
+
+def test_live_config_from_configz() -> None:
+    live = live_kubelet_config(json.dumps(CONFIGZ), "kind-control-plane")
+    assert live.swap_behavior == "LimitedSwap"
+    assert live.feature_gates == {"MemoryQoS": True}
+    assert live.memory_throttling_factor == 0.9
+    assert live.cpu_cfs_quota_period_us == 100_000
+
+
+@pytest.mark.parametrize("text", ["not json", json.dumps({"other": {}}), json.dumps([1])])
+def test_bad_configz_is_an_input_error(text: str) -> None:
+    with pytest.raises(InputError, match="node n1 /configz"):
+        live_kubelet_config(text, "n1")
+
+
+def requested(**doc: Any) -> KubeletConfig:
+    return kubelet_config_from_dict({"kind": "KubeletConfiguration", **doc}, "test.yaml")
+
+
+LIVE = live_kubelet_config(json.dumps(CONFIGZ), "kind-control-plane")
+
+
+@pytest.mark.parametrize(("doc", "differences"), [
+    pytest.param({"memorySwap": {"swapBehavior": "LimitedSwap"}}, [], id="same-mode"),
+    pytest.param({"memorySwap": {"swapBehavior": "LimitedSwap"}, "memoryThrottlingFactor": 0.9,
+                  "evictionHard": {"memory.available": "104857600"}}, [], id="defaults-spelled-out"),
+    pytest.param({"memorySwap": {"swapBehavior": "NoSwap"}},
+                 ["memorySwap.swapBehavior: requested NoSwap, node has LimitedSwap"], id="other-mode"),
+    pytest.param({"memorySwap": {"swapBehavior": "LimitedSwap"}, "memoryThrottlingFactor": 0.8},
+                 ["memoryThrottlingFactor: requested 0.8, node has 0.9"], id="factor"),
+    pytest.param({"memorySwap": {"swapBehavior": "LimitedSwap"}, "featureGates": {"WorkloadControlledSwap": True}},
+                 ["featureGates.WorkloadControlledSwap: requested True, node has unset"], id="gate-missing"),
+    pytest.param({"memorySwap": {"swapBehavior": "LimitedSwap"}, "featureGates": {"MemoryQoS": False}},
+                 ["featureGates.MemoryQoS: requested False, node has True"], id="gate-differs"),
+    pytest.param({"memorySwap": {"swapBehavior": "LimitedSwap"}, "systemReserved": {"memory": "1Gi"}},
+                 ["systemReserved: requested {memory: 1Gi}, node has {}"], id="reserve"),
+    pytest.param({"memorySwap": {"swapBehavior": "LimitedSwap"}, "evictionHard": {"memory.available": "500Mi"}},
+                 ["evictionHard.memory.available: requested 500Mi, node has 100Mi"], id="eviction"),
+    pytest.param({"memorySwap": {"swapBehavior": "LimitedSwap"}, "memoryReservationPolicy": "TieredReservation"},
+                 ["memoryReservationPolicy: requested TieredReservation, node has None"], id="reservation"),
+])
+def test_config_differences(doc: dict[str, Any], differences: list[str]) -> None:
+    assert kubelet_config_differences(requested(**doc), LIVE) == differences
+
+
+def test_every_kubelet_config_field_is_either_compared_or_explained() -> None:
+    assert set(COMPARED_FIELDS) | NOT_COMPARED_FIELDS == {f.name for f in fields(KubeletConfig)}
+    assert not set(COMPARED_FIELDS) & NOT_COMPARED_FIELDS
+
+
+@pytest.mark.parametrize(("name", "swap", "gates", "reservation"), [
+    ("noswap.yaml", "NoSwap", {}, "None"),
+    ("limitedswap.yaml", "LimitedSwap", {}, "None"),
+    ("workloadcontrolledswap.yaml", "WorkloadControlledSwap", {"WorkloadControlledSwap": True}, "None"),
+    ("memoryqos.yaml", "NoSwap", {"MemoryQoS": True}, "TieredReservation"),
+])
+def test_kind_cluster_configs(name: str, swap: str, gates: dict[str, bool], reservation: str) -> None:
+    config = kind_configs()[KIND_DIR / name]
+    assert (config.swap_behavior, dict(config.feature_gates), config.memory_reservation_policy) == (
+        swap, gates, reservation)
+    assert config.cgroup_driver == "systemd"
+    header = (KIND_DIR / name).read_text().splitlines()[:3]
+    assert any("kind create cluster --name nodeconf-" in line and f"--config infra/kind/{name}" in line
+               for line in header)
+
+
+def test_kind_advice_names_the_matching_config() -> None:
+    advice = kind_advice(requested(memorySwap={"swapBehavior": "LimitedSwap"}))
+    assert f"kind create cluster --config {KIND_DIR / 'limitedswap.yaml'}" in advice
+    assert "no config" in kind_advice(requested(memorySwap={"swapBehavior": "LimitedSwap"},
+                                                systemReserved={"memory": "1Gi"}))
+
+
+def test_kind_config_without_kubelet_patch_is_an_input_error(tmp_path: Path) -> None:
+    (tmp_path / "broken.yaml").write_text("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\n")
+    with pytest.raises(InputError, match="one KubeletConfiguration patch"):
+        kind_configs(tmp_path)
