@@ -36,7 +36,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         help="run the conformance suites against a node and write reports/",
         description="Run suites/ with pytest against one node, write JUnit, Allure results and the HTML report, "
         "and exit 0 (all checks passed), 1 (a check failed) or 2 (usage or infrastructure error). "
-        "Arguments after the options (or after --) are passed to pytest, e.g. -k swap or suites/swap.",
+        "Arguments after -- (or from the first path on) go to pytest: nodeconf run --node vm -- -k swap -x; "
+        "nodeconf run suites/swap.",
     )
     parser.add_argument("--node", help="vm (default), local, ssh://user@host[:port] or kube[:context]")
     parser.add_argument("--kubelet-config", type=Path, metavar="FILE", help="KubeletConfiguration YAML")

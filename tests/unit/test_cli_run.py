@@ -1,0 +1,262 @@
+"""`nodeconf run` end to end on a throw-away project: pytest, JUnit, Allure results, HTML, summary, exit codes."""
+
+import argparse
+import json
+import sys
+import tempfile
+import textwrap
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from nodeconf.cli import run as run_cli
+from nodeconf.errors import InputError
+from nodeconf.report import generate
+from nodeconf.report.allure_html import allure_cli
+
+CONFTEST = '''
+from fixtures.evidence import record_enforcer_log, record_node_facts
+from nodeconf.node_facts import NodeFacts
+
+pytest_plugins = ["fixtures.evidence"]
+
+
+def pytest_addoption(parser):
+    parser.addoption("--node", default="vm")
+    parser.addoption("--kubelet-config", default=None)
+    parser.addoption("--profile", default=None)
+
+
+def pytest_configure(config):
+    record_node_facts(config, NodeFacts(memory_capacity=1073741824, swap_capacity=536870912,
+                                        kernel_version="6.1.0-28-amd64"))
+    record_enforcer_log(config, lambda: "enforcer: wrote memory.high=max for hello\\n")
+'''
+
+CHECKS = '''
+from dataclasses import dataclass
+
+import pytest
+
+from fixtures.evidence import attach_comparison, attach_manifest
+
+
+@dataclass(frozen=True)
+class Row:
+    pod: str
+    container: str
+    cgroup_path: str
+    file: str
+    expected: object
+    actual: object
+    rule: str
+    ok: bool
+
+
+POD = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice"
+
+
+@pytest.mark.kep5359
+def test_swap_limit_passes():
+    attach_comparison([Row("swap-demo", "app", POD, "memory.swap.max", "33554432", "33554432", "LimitedSwap", True)])
+
+
+@pytest.mark.memory_qos
+def test_memory_high_fails():
+    attach_manifest("apiVersion: v1\\nkind: Pod\\nmetadata:\\n  name: res-demo\\n", "res-demo.yaml")
+    row = Row("res-demo", "hello", POD, "memory.high", "510025728", "max", "Memory QoS throttling", False)
+    attach_comparison([row])
+    assert row.actual == row.expected, (
+        'value of cgroup "memory.high" for container "hello" was "max"; expected "510025728"'
+    )
+
+
+@pytest.mark.requests_limits
+def test_needs_swap_skipped():
+    pytest.skip("node has no swap")
+
+
+@pytest.fixture
+def unreachable_node():
+    raise ConnectionError("ssh: connect to host 127.0.0.1 port 2222: Connection refused")
+
+
+@pytest.mark.kep5359
+def test_node_unreachable_errors(unreachable_node):
+    pass
+'''
+
+
+def _write_project(root: Path) -> Path:
+    """A project with one suite holding a passing, a failing, a skipped and an erroring check."""
+    (root / "pytest.ini").write_text(
+        "[pytest]\nmarkers =\n    kep5359: x\n    memory_qos: x\n    requests_limits: x\n", encoding="utf-8"
+    )
+    (root / "conftest.py").write_text(textwrap.dedent(CONFTEST), encoding="utf-8")
+    (root / "suites" / "swap").mkdir(parents=True)
+    (root / "suites" / "swap" / "test_checks.py").write_text(CHECKS, encoding="utf-8")
+    (root / "kubelet.yaml").write_text("kind: KubeletConfiguration\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The throw-away project as the current directory, Allure's own HTML switched off (speed)."""
+    monkeypatch.chdir(_write_project(tmp_path))
+    monkeypatch.setattr(generate, "allure_cli", lambda: None)
+    return tmp_path
+
+
+@dataclass(frozen=True)
+class FullRun:
+    project: Path
+    code: int
+    out: str
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullRun]:
+    """One `nodeconf run --node local --profile 1.36 --kubelet-config kubelet.yaml` of the whole project."""
+    root = _write_project(tmp_path_factory.mktemp("project"))
+    with pytest.MonkeyPatch.context() as monkeypatch, tempfile.TemporaryFile("w+") as out:
+        monkeypatch.chdir(root)
+        monkeypatch.setattr(sys, "stdout", out)
+        code = run_cli.run(_args("--node", "local", "--profile", "1.36", "--kubelet-config", "kubelet.yaml"))
+        out.seek(0)
+        yield FullRun(root, code, out.read())
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    run_cli.add_parser(parser.add_subparsers())
+    return parser.parse_args(["run", *argv])
+
+
+def _results(project: Path) -> list[dict[str, object]]:
+    return [json.loads(path.read_text(encoding="utf-8"))
+            for path in (project / "reports" / "allure-results").glob("*-result.json")]
+
+
+def _labels(result: dict[str, object], name: str) -> list[str]:
+    labels = result["labels"]
+    assert isinstance(labels, list)
+    return [label["value"] for label in labels if label["name"] == name]
+
+
+def _attachment_names(result: dict[str, object]) -> list[str]:
+    attachments = result.get("attachments", [])
+    assert isinstance(attachments, list)
+    return [attachment["name"] for attachment in attachments]
+
+
+def test_run_exits_1_on_a_failed_check_and_prints_the_summary(full_run: FullRun) -> None:
+    assert full_run.code == 1
+    assert "nodeconf: 4 checks: 1 failed, 1 broken, 1 skipped, 1 passed" in full_run.out
+    assert ('  FAILED  suites.swap.test_checks#test_memory_high_fails: AssertionError: value of cgroup "memory.high" '
+            'for container "hello" was "max"; expected "510025728"') in full_run.out
+    assert "report: reports/html/nodeconf-report.html" in full_run.out
+    assert "nodeconf: exit 1: 1 check(s) failed" in full_run.out
+
+
+def test_run_writes_junit_with_every_check(full_run: FullRun) -> None:
+    cases = ET.parse(full_run.project / "reports" / "junit.xml").getroot().iter("testcase")
+    assert sorted(case.get("name", "") for case in cases) == [
+        "test_memory_high_fails", "test_needs_swap_skipped", "test_node_unreachable_errors", "test_swap_limit_passes",
+    ]
+
+
+def test_run_writes_environment_and_categories(full_run: FullRun) -> None:
+    results = full_run.project / "reports" / "allure-results"
+    environment = (results / "environment.properties").read_text(encoding="utf-8")
+    assert environment.splitlines()[:6] == [
+        "node=local", "profile=1.36", "kubelet\\ config=kubelet.yaml",
+        "memory_capacity=1073741824", "swap_capacity=536870912", "cpu_capacity_milli=2000",
+    ]
+    assert "kernel_version=6.1.0-28-amd64" in environment
+    assert (results / "categories.json").is_file()
+
+
+def test_run_writes_html_failures_first(full_run: FullRun) -> None:
+    html = (full_run.project / "reports" / "html" / "nodeconf-report.html").read_text(encoding="utf-8")
+    assert html.index("test_memory_high_fails") < html.index("test_node_unreachable_errors") < html.index(
+        "test_needs_swap_skipped") < html.index("test_swap_limit_passes")
+    assert (full_run.project / "reports" / "html" / "allure-report.html").is_file() == (allure_cli() is not None)
+
+
+def test_run_labels_parameters_and_enforcer_log(full_run: FullRun) -> None:
+    results = {str(result["name"]): result for result in _results(full_run.project)}
+    failed = results["test_memory_high_fails"]
+    assert (_labels(failed, "epic"), _labels(failed, "feature"), _labels(failed, "story")) == (
+        ["Memory QoS v1.36"], ["swap"], ["memory high fails"])
+    assert _labels(results["test_swap_limit_passes"], "epic") == ["KEP-5359"]
+    assert failed["parameters"] == [{"name": "node", "value": "'local'"}, {"name": "profile", "value": "'1.36'"}]
+    logged = {name for name, result in results.items() if "enforcer log" in _attachment_names(result)}
+    assert logged == {"test_memory_high_fails", "test_node_unreachable_errors"}
+
+
+@pytest.mark.parametrize(
+    ("selection", "code", "reason"),
+    [
+        pytest.param("passes", 0, "all checks that apply passed", id="all-pass"),
+        pytest.param("skipped", 2, "no check ran: all 1 skipped", id="only-skipped"),
+        pytest.param("errors", 2, "1 check(s) broken by an infrastructure error", id="setup-error"),
+    ],
+)
+def test_run_exit_codes(project: Path, capfd: pytest.CaptureFixture[str], selection: str, code: int,
+                       reason: str) -> None:
+    assert run_cli.run(_args("--", "-k", selection)) == code
+    captured = capfd.readouterr()
+    assert f"exit {code}: {reason}" in captured.out + captured.err
+
+
+def test_run_with_empty_suites_is_an_error(project: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    (project / "suites" / "swap" / "test_checks.py").unlink()
+    assert run_cli.run(_args()) == 2
+    assert "nodeconf: exit 2: no check was collected" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(("--profile", "latest"), 'must look like "1.36"', id="bad-profile"),
+        pytest.param(("--kubelet-config", "missing.yaml"), "missing.yaml: --kubelet-config: no such file",
+                     id="missing-kubelet-config"),
+    ],
+)
+def test_run_usage_errors(project: Path, argv: tuple[str, ...], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        run_cli.run(_args(*argv))
+    assert not (project / "reports").exists()
+
+
+def test_run_outside_the_project_root_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="no suites/ directory here"):
+        run_cli.run(_args())
+
+
+@pytest.mark.parametrize(
+    ("pytest_args", "selects"),
+    [
+        pytest.param([], False, id="nothing"),
+        pytest.param(["-k", "swap"], False, id="keyword"),
+        pytest.param(["suites/swap"], True, id="suite-dir"),
+        pytest.param(["suites/swap/test_checks.py::test_swap_limit_passes"], True, id="node-id"),
+        pytest.param(["--deselect", "suites/swap/test_checks.py::test_needs_swap_skipped"], False, id="deselect"),
+        pytest.param(["kubelet.yaml"], False, id="path-outside-suites"),
+    ],
+)
+def test_selects_tests(project: Path, pytest_args: list[str], selects: bool) -> None:
+    assert run_cli.selects_tests(pytest_args, Path("suites")) is selects
+
+
+def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) -> None:
+    argv = run_cli.pytest_argv(_args("--node", "ssh://root@host:2222", "--", "suites/swap", "-x"))
+    assert argv[1:] == [
+        "-m", "pytest", "--node=ssh://root@host:2222", "--junitxml=reports/junit.xml",
+        "-o", "junit_suite_name=nodeconf", "--alluredir=reports/allure-results", "--clean-alluredir",
+        "-p", "fixtures.evidence", "suites/swap", "-x",
+    ]
