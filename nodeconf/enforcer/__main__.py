@@ -48,12 +48,12 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
     logging.basicConfig(filename=args.state_dir / LOG_FILE, level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s")
     log = logging.getLogger("nodeconf.enforcer")
-    from nodeconf.semantics.expect import expect
+    from nodeconf.enforcer.oracle import decide_resize, expect
 
     with contextlib.suppress(OSError):
         Path("/proc/self/oom_score_adj").write_text("-999")
     tree = CgroupTree(args.root, OWNED)
-    agent = Agent(tree, args.state_dir, detect(args.root, args.cpu_weight_formula), expect,
+    agent = Agent(tree, args.state_dir, detect(args.root, args.cpu_weight_formula), expect, decide_resize,
                   faults=Faults.parse(args.fault), backoff=Backoff(initial=args.backoff), log=log)
     log.info("agent %d starting: root %s (kernel cgroup2: %s), faults %s", os.getpid(), args.root,
              tree.kernel, agent.faults)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nodeconf.enforcer import names, process
 from nodeconf.enforcer.cgroupfs import CgroupTree
@@ -20,11 +20,30 @@ from nodeconf.enforcer.metrics import render
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord, PodRecord
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
-from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, object_from_dict
+from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, object_from_dict, pod_to_dict
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation
 from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
 
+APPLIED = "Applied"
+# Resize outcomes that stay pending and are asked about again on every tick (PodResizeInProgress, Deferred).
+PENDING = ("InProgress", "Deferred")
+
+
+@dataclass(frozen=True)
+class ContainerUsage:
+    """What a container uses now, in bytes (memory.current, memory.swap.current); None when unreadable."""
+
+    memory: int | None
+    swap: int | None
+
+
+class ResizeDecision(Protocol):
+    status: str
+    message: str
+
+
+ResizeFn = Callable[[Pod, Pod, Mapping[str, ContainerUsage], NodeFacts, KubeletConfig, Profile], ResizeDecision]
 ExpectFn = Callable[[Sequence[Pod], NodeFacts, KubeletConfig, Profile, Sequence[NamespaceObject]],
                     NodeExpectation]
 # Files read as a pod's evidence besides those the oracle expects (cgroup-v2.rst interface files).
@@ -78,13 +97,15 @@ class Faults:
 class Agent:
     """One node agent; every public method is one API operation and holds the lock."""
 
-    def __init__(self, tree: CgroupTree, state_dir: Path, facts: NodeFacts, expect_fn: ExpectFn, *,
+    def __init__(self, tree: CgroupTree, state_dir: Path, facts: NodeFacts, expect_fn: ExpectFn,
+                 resize_fn: ResizeFn, *,
                  faults: Faults = Faults(), backoff: Backoff = Backoff(),
                  log: logging.Logger | None = None) -> None:
         self.tree = tree
         self.state_dir = state_dir
         self.facts = facts
         self.expect_fn = expect_fn
+        self.resize_fn = resize_fn
         self.faults = faults
         self.backoff = backoff
         self.log = log or logging.getLogger("nodeconf.enforcer")
@@ -332,6 +353,47 @@ class Agent:
         rc, out, err = process.run_in(argv, directory, adj, timeout)
         return {"rc": rc, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")}
 
+    def resize(self, ref: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """In-place resize: the oracle decides apply now, defer (retried each tick) or refuse with its message."""
+        with self.lock:
+            record = self._record(ref)
+            if record.phase in TERMINAL:
+                raise AgentError(f"pod {ref} is {record.phase}; it cannot be resized")
+            try:
+                desired = patched_pod(record.desired or record.pod, patch)
+            except InputError as err:
+                raise AgentError(f"resize of {ref}: {err}") from None
+            record.desired = desired
+            self._try_resize(record)
+            self.save()
+            return {"status": record.resize_status, "message": record.resize_message}
+
+    def _usage(self, record: PodRecord) -> dict[str, ContainerUsage]:
+        usage = {}
+        for c in record.containers:
+            if c.kind != PAUSE:
+                usage[c.name] = ContainerUsage(
+                    memory=_int(self.tree.read(c.cgroup, "memory.current")),
+                    swap=_int(self.tree.read(c.cgroup, "memory.swap.current")),
+                )
+        return usage
+
+    def _try_resize(self, record: PodRecord) -> None:
+        """Ask the oracle about the pending resize with current usage; apply it when it says so."""
+        assert record.desired is not None
+        decision = self.resize_fn(record.pod, record.desired, self._usage(record), self.oracle_facts(),
+                                  self.oracle_config(), self.profile())
+        changed = (decision.status, decision.message) != (record.resize_status, record.resize_message)
+        record.resize_status, record.resize_message = decision.status, decision.message
+        if decision.status == APPLIED:
+            record.pod, record.desired = record.desired, None
+            self._apply(self._expect())
+        elif decision.status not in PENDING:
+            record.desired = None
+        if changed:
+            kind = "Warning" if decision.status not in (APPLIED, *PENDING) else "Normal"
+            record.event(kind, f"Resize{decision.status}", decision.message or decision.status)
+
     def delete(self, ref: str) -> dict[str, Any]:
         """Kill the pod's processes, remove its cgroups and forget it; the sums are rewritten without it."""
         with self.lock:
@@ -422,6 +484,9 @@ class Agent:
                     if c.proc is not None and c.proc.poll() is not None:
                         self._exited(record, c, now)
                         changed = True
+                if record.desired is not None:
+                    self._try_resize(record)
+                    changed = True
                 changed |= self._start_due(record, now)
                 changed |= self._update_phase(record)
             if changed:
@@ -537,6 +602,38 @@ def _check_names(pod: Pod) -> None:
             names.label(c.name, "container name")
     except names.UnsafeName as err:
         raise AgentError(f"pod {pod.ref}: {err}") from None
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
+
+
+def patched_pod(pod: Pod, patch: Mapping[str, Any]) -> Pod:
+    """The pod after a resize patch: `spec.containers[].resources` and `spec.resources` merged by key
+    (strategic merge on the resize subresource: containers by name, resource maps key by key)."""
+    doc = pod_to_dict(pod)
+    spec = patch.get("spec")
+    if not isinstance(spec, Mapping) or not set(spec) <= {"containers", "initContainers", "resources"}:
+        raise InputError("a resize patch holds only spec.containers, spec.initContainers, spec.resources")
+    for section in ("containers", "initContainers"):
+        for i, change in enumerate(spec.get(section) or []):
+            target = next((c for c in doc["spec"].get(section, []) if c["name"] == change.get("name")), None)
+            if target is None:
+                raise InputError(f"no container {change.get('name')!r}", field=f"spec.{section}[{i}].name")
+            target["resources"] = _merge_resources(target.get("resources", {}), change.get("resources") or {})
+    if "resources" in spec:
+        doc["spec"]["resources"] = _merge_resources(doc["spec"].get("resources", {}), spec["resources"])
+    obj = object_from_dict(doc, source="resize")
+    assert isinstance(obj, Pod)
+    return obj
+
+
+def _merge_resources(current: Mapping[str, Any], change: Mapping[str, Any]) -> dict[str, Any]:
+    out = {key: dict(value) for key, value in current.items()}
+    for key in ("requests", "limits"):
+        if key in change:
+            out[key] = {**out.get(key, {}), **change[key]}
+    return out
 
 
 def _process_start(pid: int) -> int | None:

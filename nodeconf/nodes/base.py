@@ -1,0 +1,288 @@
+"""The node protocol (DESIGN.md "The node protocol"): what every node driver gives the suites, typed."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.manifest import NamespaceObject, Pod
+from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.expectation import Event
+
+UNLIMITED = "max"
+
+
+class NodeError(RuntimeError):
+    """The node refused a request or could not be reached (an infrastructure fault, not a failed check)."""
+
+
+@dataclass(frozen=True)
+class CgroupFiles(Mapping[str, str]):
+    """The files of one cgroup as read back (raw text without the final newline), with typed readers."""
+
+    path: str
+    raw: Mapping[str, str]
+
+    def __getitem__(self, name: str) -> str:
+        try:
+            return self.raw[name]
+        except KeyError:
+            raise KeyError(f"cgroup {self.path} has no file {name!r} (or it was not read)") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def limit(self, name: str) -> int | None:
+        """A limit file such as memory.max: its integer, or None for `max` (unlimited)."""
+        text = self[name]
+        return None if text == UNLIMITED else int(text)
+
+    def number(self, name: str) -> int:
+        return int(self[name])
+
+    def keyed(self, name: str) -> dict[str, int]:
+        """A flat-keyed file (memory.events, cpu.stat, memory.stat) as a mapping."""
+        out = {}
+        for line in self[name].splitlines():
+            key, _, value = line.partition(" ")
+            out[key] = int(value)
+        return out
+
+    def cpu_max(self) -> tuple[int | None, int]:
+        """cpu.max as (quota or None for `max`, period) in microseconds."""
+        quota, period = self["cpu.max"].split()
+        return (None if quota == UNLIMITED else int(quota)), int(period)
+
+    def procs(self) -> list[int]:
+        return [int(p) for p in self.raw.get("cgroup.procs", "").split()]
+
+
+@dataclass(frozen=True)
+class Terminated:
+    exit_code: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ContainerState:
+    """A container's status: running / waiting / terminated, with exit code, reason and restart count."""
+
+    name: str
+    state: str
+    reason: str = ""
+    exit_code: int | None = None
+    restart_count: int = 0
+    last_terminated: Terminated | None = None
+    pid: int | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+
+@dataclass(frozen=True)
+class ResizeStatus:
+    """Outcome of the last resize: '' (none), Applied, InProgress, Deferred or Infeasible, with the message."""
+
+    status: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class PodStatus:
+    phase: str
+    qos_class: str
+    containers: Mapping[str, ContainerState]
+    events: tuple[Event, ...] = ()
+    reason: str = ""
+    message: str = ""
+    resize: ResizeStatus = ResizeStatus("")
+
+    def container(self, name: str) -> ContainerState:
+        try:
+            return self.containers[name]
+        except KeyError:
+            raise KeyError(f"no container {name!r} (have {', '.join(self.containers)})") from None
+
+
+@dataclass(frozen=True)
+class ContainerEvidence:
+    """One container's cgroup files, its pids and each pid's oom_score_adj."""
+
+    name: str
+    cgroup: CgroupFiles
+    pids: tuple[int, ...]
+    oom_score_adj: Mapping[int, int | None]
+
+
+@dataclass(frozen=True)
+class PodEvidence:
+    """Everything about one pod read at one moment: status, containers (and the pause process), pod,
+    QoS and kubepods cgroups."""
+
+    status: PodStatus
+    pod_cgroup: CgroupFiles
+    containers: Mapping[str, ContainerEvidence]
+    pause: ContainerEvidence | None
+    ancestors: Mapping[str, CgroupFiles] = field(default_factory=dict)
+
+    def container(self, name: str) -> ContainerEvidence:
+        try:
+            return self.containers[name]
+        except KeyError:
+            raise KeyError(f"no container {name!r} (have {', '.join(self.containers)})") from None
+
+    def cgroup(self, path: str) -> CgroupFiles:
+        """Any cgroup of the evidence by its path relative to the cgroup root."""
+        every = {self.pod_cgroup.path: self.pod_cgroup, **self.ancestors,
+                 **{c.cgroup.path: c.cgroup for c in self.containers.values()}}
+        if self.pause is not None:
+            every[self.pause.cgroup.path] = self.pause.cgroup
+        try:
+            return every[path]
+        except KeyError:
+            raise KeyError(f"cgroup {path} is not part of this pod's evidence") from None
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    rc: int
+    stdout: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """A /metrics page: the text and its samples keyed by name and sorted label pairs."""
+
+    text: str
+    samples: Mapping[tuple[str, tuple[tuple[str, str], ...]], float]
+
+    def value(self, name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        try:
+            return self.samples[key]
+        except KeyError:
+            raise KeyError(f"metric {name}{labels or ''} not exposed") from None
+
+
+class PodHandle(ABC):
+    """A pod sent to a node: admitted (and running) or rejected with the node's messages."""
+
+    def __init__(self, pod: Pod, admitted: bool, errors: Sequence[str]) -> None:
+        self.pod = pod
+        self.admitted = admitted
+        self.errors = tuple(errors)
+
+    @abstractmethod
+    def status(self) -> PodStatus: ...
+
+    @abstractmethod
+    def evidence(self, extra_files: Sequence[str] = ()) -> PodEvidence:
+        """All files of the pod's containers, pause, pod, QoS and kubepods cgroups, pids, oom_score_adj:
+        one round trip."""
+
+    @abstractmethod
+    def resize(self, patch: Mapping[str, Any]) -> ResizeStatus:
+        """Apply a resize patch (`{"spec": {"containers": [{"name", "resources"}]}}`); its status."""
+
+    @abstractmethod
+    def exec(self, container: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult: ...
+
+    @abstractmethod
+    def delete(self) -> None: ...
+
+    def events(self) -> tuple[Event, ...]:
+        return self.status().events
+
+    def wait_for(self, predicate: Callable[[PodStatus], bool], timeout: float = 60.0,
+                 interval: float = 0.2, what: str = "condition") -> PodStatus:
+        """Poll the status until predicate holds; NodeError naming `what` and the last status on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.status()
+            if predicate(status):
+                return status
+            if time.monotonic() > deadline:
+                raise NodeError(f"pod {self.pod.ref}: {what} not reached within {timeout:g} s; last status "
+                                f"{status.phase}, containers "
+                                + ", ".join(f"{c.name}={c.state}/{c.reason}" for c in status.containers.values()))
+            time.sleep(interval)
+
+    def wait_running(self, timeout: float = 60.0) -> PodStatus:
+        return self.wait_for(lambda s: all(c.running for c in s.containers.values()), timeout,
+                             what="all containers running")
+
+
+class Node(ABC):
+    """One node under test; a context manager that releases it."""
+
+    spec: str = ""
+
+    @abstractmethod
+    def facts(self) -> NodeFacts: ...
+
+    @abstractmethod
+    def configure(self, config: KubeletConfig, version: str | None = None) -> Sequence[str]:
+        """Switch the kubelet configuration (and the profile's version); the kubelet's startup warnings."""
+
+    @abstractmethod
+    def set_namespace_objects(self, objects: Sequence[NamespaceObject]) -> None:
+        """Replace the LimitRange and ResourceQuota objects that admission consults."""
+
+    @abstractmethod
+    def run(self, pod: Pod) -> PodHandle: ...
+
+    @abstractmethod
+    def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
+        """kubepods and the QoS cgroups as read back now."""
+
+    @abstractmethod
+    def metrics(self) -> Metrics: ...
+
+    @abstractmethod
+    def logs(self) -> str: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Node:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def parse_metrics(text: str) -> Metrics:
+    """Parse the Prometheus text format (samples only; HELP/TYPE skipped)."""
+    samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        head, _, value = line.rpartition(" ")
+        name, _, rest = head.partition("{")
+        labels: list[tuple[str, str]] = []
+        body = rest.rstrip("}")
+        while body:
+            key, _, body = body.partition('="')
+            chars, i = [], 0
+            while body[i] != '"':
+                if body[i] == "\\":
+                    i += 1
+                    chars.append({"n": "\n"}.get(body[i], body[i]))
+                else:
+                    chars.append(body[i])
+                i += 1
+            labels.append((key.lstrip(","), "".join(chars)))
+            body = body[i + 1:]
+        samples[(name, tuple(sorted(labels)))] = float(value)
+    return Metrics(text, samples)

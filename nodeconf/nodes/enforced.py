@@ -1,0 +1,369 @@
+"""The driver of a node run by the bundled enforcer: push it, start it, talk to it over one long-lived stream."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import shlex
+import tarfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import nodeconf
+from nodeconf.enforcer.facts import facts_from_dict
+from nodeconf.kubelet_config import KubeletConfig, kubelet_config_to_dict
+from nodeconf.manifest import LimitRange, NamespaceObject, Pod, pod_to_dict
+from nodeconf.node_facts import NodeFacts
+from nodeconf.nodes.base import (
+    CgroupFiles,
+    ContainerEvidence,
+    ContainerState,
+    ExecResult,
+    Metrics,
+    Node,
+    NodeError,
+    PodEvidence,
+    PodHandle,
+    PodStatus,
+    ResizeStatus,
+    Terminated,
+    parse_metrics,
+)
+from nodeconf.semantics.expectation import Event
+
+REMOTE_DIR = "/opt/nodeconf"
+STATE_DIR = "/run/nodeconf-enforcer"
+# Modules the agent needs on the node: the model, the oracle and the enforcer (all standard library only).
+BUNDLE_MODULES = ("__init__.py", "errors.py", "quantity.py", "manifest.py", "kubelet_config.py", "node_facts.py")
+BUNDLE_PACKAGES = ("semantics", "enforcer")
+PROGRAMS = "workloads/programs"
+START_TIMEOUT = 60.0
+
+
+class Stream(Protocol):
+    """A byte stream to a process on the node (the agent bridge)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def readline(self) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class AgentTransport(Protocol):
+    """What the driver needs of a transport: commands with input, and one long-lived stream."""
+
+    def run(self, argv: Sequence[str], *, input: bytes | None = None, timeout: float = ...) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+def repo_root() -> Path:
+    return Path(nodeconf.__file__).resolve().parent.parent
+
+
+def agent_bundle() -> bytes:
+    """A tar of what runs on the node: the stdlib-only packages and the workload programs."""
+    root = repo_root()
+    files = [root / "nodeconf" / name for name in BUNDLE_MODULES]
+    for package in BUNDLE_PACKAGES:
+        files += sorted((root / "nodeconf" / package).glob("*.py"))
+    files += sorted((root / PROGRAMS).glob("*.py"))
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for path in files:
+            info = archive.gettarinfo(str(path), arcname=str(path.relative_to(root)))
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            info.mode = 0o644
+            with open(path, "rb") as handle:
+                archive.addfile(info, handle)
+    return buffer.getvalue()
+
+
+class ChannelStream:
+    """A paramiko exec channel as a Stream."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+        self.reader = channel.makefile("rb")
+
+    def write(self, data: bytes) -> None:
+        self.channel.sendall(data)
+
+    def readline(self) -> bytes:
+        line: bytes = self.reader.readline()
+        return line
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+def open_stream(transport: Any, argv: Sequence[str]) -> Stream:
+    """A long-lived stream running argv on the node: the transport's own, or an SSH exec channel."""
+    if hasattr(transport, "open_stream"):
+        stream: Stream = transport.open_stream(argv)
+        return stream
+    # SshTransport has no public stream yet: one exec channel on its paramiko connection.
+    ssh = transport._client.get_transport()
+    if ssh is None or not ssh.is_active():
+        raise NodeError("the SSH connection to the node is closed")
+    channel = ssh.open_session(timeout=30)
+    channel.exec_command(shlex.join(argv))
+    return ChannelStream(channel)
+
+
+class AgentClient:
+    """JSON-lines requests to the agent over one stream; one request at a time."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.ids = itertools.count(1)
+
+    def call(self, op: str, **args: Any) -> Any:
+        with self.lock:
+            ident = next(self.ids)
+            self.stream.write(json.dumps({"id": ident, "op": op, **args}).encode() + b"\n")
+            line = self.stream.readline()
+        if not line:
+            raise NodeError(f"the enforcer closed the connection during {op!r} (see its log)")
+        reply = json.loads(line)
+        if reply.get("id") != ident:
+            raise NodeError(f"the enforcer answered request {reply.get('id')} to request {ident}")
+        if not reply["ok"]:
+            raise NodeError(f"enforcer: {reply['error']}")
+        return reply["result"]
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+def _container_state(doc: Mapping[str, Any]) -> ContainerState:
+    last = (doc.get("lastState") or {}).get("terminated")
+    return ContainerState(
+        name=doc["name"], state=doc["state"], reason=doc["reason"], exit_code=doc["exitCode"],
+        restart_count=doc["restartCount"],
+        last_terminated=Terminated(last["exitCode"], last["reason"]) if last else None, pid=doc["pid"],
+    )
+
+
+def pod_status(doc: Mapping[str, Any]) -> PodStatus:
+    """A PodStatus from the agent's status document."""
+    return PodStatus(
+        phase=doc["phase"], qos_class=doc["qosClass"],
+        containers={c["name"]: _container_state(c) for c in doc["containers"] if c["kind"] != "pause"},
+        events=tuple(Event(e["type"], e["reason"], e["message"]) for e in doc["events"]),
+        reason=doc["reason"], message=doc["message"],
+        resize=ResizeStatus(doc["resize"]["status"], doc["resize"]["message"]),
+    )
+
+
+def _files(path: str, raw: Mapping[str, str | None]) -> CgroupFiles:
+    return CgroupFiles(path, {k: v for k, v in raw.items() if v is not None})
+
+
+class EnforcedPod(PodHandle):
+    def __init__(self, node: EnforcedNode, pod: Pod, admitted: bool, errors: Sequence[str]) -> None:
+        super().__init__(pod, admitted, errors)
+        self.node = node
+
+    def _require_admitted(self) -> None:
+        if not self.admitted:
+            raise NodeError(f"pod {self.pod.ref} was rejected: {'; '.join(self.errors)}")
+
+    def status(self) -> PodStatus:
+        self._require_admitted()
+        return pod_status(self.node.client.call("status", pod=self.pod.ref))
+
+    def evidence(self, extra_files: Sequence[str] = ()) -> PodEvidence:
+        self._require_admitted()
+        doc = self.node.client.call("evidence", pod=self.pod.ref, files=list(extra_files))
+        status = doc["status"]
+        cgroups = {path: _files(path, raw) for path, raw in doc["cgroups"].items()}
+        pod_path = status["cgroup"]
+        containers: dict[str, ContainerEvidence] = {}
+        pause = None
+        for c in status["containers"]:
+            key = "POD" if c["kind"] == "pause" else c["name"]
+            procs = doc["processes"][key]
+            evidence = ContainerEvidence(
+                name=c["name"], cgroup=cgroups.get(c["cgroup"], CgroupFiles(c["cgroup"], {})),
+                pids=tuple(procs["pids"]),
+                oom_score_adj={int(pid): adj for pid, adj in procs["oomScoreAdj"].items()},
+            )
+            if c["kind"] == "pause":
+                pause = evidence
+            else:
+                containers[c["name"]] = evidence
+        ancestors = {p: f for p, f in cgroups.items() if pod_path.startswith(p + "/")}
+        return PodEvidence(status=pod_status(status), pod_cgroup=cgroups.get(pod_path, CgroupFiles(pod_path, {})),
+                           containers=containers, pause=pause, ancestors=ancestors)
+
+    def resize(self, patch: Mapping[str, Any]) -> ResizeStatus:
+        self._require_admitted()
+        doc = self.node.client.call("resize", pod=self.pod.ref, patch=dict(patch))
+        return ResizeStatus(doc["status"], doc["message"])
+
+    def exec(self, container: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
+        self._require_admitted()
+        doc = self.node.client.call("exec", pod=self.pod.ref, container=container, argv=list(argv),
+                                    timeout=timeout)
+        return ExecResult(doc["rc"], doc["stdout"], doc["stderr"])
+
+    def logs(self, container: str | None = None) -> str:
+        self._require_admitted()
+        text: str = self.node.client.call("logs", pod=self.pod.ref, container=container)["text"]
+        return text
+
+    def delete(self) -> None:
+        if self.admitted:
+            self.node.client.call("delete", pod=self.pod.ref)
+            self.admitted = False
+
+
+@dataclass(frozen=True)
+class EnforcerSettings:
+    """Where and how the agent runs on the node; `faults` make a deliberately wrong node for self-tests."""
+
+    cgroup_root: str = "/sys/fs/cgroup"
+    remote_dir: str = REMOTE_DIR
+    state_dir: str = STATE_DIR
+    python: str = "python3"
+    cpu_weight_formula: str = "nonlinear"
+    faults: tuple[str, ...] = ()
+    backoff: float = 10.0
+
+
+class EnforcedNode(Node):
+    """A node whose kubelet is the bundled enforcer, started by `start()` and removed by `close()`."""
+
+    def __init__(self, transport: AgentTransport, settings: EnforcerSettings = EnforcerSettings(), *,
+                 spec: str = "", after_close: Sequence[Callable[[], None]] = ()) -> None:
+        self.spec = spec
+        self.transport = transport
+        self.settings = settings
+        self.after_close = tuple(after_close)
+        self._client: AgentClient | None = None
+        self._facts: NodeFacts | None = None
+        self.final_log = ""
+
+    @property
+    def socket(self) -> str:
+        return f"{self.settings.state_dir}/agent.sock"
+
+    @property
+    def client(self) -> AgentClient:
+        if self._client is None:
+            raise NodeError("the enforcer is not running (call start())")
+        return self._client
+
+    def _agent_argv(self, *args: str) -> list[str]:
+        return ["env", f"PYTHONPATH={self.settings.remote_dir}", self.settings.python, "-m", "nodeconf.enforcer",
+                *args]
+
+    def start(self) -> EnforcedNode:
+        """Push the agent and the workload programs, start the agent as a daemon, open the stream to it."""
+        script = 'rm -rf "$1" && mkdir -p "$1" && tar -x -f - -C "$1" --no-same-owner'
+        settings = self.settings
+        self._checked(["sh", "-c", script, "push", settings.remote_dir], input=agent_bundle())
+        serve = ["serve", "--daemon", "--root", settings.cgroup_root, "--state-dir", settings.state_dir,
+                 "--socket", self.socket, "--cpu-weight-formula", settings.cpu_weight_formula,
+                 "--backoff", str(settings.backoff)]
+        for fault in settings.faults:
+            serve += ["--fault", fault]
+        self._checked(self._agent_argv(*serve), timeout=START_TIMEOUT)
+        self._client = AgentClient(open_stream(self.transport, self._agent_argv("bridge", "--socket", self.socket)))
+        self.client.call("ping")
+        return self
+
+    def _checked(self, argv: Sequence[str], *, input: bytes | None = None, timeout: float = 60.0) -> str:
+        result = self.transport.run(argv, input=input, timeout=timeout)
+        if result.rc != 0:
+            detail = (result.stderr or result.stdout).decode(errors="replace").strip()
+            raise NodeError(f"`{shlex.join(argv)}` failed on the node (exit {result.rc}): {detail}")
+        text: str = result.stdout.decode(errors="replace")
+        return text
+
+    def facts(self) -> NodeFacts:
+        if self._facts is None:
+            self._facts = facts_from_dict(self.client.call("facts"))
+        return self._facts
+
+    def configure(self, config: KubeletConfig, version: str | None = None) -> Sequence[str]:
+        result = self.client.call("configure", config=kubelet_config_to_dict(config), version=version)
+        return tuple(result["warnings"])
+
+    def set_namespace_objects(self, objects: Sequence[NamespaceObject]) -> None:
+        self.client.call("objects", objects=[_object_to_dict(o) for o in objects])
+
+    def run(self, pod: Pod) -> EnforcedPod:
+        result = self.client.call("run", pod=pod_to_dict(pod))
+        return EnforcedPod(self, pod, result["admitted"], result["errors"])
+
+    def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
+        doc = self.client.call("node_cgroups", files=list(extra_files))
+        return {path: _files(path, raw) for path, raw in doc.items()}
+
+    def metrics(self) -> Metrics:
+        return parse_metrics(self.client.call("metrics")["text"])
+
+    def logs(self) -> str:
+        if self._client is None:
+            return self.final_log
+        text: str = self.client.call("logs")["text"]
+        return text
+
+    def reset(self) -> None:
+        """Delete every pod and namespace object; back to the default kubelet configuration."""
+        self.client.call("reset")
+
+    def close(self) -> None:
+        """Stop the agent (it kills its processes and removes its cgroups), then remove its files."""
+        try:
+            if self._client is not None:
+                self.final_log = self.logs()
+                try:
+                    self._client.call("shutdown")
+                except NodeError:
+                    self._checked(self._agent_argv("cleanup", "--root", self.settings.cgroup_root))
+                self._client.close()
+                self._client = None
+                self._wait_stopped()
+            self._checked(["rm", "-rf", self.settings.remote_dir, self.settings.state_dir])
+        finally:
+            self.transport.close()
+            for action in self.after_close:
+                action()
+
+    def _wait_stopped(self, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.transport.run(["test", "-e", self.socket], timeout=10).rc != 0:
+                return
+            time.sleep(0.1)
+        raise NodeError(f"the enforcer did not stop within {timeout:g} s")
+
+
+def _object_to_dict(obj: NamespaceObject) -> dict[str, Any]:
+    """A LimitRange or ResourceQuota as the manifest the agent parses."""
+    meta = {"name": obj.name, "namespace": obj.namespace}
+
+    def quantities(items: Mapping[str, Any]) -> dict[str, str]:
+        return {k: str(v) for k, v in items.items()}
+
+    if isinstance(obj, LimitRange):
+        limits = [
+            {"type": item.type, "default": quantities(item.default),
+             "defaultRequest": quantities(item.default_request), "min": quantities(item.min),
+             "max": quantities(item.max), "maxLimitRequestRatio": quantities(item.max_limit_request_ratio)}
+            for item in obj.limits
+        ]
+        return {"apiVersion": "v1", "kind": "LimitRange", "metadata": meta, "spec": {"limits": limits}}
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta,
+            "spec": {"hard": quantities(obj.hard), "scopes": list(obj.scopes)}}

@@ -1,0 +1,78 @@
+"""A transport to this machine with SshTransport's interface (`--node local` on a cgroup v2 host)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from nodeconf.nodes.ssh import DEFAULT_TIMEOUT, CommandResult, TransportError
+
+
+class PipeStream:
+    """A local process's stdin/stdout as a Stream."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def readline(self) -> bytes:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline()
+
+    def close(self) -> None:
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class LocalTransport:
+    """Run argv lists and copy files on the local machine."""
+
+    def run(self, argv: Sequence[str], *, input: bytes | None = None,
+            timeout: float = DEFAULT_TIMEOUT) -> CommandResult:
+        if not argv:
+            raise ValueError("run() needs a non-empty argv")
+        try:
+            done = subprocess.run(list(argv), input=input, capture_output=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as err:
+            raise TransportError(f"`{' '.join(argv)}` did not finish within {timeout:g} s") from err
+        except OSError as err:
+            return CommandResult(tuple(argv), 127, b"", str(err).encode())
+        return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
+
+    def run_expect(self, codes: Iterable[int], argv: Sequence[str], *, input: bytes | None = None,
+                   timeout: float = DEFAULT_TIMEOUT) -> CommandResult:
+        __tracebackhide__ = True
+        return self.run(argv, input=input, timeout=timeout).expect(codes)
+
+    def check_output(self, argv: Sequence[str], *, input: bytes | None = None,
+                     timeout: float = DEFAULT_TIMEOUT) -> str:
+        __tracebackhide__ = True
+        return self.run(argv, input=input, timeout=timeout).check().text.rstrip("\n")
+
+    def put(self, remote_path: str, data: bytes, mode: int = 0o644) -> None:
+        path = Path(remote_path)
+        path.write_bytes(data)
+        path.chmod(mode)
+
+    def put_tree(self, local_dir: Path, remote_dir: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        if not Path(local_dir).is_dir():
+            raise ValueError(f"put_tree: {local_dir} is not a directory")
+        shutil.copytree(local_dir, remote_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def open_stream(self, argv: Sequence[str]) -> PipeStream:
+        return PipeStream(argv)
+
+    def close(self) -> None:
+        """Nothing to release."""
