@@ -105,7 +105,7 @@ class Quantity:
 
 
 def format_amount(amount: Fraction) -> str:
-    """Canonical text: the largest exact binary suffix for whole numbers ≥ 1Ki, else decimal (or milli)."""
+    """Canonical text: binary suffix for whole multiples of 1Ki, else decimal, milli, nano or exponent."""
     sign = "-" if amount < 0 else ""
     magnitude = abs(amount)
     if magnitude.denominator == 1:
@@ -117,5 +117,22 @@ def format_amount(amount: Fraction) -> str:
     milli = magnitude * 1000
     if milli.denominator == 1:
         return f"{sign}{milli.numerator}m"
-    nano = math.ceil(magnitude * 10**9)
-    return f"{sign}{nano}n"
+    nano = magnitude * 10**9
+    if nano.denominator == 1:
+        return f"{sign}{nano.numerator}n"
+    if not _terminates(nano.denominator):
+        return f"{sign}{math.ceil(nano)}n"
+    # A parsed quantity is a terminating decimal: write its exact digits with a negative exponent.
+    exponent = 9
+    while nano.denominator != 1:
+        nano *= 10
+        exponent += 1
+    return f"{sign}{nano.numerator}e-{exponent}"
+
+
+def _terminates(denominator: int) -> bool:
+    """True when 1/denominator has a finite decimal expansion (only factors 2 and 5)."""
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    return denominator == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from fractions import Fraction
 
 from nodeconf.errors import InputError
@@ -24,18 +25,23 @@ def effective_eviction_hard(config: KubeletConfig) -> dict[str, str]:
     return dict(config.eviction_hard)
 
 
+def _float32(value: float) -> float:
+    return float(struct.unpack("f", struct.pack("f", value))[0])
+
+
 def threshold_bytes(text: str, capacity: int, source: str = "") -> int:
-    """A memory threshold: a quantity (`100Mi`) or a percentage of capacity (`5%`), in whole bytes
-    (pkg/kubelet/eviction/api ThresholdValue: Quantity or Percentage)."""
+    """A memory threshold: a quantity (`100Mi`) or a percentage of capacity (`5%`), in whole bytes; a
+    percentage is a float32 and the product truncates (eviction/helpers.go parsePercentage, eviction/api
+    types.go GetThresholdQuantity)."""
     raw = text.strip()
     try:
         if raw.endswith("%"):
-            percent = Fraction(raw[:-1])
+            percent = float(raw[:-1])
             if not 0 <= percent <= 100:
                 raise ValueError(raw)
-            return Quantity(percent * capacity / 100).value()
+            return int(float(capacity) * _float32(_float32(percent) / 100))
         return Quantity.parse(raw).value()
-    except (ValueError, ZeroDivisionError, QuantityError):
+    except (ValueError, OverflowError, QuantityError):
         raise InputError(
             f"invalid threshold {text!r}", source=source, obj="KubeletConfiguration",
             field=f"evictionHard.{MEMORY_AVAILABLE}",

@@ -1,0 +1,144 @@
+"""CPU: upstream MilliCPUToShares/MilliCPUToQuota tables, both shares→weight formulas, cgroup files."""
+
+from __future__ import annotations
+
+import pytest
+from podspecs import GI, ctr, pod
+
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics import cpu
+from nodeconf.semantics.expectation import QosClass
+from nodeconf.semantics.pod_resources import with_api_defaults
+from nodeconf.semantics.profile import profile_for
+
+PROFILE = profile_for()
+CONFIG = KubeletConfig()
+
+
+# pkg/kubelet/cm/helpers_linux_test.go TestMilliCPUToShares (both table generations).
+@pytest.mark.parametrize(
+    ("milli", "shares"),
+    [(0, 2), (1, 2), (2, 2), (3, 3), (5, 5), (10, 10), (100, 102), (200, 204), (500, 512), (1000, 1024),
+     (2000, 2048), (255999, 262142), (256000, 262144), (256001, 262144), (1000000, 262144)],
+)
+def test_milli_cpu_to_shares_upstream_table(milli: int, shares: int) -> None:
+    assert cpu.milli_cpu_to_shares(milli) == shares
+
+
+# pkg/kubelet/cm/helpers_linux_test.go TestMilliCPUToQuota.
+@pytest.mark.parametrize(
+    ("milli", "period", "quota"),
+    [(0, 0, 0), (5, 100000, 1000), (9, 100000, 1000), (10, 100000, 1000), (200, 100000, 20000),
+     (500, 100000, 50000), (1000, 100000, 100000), (1500, 100000, 150000)],
+)
+def test_milli_cpu_to_quota_upstream_table(milli: int, period: int, quota: int) -> None:
+    assert cpu.milli_cpu_to_quota(milli, period) == quota
+
+
+# opencontainers/cgroups utils_test.go TestConvertCPUSharesToCgroupV2Value; 256 → 35 from the article.
+@pytest.mark.parametrize(
+    ("shares", "weight"),
+    [(1, 1), (2, 1), (3, 2), (256, 35), (1024, 100), (262143, 10000), (262144, 10000), (262145, 10000)],
+)
+def test_nonlinear_weight(shares: int, weight: int) -> None:
+    assert cpu.nonlinear_weight(shares) == weight
+
+
+# Hand-computed 1 + ((s-2)*9999)//262142: 256 → 10 and 2048 → 79 (article), 1024 → 39 (article "one core 39").
+@pytest.mark.parametrize(
+    ("shares", "weight"), [(2, 1), (256, 10), (1024, 39), (2048, 79), (262144, 10000)]
+)
+def test_linear_weight(shares: int, weight: int) -> None:
+    assert cpu.linear_weight(shares) == weight
+
+
+RES_DEMO = pod(ctr("hello", {"cpu": "250m", "memory": "128Mi"}, {"cpu": "500m", "memory": "128Mi"}), name="res-demo")
+
+
+@pytest.mark.parametrize(("formula", "weight"), [("nonlinear", "35"), ("linear", "10")])
+def test_res_demo_container_files(formula: str, weight: str) -> None:
+    node = NodeFacts(memory_capacity=4 * GI, cpu_weight_formula=formula)
+    p = with_api_defaults(RES_DEMO)
+    files = cpu.container_files(p, p.containers[0], node, CONFIG, PROFILE)
+    assert (files["cpu.weight"].value, files["cpu.max"].value) == (weight, "50000 100000")
+
+
+def test_res_demo_pod_files_use_the_linear_formula() -> None:
+    p = with_api_defaults(RES_DEMO)
+    files = cpu.pod_files(p, QosClass.BURSTABLE, CONFIG, PROFILE)
+    assert (files["cpu.weight"].value, files["cpu.max"].value) == ("10", "50000 100000")
+
+
+def test_no_limit_means_max() -> None:
+    p = with_api_defaults(pod(ctr("a", {"cpu": "250m"}), ctr("b", {"cpu": "100m"}, {"cpu": "1"})))
+    node = NodeFacts(memory_capacity=4 * GI)
+    assert cpu.container_files(p, p.containers[0], node, CONFIG, PROFILE)["cpu.max"].value == "max 100000"
+    assert cpu.container_files(p, p.containers[1], node, CONFIG, PROFILE)["cpu.max"].value == "100000 100000"
+    pod_files = cpu.pod_files(p, QosClass.BURSTABLE, CONFIG, PROFILE)
+    # 350m → 358 shares → 1 + (356*9999)//262142 = 14; one container has no limit → no pod quota.
+    assert (pod_files["cpu.weight"].value, pod_files["cpu.max"].value) == ("14", "max 100000")
+
+
+def test_limit_alone_gives_request_shares() -> None:
+    p = with_api_defaults(pod(ctr("a", None, {"cpu": "1"})))
+    node = NodeFacts(memory_capacity=4 * GI)
+    assert cpu.container_files(p, p.containers[0], node, CONFIG, PROFILE)["cpu.weight"].value == "100"
+
+
+def test_explicit_zero_request_without_limit_is_minimum() -> None:
+    p = with_api_defaults(pod(ctr("a", {"cpu": "0"})))
+    assert cpu.container_shares(p, p.containers[0], PROFILE) == 2
+
+
+def test_cpu_cfs_quota_off() -> None:
+    p = with_api_defaults(RES_DEMO)
+    config = KubeletConfig(cpu_cfs_quota=False)
+    node = NodeFacts(memory_capacity=4 * GI)
+    assert cpu.container_files(p, p.containers[0], node, config, PROFILE)["cpu.max"].value == "max 100000"
+    assert cpu.pod_files(p, QosClass.BURSTABLE, config, PROFILE)["cpu.max"].value == "max 100000"
+
+
+def test_besteffort_pod() -> None:
+    p = with_api_defaults(pod(ctr("a")))
+    files = cpu.pod_files(p, QosClass.BEST_EFFORT, CONFIG, PROFILE)
+    assert (files["cpu.weight"].value, files["cpu.max"].value) == ("1", "max 100000")
+
+
+def test_sidecar_and_init_containers_in_pod_shares() -> None:
+    """Pod requests: max(sum(regular + sidecars), largest init + earlier sidecars) (PodRequests)."""
+    p = with_api_defaults(pod(
+        ctr("app", {"cpu": "100m"}, {"cpu": "200m"}),
+        init=(ctr("side", {"cpu": "100m"}, {"cpu": "100m"}, restartPolicy="Always"),
+              ctr("setup", {"cpu": "500m"}, {"cpu": "500m"})),
+    ))
+    files = cpu.pod_files(p, QosClass.BURSTABLE, CONFIG, PROFILE)
+    # requests max(200m, 500m+100m) = 600m → 614 shares → 1 + (612*9999)//262142 = 24;
+    # limits max(300m, 600m) = 600m → quota 60000.
+    assert (files["cpu.weight"].value, files["cpu.max"].value) == ("24", "60000 100000")
+
+
+def test_pod_level_limit_gives_pod_quota_and_container_ceiling() -> None:
+    p = with_api_defaults(pod(ctr("a", {"cpu": "100m"}), ctr("b", {"cpu": "100m"}),
+                              resources={"limits": {"cpu": "1", "memory": "1Gi"}}))
+    node = NodeFacts(memory_capacity=4 * GI)
+    assert cpu.pod_files(p, QosClass.BURSTABLE, CONFIG, PROFILE)["cpu.max"].value == "100000 100000"
+    assert cpu.container_files(p, p.containers[0], node, CONFIG, PROFILE)["cpu.max"].value == "100000 100000"
+
+
+@pytest.mark.parametrize(
+    ("total_milli", "weight"), [(0, "1"), (250, "10"), (1000, "39")], ids=["no-burstable", "res-demo", "one-core"]
+)
+def test_burstable_slice(total_milli: int, weight: str) -> None:
+    pods = [with_api_defaults(pod(ctr("a", {"cpu": f"{total_milli}m"})))] if total_milli else []
+    assert cpu.burstable_files(pods, PROFILE)["cpu.weight"].value == weight
+
+
+def test_kubepods_on_two_cores_is_79() -> None:
+    """Article: "kubepods.slice on a two-core node has 79"."""
+    assert cpu.kubepods_files(2000)["cpu.weight"].value == "79"
+
+
+def test_custom_period_needs_its_gate() -> None:
+    config = KubeletConfig(cpu_cfs_quota_period_us=50_000)
+    assert cpu.quota_period(config, PROFILE) == 100_000

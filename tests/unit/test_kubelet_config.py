@@ -1,0 +1,69 @@
+"""KubeletConfiguration v1beta1 subset: defaults, values, and errors naming the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodeconf.errors import InputError
+from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
+from nodeconf.quantity import Quantity
+
+KIND = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}
+
+
+def test_defaults_of_an_empty_config() -> None:
+    config = kubelet_config_from_dict(dict(KIND))
+    assert config == KubeletConfig()
+    assert (config.swap_behavior, config.cgroup_driver) == ("NoSwap", "systemd")
+    assert config.cpu_cfs_quota_period_us == 100_000
+    assert config.eviction_hard is None and config.enforce_node_allocatable == ("pods",)
+
+
+def test_fields() -> None:
+    config = kubelet_config_from_dict({
+        **KIND,
+        "memorySwap": {"swapBehavior": "LimitedSwap"},
+        "featureGates": {"MemoryQoS": True},
+        "memoryThrottlingFactor": 0.8,
+        "memoryReservationPolicy": "TieredReservation",
+        "systemReserved": {"cpu": "200m", "memory": "512Mi"},
+        "evictionHard": {"memory.available": "200Mi"},
+        "mergeDefaultEvictionSettings": True,
+        "enforceNodeAllocatable": ["pods", "system-reserved"],
+        "cgroupDriver": "cgroupfs",
+        "singleProcessOOMKill": True,
+        "cpuCFSQuota": False,
+        "cpuCFSQuotaPeriod": "50ms",
+    })
+    assert config.swap_behavior == "LimitedSwap" and config.gate("MemoryQoS") is True
+    assert config.memory_throttling_factor == 0.8 and config.memory_reservation_policy == "TieredReservation"
+    assert config.system_reserved["memory"] == Quantity.parse("512Mi")
+    assert config.eviction_hard == {"memory.available": "200Mi"} and config.merge_default_eviction_settings
+    assert config.enforce_node_allocatable == ("pods", "system-reserved")
+    assert (config.cgroup_driver, config.single_process_oom_kill, config.cpu_cfs_quota) == ("cgroupfs", True, False)
+    assert config.cpu_cfs_quota_period_us == 50_000
+    assert kubelet_config_from_dict(kubelet_config_to_dict(config), config.source) == config
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        pytest.param({"memorySwap": {"swapBehavior": "UnlimitedSwap"}}, "memorySwap.swapBehavior", id="swap-enum"),
+        pytest.param({"cgroupDriver": "lxc"}, "cgroupDriver", id="driver-enum"),
+        pytest.param({"memoryReservationPolicy": "All"}, "memoryReservationPolicy", id="reservation-enum"),
+        pytest.param({"memoryThrottlingFactor": 2}, "memoryThrottlingFactor", id="factor-range"),
+        pytest.param({"systemReserved": {"memory": "lots"}}, "systemReserved", id="bad-quantity"),
+        pytest.param({"featureGates": {"MemoryQoS": "yes"}}, "featureGates", id="gate-not-bool"),
+        pytest.param({"singleProcessOOMKill": "true"}, "singleProcessOOMKill", id="flag-not-bool"),
+        pytest.param({"cpuCFSQuotaPeriod": "fast"}, "cpuCFSQuotaPeriod", id="bad-duration"),
+        pytest.param({"enforceNodeAllocatable": ["everything"]}, "enforceNodeAllocatable", id="enforce-enum"),
+        pytest.param({"kind": "Pod"}, "kind", id="wrong-kind"),
+    ],
+)
+def test_bad_values_name_the_field(patch: dict[str, Any], field: str) -> None:
+    with pytest.raises(InputError) as err:
+        kubelet_config_from_dict({**KIND, **patch}, "kubelet.yaml")
+    assert err.value.field == field
+    assert str(err.value).startswith("kubelet.yaml: KubeletConfiguration: " + field)
