@@ -232,7 +232,7 @@ def parse_public_key(line: str) -> tuple[str, paramiko.PKey]:
         raise ValueError(f"not an OpenSSH public key line: {line[:40]!r}")
     try:
         key = paramiko.PKey.from_type_string(fields[0], base64.b64decode(fields[1], validate=True))
-    except (paramiko.SSHException, ValueError, binascii.Error) as err:
+    except (paramiko.SSHException, paramiko.pkey.UnknownKeyType, ValueError, binascii.Error) as err:
         raise ValueError(f"unreadable {fields[0]} public key: {err}") from err
     return fields[0], key
 
