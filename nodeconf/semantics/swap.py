@@ -11,14 +11,13 @@ from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import Event, Expected, QosClass
 from nodeconf.semantics.memory import read_back
 from nodeconf.semantics.memory_qos import memory_request_and_limit
+from nodeconf.semantics.oom import is_critical
 from nodeconf.semantics.profile import Profile
 
 NO_SWAP = "NoSwap"
 LIMITED_SWAP = "LimitedSwap"
 WORKLOAD_CONTROLLED_SWAP = "WorkloadControlledSwap"
 WORKLOAD_SWAP_GATE = "WorkloadControlledSwap"
-# pkg/apis/scheduling/types.go SystemCriticalPriority; kubelet types.IsCriticalPodBasedOnPriority.
-SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 REQUESTS_SWAP_MESSAGE = "swap may only be specified in limits, not requests"
 SWAP_NOT_SUPPORTED = "SwapNotSupported"
 
@@ -36,11 +35,6 @@ def node_swap_mode(config: KubeletConfig, profile: Profile) -> str:
     if config.swap_behavior == WORKLOAD_CONTROLLED_SWAP and not workload_swap_enabled(profile):
         return NO_SWAP
     return config.swap_behavior or NO_SWAP
-
-
-def is_critical(pod: Pod) -> bool:
-    """Static, mirror, or priority ≥ 2000000000 (pkg/kubelet/types/pod_update.go IsCriticalPod)."""
-    return pod.is_static or pod.is_mirror or pod.priority >= SYSTEM_CRITICAL_PRIORITY
 
 
 def limited_swap_exclusion(pod: Pod, container: Container, qos: QosClass) -> str | None:
@@ -144,9 +138,10 @@ def _resource_sections(pod: Pod) -> list[tuple[str, Container | None]]:
 
 
 def swap_errors(pod: Pod, profile: Profile) -> tuple[str, ...]:
-    """API validation of swap fields under the gate: requests.swap, negative values, container above pod limit.
+    """API validation of swap fields under the gate: requests.swap at any level, container limit above the pod's.
 
-    Source: KEP-5359 "Proposed Design: Limits-Only Model" (messages follow apimachinery field.Error shapes).
+    Source: KEP-5359 "Proposed Design: Limits-Only Model" (messages follow apimachinery field.Error shapes);
+    negative values are refused for every resource by validation.pod_errors.
     """
     if not workload_swap_enabled(profile):
         return ()
@@ -159,11 +154,7 @@ def swap_errors(pod: Pod, profile: Profile) -> tuple[str, ...]:
         if SWAP in resources.requests:
             errors.append(f"{path}.requests[swap]: Forbidden: {REQUESTS_SWAP_MESSAGE}")
         limit = resources.limit(SWAP)
-        if limit is None:
-            continue
-        if limit.amount < 0:
-            errors.append(f'{path}.limits[swap]: Invalid value: "{limit}": must be greater than or equal to 0')
-        elif container is not None and shared is not None and limit > shared:
+        if limit is not None and container is not None and shared is not None and limit > shared:
             errors.append(
                 f'{path}.limits[swap]: Invalid value: "{limit}": must be less than or equal to pod limits '
                 f"({shared})"
