@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nodeconf.errors import InputError
-from nodeconf.report.generate import report_paths, write_reports
+from nodeconf.report.generate import remove_reports, report_paths, write_reports
 from nodeconf.report.results import ReportError, RunResults, load_results
 from nodeconf.report.summary import summary_lines
 from nodeconf.report.verdict import EXIT_ERROR, Verdict, verdict
@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     _check_usage(args)
     reports: Path = args.reports
     (reports / JUNIT_FILE).unlink(missing_ok=True)
+    remove_reports(reports / HTML_DIR)
     started = time.monotonic()
     status = _run_pytest(pytest_argv(args))
     wall = time.monotonic() - started

@@ -34,7 +34,7 @@ def allure_config(output_dir: Path) -> str:
     config = {
         "name": "nodeconf conformance",
         "output": str(output_dir),
-        "categories": list(CATEGORIES),
+        "categories": [category.as_allure() for category in CATEGORIES],
         "plugins": {
             "awesome": {
                 "options": {

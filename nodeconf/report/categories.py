@@ -5,30 +5,40 @@ error, a check that cannot apply a skip) and Allure's categories.json format (na
 """
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
-CATEGORIES: tuple[dict[str, object], ...] = (
-    {
-        "name": "Product defect",
-        "description": "The node disagreed with the oracle: a check's assertion failed.",
-        "matchedStatuses": ["failed"],
-    },
-    {
-        "name": "Infrastructure",
-        "description": "The check could not run to a verdict: the node, driver or harness raised an error.",
-        "matchedStatuses": ["broken"],
-    },
-    {
-        "name": "Not applicable",
-        "description": "The check does not apply to this node or profile and was skipped with a reason.",
-        "matchedStatuses": ["skipped"],
-    },
+
+@dataclass(frozen=True)
+class Category:
+    """One Allure category: the statuses it collects."""
+
+    name: str
+    description: str
+    statuses: tuple[str, ...]
+
+    def as_allure(self) -> dict[str, object]:
+        """The category as Allure's categories.json (and allurerc `categories`) spell it."""
+        return {"name": self.name, "description": self.description, "matchedStatuses": list(self.statuses)}
+
+
+CATEGORIES: tuple[Category, ...] = (
+    Category("Product defect", "The node disagreed with the oracle: a check's assertion failed.", ("failed",)),
+    Category("Infrastructure", "The check could not run to a verdict: the node, driver or harness raised an error.",
+             ("broken",)),
+    Category("Not applicable", "The check does not apply to this node or profile and was skipped with a reason.",
+             ("skipped",)),
 )
+
+
+def category_name(status: str) -> str:
+    """The name of the category a check with Allure status `status` falls in ("" for passed)."""
+    return next((category.name for category in CATEGORIES if status in category.statuses), "")
 
 
 def categories_json() -> str:
     """The categories as the JSON text Allure reads from `categories.json`."""
-    return json.dumps(list(CATEGORIES), indent=2) + "\n"
+    return json.dumps([category.as_allure() for category in CATEGORIES], indent=2) + "\n"
 
 
 def write_categories(results_dir: Path) -> Path:

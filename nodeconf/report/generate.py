@@ -22,6 +22,7 @@ class WrittenReports:
 
 def write_reports(results: RunResults, html_dir: Path) -> WrittenReports:
     """Write `html_dir/nodeconf-report.html` and, if Allure 3 is installed, `html_dir/allure-report.html`."""
+    remove_reports(html_dir)
     html = write_html(results, html_dir / REPORT_FILE)
     cli = allure_cli()
     if cli is None:
@@ -31,6 +32,12 @@ def write_reports(results: RunResults, html_dir: Path) -> WrittenReports:
     except ReportError as error:
         return WrittenReports(html, None, f"Allure HTML skipped: {error}")
     return WrittenReports(html, allure_html, "")
+
+
+def remove_reports(html_dir: Path) -> None:
+    """Remove the HTML reports of an earlier run, so a failed run leaves none that looks current."""
+    for name in (REPORT_FILE, ALLURE_FILE):
+        (html_dir / name).unlink(missing_ok=True)
 
 
 def report_paths(written: WrittenReports) -> list[tuple[str, Path]]:

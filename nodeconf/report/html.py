@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
+from nodeconf.report.categories import category_name
 from nodeconf.report.comparison import COMPARISON_MIME, parse_comparison
 from nodeconf.report.results import STATUS_ORDER, Attachment, Check, RunResults, Status, Step
 
@@ -162,7 +163,9 @@ def _check(check: Check) -> str:
     comparisons = [block for block in evidence if block[1].mime == COMPARISON_MIME]
     others = [block for block in evidence if block[1].mime != COMPARISON_MIME]
     meta = " · ".join(_e(part) for part in (check.source, check.area, check.rule) if part)
+    category = category_name(check.status.value)
     params = "".join(f"<span class=\"param\">{_e(name)}={_e(value)}</span>" for name, value in check.parameters)
+    params += f'<span class="category {check.status.value}">{_e(category)}</span>' if category else ""
     message = f'<p class="message">{_e(check.first_line)}</p>' if check.first_line else ""
     trace = (
         f'<details class="trace"><summary>details</summary><pre>{_e(check.trace or check.message)}</pre></details>'

@@ -195,6 +195,7 @@ def test_failing_check_shows_expected_and_actual_side_by_side(results_dir: Path)
     assert first_line in failed_section
     assert "res-demo.yaml" in failed_section and "step deploy res-demo" in failed_section
     assert "fixture pod" in failed_section and "enforcer: started" in failed_section
+    assert '<span class="category failed">Product defect</span>' in failed_section
 
 
 def test_shared_fixture_evidence_listed_once(results_dir: Path) -> None:
@@ -247,8 +248,10 @@ def test_nodeconf_report_regenerates_html(results_dir: Path, monkeypatch: pytest
     html = results_dir.parent / "html" / "nodeconf-report.html"
     html.parent.mkdir()
     html.write_text("stale", encoding="utf-8")
+    (html.parent / "allure-report.html").write_text("stale", encoding="utf-8")
     assert report_cli.run(_report_args(results_dir)) == 0
     assert html.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert not (html.parent / "allure-report.html").exists()
     out, err = capsys.readouterr()
     assert out.splitlines()[:3] == [
         "nodeconf: 4 checks: 1 failed, 1 broken, 1 skipped, 1 passed",
