@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, LimitRange, Pod, ResourceQuota
 from nodeconf.node_facts import NodeFacts
-from nodeconf.semantics import allocatable, cgroup_paths, cpu, memory, memory_qos, oom, swap
+from nodeconf.semantics import admission, allocatable, cgroup_paths, cpu, memory, memory_qos, oom, swap
 from nodeconf.semantics.expectation import (
     CgroupExpectation,
     ContainerExpectation,
@@ -131,10 +131,13 @@ def expect(
     used = {CPU: 0, MEMORY: 0}
     results: list[PodExpectation] = []
     for raw in pods:
-        pod = with_api_defaults(raw)
+        admitted_so_far = [p.pod for p in results if p.admitted]
+        namespace = admission.admit(with_api_defaults(raw), namespace_objects, admitted_so_far, profile)
+        pod = namespace.pod
         qos = pod_qos(pod, profile)
         requested = pod_requests(pod, profile)
-        errors = pod_errors(pod, profile) + swap.swap_errors(pod, profile)
+        # API validation first, then the namespace's admission plugins, then the kubelet's fit check.
+        errors = pod_errors(pod, profile) + swap.swap_errors(pod, profile) or namespace.errors
         if not errors:
             errors = fit_errors(requested, used, {CPU: alloc_cpu, MEMORY: alloc_memory})
         warnings = pod_warnings(pod)
