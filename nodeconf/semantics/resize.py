@@ -1,0 +1,180 @@
+"""In-place resize decisions: API refusals, Infeasible, Deferred, InProgress or Applied (seed requests-limits-qos
+"Changing resources on the fly", KEP-5359 "In-Place Pod Resize")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from fractions import Fraction
+from typing import Protocol
+
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.manifest import CPU, MEMORY, Container, Pod
+from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics import cpu, memory, memory_qos, swap
+from nodeconf.semantics.allocatable import allocatable_cpu_milli, allocatable_memory
+from nodeconf.semantics.expectation import Expected
+from nodeconf.semantics.pod_resources import milli, pod_requests, whole
+from nodeconf.semantics.profile import Profile
+from nodeconf.semantics.qos import pod_qos
+
+QOS_CHANGE_MESSAGE = "Pod QOS Class may not change as a result of resizing"
+SWAP_RESIZE_MESSAGE = "In-place resize of containers with swap is not supported."
+
+
+class ResizeStatus(StrEnum):
+    """Outcome of a resize request (core/v1 PodResizePending reasons and PodResizeInProgress)."""
+
+    REJECTED = "Rejected"  # the API server refuses the patch; the pod keeps its resources
+    INFEASIBLE = "Infeasible"  # PodResizePending, reason Infeasible: never possible on this node
+    DEFERRED = "Deferred"  # PodResizePending, reason Deferred: no room now, retried
+    IN_PROGRESS = "InProgress"  # PodResizeInProgress: accepted, actuation waits for usage to drop
+    APPLIED = "Applied"
+
+
+class Usage(Protocol):
+    """Current usage of a container in bytes (memory.current, memory.swap.current); None when unreadable."""
+
+    @property
+    def memory(self) -> int | None: ...
+
+    @property
+    def swap(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class ResizeDecision:
+    """What to do with a resize now; `files` are the desired containers' files to write once applied."""
+
+    status: ResizeStatus
+    message: str
+    files: Mapping[str, Mapping[str, Expected]] = field(default_factory=dict)
+
+
+def _limit_bytes(value: str) -> float:
+    """A read-back memory file value as a number ("max" is unbounded)."""
+    return float("inf") if value == memory.UNLIMITED else int(value)
+
+
+def _memory_request(container: Container) -> int:
+    return memory_qos.memory_request_and_limit(container)[0]
+
+
+def _rejected(current: Pod, desired: Pod, node: NodeFacts, config: KubeletConfig, profile: Profile) -> str | None:
+    """API server refusals: the QoS class is immutable (validation), requests above allocatable (1.36 admission).
+
+    Source: seed requests-limits-qos hands-on, both messages verbatim.
+    """
+    before, after = pod_qos(current, profile), pod_qos(desired, profile)
+    if before is not after:
+        return f'The Pod "{current.name}" is invalid: spec: Invalid value: "{before.value}": {QOS_CHANGE_MESSAGE}'
+    if not profile.at_least("1.36"):
+        return None
+    over = _over_allocatable(desired, node, config, profile)
+    if over is None:
+        return None
+    name, requested, allocatable = over
+    return (f'pods "{current.name}" is forbidden: node didn\'t have enough allocatable resources: {name}, '
+            f"requested: {requested}, allocatable: {allocatable}")
+
+
+def _over_allocatable(pod: Pod, node: NodeFacts, config: KubeletConfig,
+                      profile: Profile) -> tuple[str, int, int] | None:
+    """The first resource whose pod request exceeds node allocatable (cpu in millicores, memory in bytes)."""
+    requests = pod_requests(pod, profile)
+    for name, requested, allocatable in (
+        (CPU, milli(requests.get(CPU, Fraction(0))), allocatable_cpu_milli(node, config)),
+        (MEMORY, whole(requests.get(MEMORY, Fraction(0))), allocatable_memory(node, config)),
+    ):
+        if requested > allocatable:
+            return name, requested, allocatable
+    return None
+
+
+def _infeasible(current: Pod, desired: Pod, node: NodeFacts, config: KubeletConfig, profile: Profile) -> str | None:
+    """Kubelet Infeasible: beyond capacity before 1.36 (the API catches it later), or a LimitedSwap container's
+    memory request resized without RestartContainer (kubelet canResizePod / disallowResizeForSwappableContainers).
+    """
+    over = _over_allocatable(desired, node, config, profile)
+    if over is not None:
+        name, requested, allocatable = over
+        return f"Node didn't have enough capacity: {name}, requested: {requested}, capacity: {allocatable}"
+    qos = pod_qos(desired, profile)
+    old = {c.name: c for c in current.all_containers}
+    for c in desired.all_containers:
+        before = old.get(c.name)
+        if before is None or _memory_request(before) == _memory_request(c):
+            continue
+        if c.resize_restart_policy(MEMORY) == "RestartContainer":
+            continue
+        if swap.swaps_by_calculation(desired, c, qos, config, profile):
+            return SWAP_RESIZE_MESSAGE
+    return None
+
+
+def _deferred(desired: Pod, others: Sequence[Pod], node: NodeFacts, config: KubeletConfig,
+              profile: Profile) -> str | None:
+    """Deferred while the other pods' requests leave no room (kubelet handlePodResourcesResize → canAdmitPod)."""
+    requests = pod_requests(desired, profile)
+    for name, allocatable, amount in (
+        (CPU, allocatable_cpu_milli(node, config), milli),
+        (MEMORY, allocatable_memory(node, config), whole),
+    ):
+        requested = amount(requests.get(name, Fraction(0)))
+        used = sum(amount(pod_requests(p, profile).get(name, Fraction(0))) for p in others)
+        if requested + used > allocatable:
+            return (f"Node didn't have enough resource: {name}, requested: {requested}, used: {used}, "
+                    f"capacity: {allocatable}")
+    return None
+
+
+def _files(pod: Pod, node: NodeFacts, config: KubeletConfig, profile: Profile) -> dict[str, dict[str, Expected]]:
+    """The resized containers' cpu, memory, swap and Memory QoS files (as nodeconf.semantics.expect builds them)."""
+    qos = pod_qos(pod, profile)
+    return {
+        c.name: {
+            **cpu.container_files(pod, c, node, config, profile),
+            **memory.container_files(pod, c, node, config, profile),
+            "memory.swap.max": swap.container_swap_max(pod, c, qos, node, config, profile),
+            **memory_qos.container_files(pod, c, qos, node, config, profile),
+        }
+        for c in pod.all_containers
+    }
+
+
+def _waiting(current: Pod, desired: Pod, usage: Mapping[str, Usage], node: NodeFacts, config: KubeletConfig,
+             profile: Profile) -> str | None:
+    """A memory.max or memory.swap.max decrease waits while usage is at or above the new limit.
+
+    Source: seed requests-limits-qos ("defers it if current usage is above the new limit"); KEP-5359 "In-Place
+    Pod Resize" (memory.swap.current < new limit before a decrease). Unreadable usage counts as 0.
+    """
+    before, after = _files(current, node, config, profile), _files(desired, node, config, profile)
+    for name, files in after.items():
+        if name not in before or name not in usage:
+            continue
+        for file, used in (("memory.max", usage[name].memory), ("memory.swap.max", usage[name].swap)):
+            new = _limit_bytes(files[file].value)
+            if new < _limit_bytes(before[name][file].value) and (used or 0) >= new:
+                return (f"container {name!r}: {file} decrease to {files[file].value} waits until usage "
+                        f"({used}) drops below it")
+    return None
+
+
+def decide_resize(current: Pod, desired: Pod, usage: Mapping[str, Usage], node: NodeFacts,
+                  config: KubeletConfig, profile: Profile, others: Sequence[Pod] = ()) -> ResizeDecision:
+    """The decision for resizing `current` (as running) to `desired`, given usage and the node's other pods."""
+    rejected = _rejected(current, desired, node, config, profile)
+    if rejected is not None:
+        return ResizeDecision(ResizeStatus.REJECTED, rejected)
+    infeasible = _infeasible(current, desired, node, config, profile)
+    if infeasible is not None:
+        return ResizeDecision(ResizeStatus.INFEASIBLE, infeasible)
+    deferred = _deferred(desired, others, node, config, profile)
+    if deferred is not None:
+        return ResizeDecision(ResizeStatus.DEFERRED, deferred)
+    waiting = _waiting(current, desired, usage, node, config, profile)
+    if waiting is not None:
+        return ResizeDecision(ResizeStatus.IN_PROGRESS, waiting)
+    return ResizeDecision(ResizeStatus.APPLIED, "", _files(desired, node, config, profile))
