@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from nodeconf.errors import InputError
 
@@ -18,10 +19,17 @@ SUBCOMMANDS = {
 }
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr, exit 2 (issue 2: "a bad flag → one short line")."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the subcommand and run it; usage errors exit 2."""
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="nodeconf", description="Kubernetes node conformance suite")
+    parser = _OneLineParser(prog="nodeconf", description="Kubernetes node conformance suite")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     name = next((a for a in args_list if not a.startswith("-")), None)
     for command, (module_name, help_text) in SUBCOMMANDS.items():
