@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import nodeconf
 from nodeconf.enforcer.facts import facts_from_dict
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_to_dict
 from nodeconf.manifest import LimitRange, NamespaceObject, Pod, pod_to_dict
@@ -64,7 +63,7 @@ class AgentTransport(Protocol):
 
 
 def repo_root() -> Path:
-    return Path(nodeconf.__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 def agent_bundle() -> bytes:
