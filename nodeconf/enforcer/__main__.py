@@ -14,12 +14,10 @@ from pathlib import Path
 
 from nodeconf.enforcer.agent import LOG_FILE, Agent, Backoff, Faults
 from nodeconf.enforcer.bridge import relay
-from nodeconf.enforcer.cgroupfs import CgroupTree
-from nodeconf.enforcer.facts import detect
+from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree
+from nodeconf.enforcer.facts import detect, node_memory_used
 from nodeconf.enforcer.server import AgentServer
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
-
-OWNED = ("kubepods.slice", "kubepods")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,7 +52,8 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
         Path("/proc/self/oom_score_adj").write_text("-999")
     tree = CgroupTree(args.root, OWNED)
     agent = Agent(tree, args.state_dir, detect(args.root, args.cpu_weight_formula), expect, decide_resize,
-                  faults=Faults.parse(args.fault), backoff=Backoff(initial=args.backoff), log=log)
+                  node_memory_used=node_memory_used, faults=Faults.parse(args.fault),
+                  backoff=Backoff(initial=args.backoff), log=log)
     log.info("agent %d starting: root %s (kernel cgroup2: %s), faults %s", os.getpid(), args.root,
              tree.kernel, agent.faults)
     agent.recover()

@@ -22,6 +22,7 @@ from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
 from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, object_from_dict, pod_to_dict
 from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.eviction import MEMORY_PRESSURE, PodMemoryUsage, decide_memory_eviction
 from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation
 from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
 
@@ -39,11 +40,18 @@ class ContainerUsage:
 
 
 class ResizeDecision(Protocol):
-    status: str
-    message: str
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
 
 
-ResizeFn = Callable[[Pod, Pod, Mapping[str, ContainerUsage], NodeFacts, KubeletConfig, Profile], ResizeDecision]
+class ResizeFn(Protocol):
+    def __call__(self, current: Pod, desired: Pod, usage: Mapping[str, ContainerUsage], node: NodeFacts,
+                 config: KubeletConfig, profile: Profile, others: Sequence[Pod] = ...) -> ResizeDecision: ...
+
+
 ExpectFn = Callable[[Sequence[Pod], NodeFacts, KubeletConfig, Profile, Sequence[NamespaceObject]],
                     NodeExpectation]
 # Files read as a pod's evidence besides those the oracle expects (cgroup-v2.rst interface files).
@@ -54,6 +62,8 @@ OBSERVED_FILES = (
     "memory.swap.events", "memory.stat", "memory.pressure", "pids.current",
 )
 TERMINAL = ("Succeeded", "Failed")
+# How often memory.available is checked (kubelet evictionMonitoringPeriod is 10 s; faster here for tests).
+EVICTION_INTERVAL = 1.0
 STATE_FILE = "state.json"
 LOG_FILE = "agent.log"
 
@@ -98,14 +108,16 @@ class Agent:
     """One node agent; every public method is one API operation and holds the lock."""
 
     def __init__(self, tree: CgroupTree, state_dir: Path, facts: NodeFacts, expect_fn: ExpectFn,
-                 resize_fn: ResizeFn, *,
-                 faults: Faults = Faults(), backoff: Backoff = Backoff(),
-                 log: logging.Logger | None = None) -> None:
+                 resize_fn: ResizeFn, *, node_memory_used: Callable[[], int] | None = None, faults: Faults = Faults(),
+                 backoff: Backoff = Backoff(), log: logging.Logger | None = None) -> None:
         self.tree = tree
         self.state_dir = state_dir
         self.facts = facts
         self.expect_fn = expect_fn
         self.resize_fn = resize_fn
+        self.next_eviction_check = 0.0
+        self.node_memory_used = node_memory_used
+        self.conditions: dict[str, bool] = {MEMORY_PRESSURE: False}
         self.faults = faults
         self.backoff = backoff
         self.log = log or logging.getLogger("nodeconf.enforcer")
@@ -381,18 +393,20 @@ class Agent:
     def _try_resize(self, record: PodRecord) -> None:
         """Ask the oracle about the pending resize with current usage; apply it when it says so."""
         assert record.desired is not None
+        others = [p for p in self._active() if p.ref != record.ref]
         decision = self.resize_fn(record.pod, record.desired, self._usage(record), self.oracle_facts(),
-                                  self.oracle_config(), self.profile())
-        changed = (decision.status, decision.message) != (record.resize_status, record.resize_message)
-        record.resize_status, record.resize_message = decision.status, decision.message
-        if decision.status == APPLIED:
+                                  self.oracle_config(), self.profile(), others)
+        status = str(decision.status)
+        changed = (status, decision.message) != (record.resize_status, record.resize_message)
+        record.resize_status, record.resize_message = status, decision.message
+        if status == APPLIED:
             record.pod, record.desired = record.desired, None
             self._apply(self._expect())
-        elif decision.status not in PENDING:
+        elif status not in PENDING:
             record.desired = None
         if changed:
-            kind = "Warning" if decision.status not in (APPLIED, *PENDING) else "Normal"
-            record.event(kind, f"Resize{decision.status}", decision.message or decision.status)
+            kind = "Warning" if status not in (APPLIED, *PENDING) else "Normal"
+            record.event(kind, f"Resize{status}", decision.message or status)
 
     def delete(self, ref: str) -> dict[str, Any]:
         """Kill the pod's processes, remove its cgroups and forget it; the sums are rewritten without it."""
@@ -489,8 +503,48 @@ class Agent:
                     changed = True
                 changed |= self._start_due(record, now)
                 changed |= self._update_phase(record)
+            changed |= self._check_eviction(now)
             if changed:
                 self.save()
+
+    def _working_set(self, path: str) -> int:
+        """memory.current − inactive_file (the kubelet's working set), 0 when unreadable."""
+        current = _int(self.tree.read(path, "memory.current")) or 0
+        return max(0, current - self.tree.keyed(path, "memory.stat").get("inactive_file", 0))
+
+    def _check_eviction(self, now: float) -> bool:
+        """Every EVICTION_INTERVAL: memory.available against evictionHard; evict the oracle's first pod."""
+        if self.node_memory_used is None or now < self.next_eviction_check:
+            return False
+        self.next_eviction_check = now + EVICTION_INTERVAL
+        live = [r for r in self.pods.values() if r.phase not in TERMINAL]
+        usages = [PodMemoryUsage(r.pod, {c.name: self._working_set(c.cgroup) for c in r.containers
+                                         if c.kind != PAUSE}) for r in live]
+        outside = max(0, self.node_memory_used() - sum(self._working_set(r.cgroup) for r in live))
+        decision = decide_memory_eviction(usages, self.oracle_facts(), self.oracle_config(), outside)
+        changed = decision.memory_pressure != self.conditions[MEMORY_PRESSURE]
+        if changed:
+            self.conditions[MEMORY_PRESSURE] = decision.memory_pressure
+            self.node_events.append({
+                "type": "Warning" if decision.memory_pressure else "Normal",
+                "reason": "NodeHasInsufficientMemory" if decision.memory_pressure else "NodeHasSufficientMemory",
+                "message": f"memory.available {decision.available} against threshold {decision.threshold}",
+            })
+            self.log.info("MemoryPressure %s (available %d, threshold %d)", decision.memory_pressure,
+                          decision.available, decision.threshold)
+        if decision.victim is not None:
+            record = self.pods[decision.victim.ref]
+            self.log.info("evicting pod %s: %s", record.ref, decision.message)
+            self._teardown(record)
+            record.phase, record.reason, record.message = "Failed", decision.reason, decision.message
+            record.event("Warning", decision.reason, decision.message)
+            self._apply(self._expect())
+            changed = True
+        return changed
+
+    def node_status(self) -> dict[str, Any]:
+        with self.lock:
+            return {"conditions": dict(self.conditions), "events": list(self.node_events)}
 
     def _exited(self, record: PodRecord, c: ContainerRecord, now: float) -> None:
         assert c.proc is not None

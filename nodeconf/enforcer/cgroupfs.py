@@ -11,6 +11,8 @@ from pathlib import Path
 
 from nodeconf.enforcer import names
 
+# The agent's own top-level cgroups: kubepods of the systemd and the cgroupfs drivers (kubelet cm/cgroup_manager).
+OWNED = ("kubepods.slice", "kubepods")
 # Controllers the agent enables top-down (cgroup-v2.rst "Top-down Constraint").
 CONTROLLERS = ("cpu", "memory", "pids")
 
@@ -35,7 +37,7 @@ def is_cgroup2(path: Path) -> bool:
 class CgroupTree:
     """Cgroups below `root` whose first component is one of `owned`; a plain directory works as a stand-in."""
 
-    def __init__(self, root: Path, owned: tuple[str, ...]) -> None:
+    def __init__(self, root: Path, owned: tuple[str, ...] = OWNED) -> None:
         self.root = root
         self.owned = owned
         self.kernel = is_cgroup2(root)

@@ -19,6 +19,12 @@ def meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:
     return out
 
 
+def node_memory_used() -> int:
+    """Memory in use on the node now: MemTotal − MemAvailable (what memory.available is measured against)."""
+    info = meminfo()
+    return info["MemTotal"] - info.get("MemAvailable", info.get("MemFree", 0))
+
+
 def detect(cgroup_root: Path, cpu_weight_formula: str) -> NodeFacts:
     """The node as seen from here; the cpu-weight formula is the runtime's, which the agent emulates."""
     info = meminfo()

@@ -47,6 +47,7 @@ OPERATIONS: dict[str, Handler] = {
     "run": lambda agent, r: agent.run_pod(_doc(r, "pod")),
     "status": lambda agent, r: agent.status(_text(r, "pod")),
     "pods": lambda agent, r: agent.pods_status(),
+    "node_status": lambda agent, r: agent.node_status(),
     "evidence": lambda agent, r: agent.evidence(_text(r, "pod"), _strings(r, "files")),
     "node_cgroups": lambda agent, r: agent.node_cgroups(_strings(r, "files")),
     "resize": lambda agent, r: agent.resize(_text(r, "pod"), _doc(r, "patch")),

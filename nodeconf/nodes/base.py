@@ -153,6 +153,18 @@ class PodEvidence:
 
 
 @dataclass(frozen=True)
+class NodeConditions:
+    """Node conditions by type (True when the condition holds) and the node's events."""
+
+    conditions: Mapping[str, bool]
+    events: tuple[Event, ...] = ()
+
+    @property
+    def memory_pressure(self) -> bool:
+        return self.conditions.get("MemoryPressure", False)
+
+
+@dataclass(frozen=True)
 class ExecResult:
     rc: int
     stdout: str
@@ -244,6 +256,10 @@ class Node(ABC):
     @abstractmethod
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         """kubepods and the QoS cgroups as read back now."""
+
+    @abstractmethod
+    def conditions(self) -> NodeConditions:
+        """Node conditions (MemoryPressure) and node-level events."""
 
     @abstractmethod
     def metrics(self) -> Metrics: ...

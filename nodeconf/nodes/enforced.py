@@ -25,6 +25,7 @@ from nodeconf.nodes.base import (
     ExecResult,
     Metrics,
     Node,
+    NodeConditions,
     NodeError,
     PodEvidence,
     PodHandle,
@@ -308,6 +309,11 @@ class EnforcedNode(Node):
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         doc = self.client.call("node_cgroups", files=list(extra_files))
         return {path: _files(path, raw) for path, raw in doc.items()}
+
+    def conditions(self) -> NodeConditions:
+        doc = self.client.call("node_status")
+        return NodeConditions(doc["conditions"],
+                              tuple(Event(e["type"], e["reason"], e["message"]) for e in doc["events"]))
 
     def metrics(self) -> Metrics:
         return parse_metrics(self.client.call("metrics")["text"])
