@@ -257,9 +257,9 @@ class Node(ABC):
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         """kubepods and the QoS cgroups as read back now."""
 
-    @abstractmethod
     def conditions(self) -> NodeConditions:
-        """Node conditions (MemoryPressure) and node-level events."""
+        """Node conditions (MemoryPressure) and node-level events; drivers that can read them override this."""
+        raise NodeError(f"node {self.spec or type(self).__name__} does not report node conditions")
 
     @abstractmethod
     def metrics(self) -> Metrics: ...
