@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.loader import load_objects
+from nodeconf.loader import load_kubelet_config, load_objects
 from nodeconf.manifest import Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics import swap
@@ -19,6 +18,8 @@ KEP = Path(__file__).resolve().parents[2] / "workloads" / "kep-5359"
 NODE = NodeFacts(memory_capacity=8 * 2**30, swap_capacity=4 * 2**30)
 PROFILE = profile_for("1.38")
 MODES = ("NoSwap", "LimitedSwap", "WorkloadControlledSwap")
+CONFIGS = [load_kubelet_config(KEP / "kubelet-config" / f"{name}.yaml")
+           for name in ("no-swap", "limited-swap", "workload-controlled-swap")]
 GI = "1073741824"
 WARN = ("SwapNotSupported",)
 
@@ -77,7 +78,8 @@ def test_qos_class_unaffected_by_swap(name: str) -> None:
 def test_manifest_swap_under_mode(name: str, mode_index: int) -> None:
     pod = load_pod(name)
     qos, containers, pod_values, noswap_events = CASES[name]
-    config = KubeletConfig(swap_behavior=MODES[mode_index])
+    config = CONFIGS[mode_index]
+    assert config.swap_behavior == MODES[mode_index]
     assert swap.swap_errors(pod, PROFILE) == ()
     observed = {
         c.name: swap.container_swap_max(pod, c, qos, NODE, config, PROFILE).value for c in pod.containers
@@ -91,5 +93,4 @@ def test_manifest_swap_under_mode(name: str, mode_index: int) -> None:
 def test_allocated_bytes_of_all_examples_on_wcs_node() -> None:
     # 1 pod-level 2Gi + 0 + 1Gi + 8Gi + 1Gi + 512Mi + 1Gi + 4Gi + 2Gi + 1Gi = 20.5Gi (hand sum of the files).
     pods = [load_pod(name) for name in sorted(CASES)]
-    config = KubeletConfig(swap_behavior="WorkloadControlledSwap")
-    assert swap.swap_allocated_bytes(pods, config, PROFILE) == 41 * 2**29
+    assert swap.swap_allocated_bytes(pods, CONFIGS[2], PROFILE) == 41 * 2**29
