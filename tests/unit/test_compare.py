@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from fixtures.compare import (
+    PATH_FILE,
     PAUSE,
     ComparedValue,
     assert_matches,
     compare_cgroup,
     compare_metrics,
     compare_path,
+    compare_pod,
     compare_value,
     mismatch_message,
 )
-from nodeconf.semantics.expectation import CgroupExpectation, Expected
+from nodeconf.nodes.base import PodEvidence
+from nodeconf.semantics.expectation import CgroupExpectation, Expected, PodExpectation
 
 POD_PATH = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod61fc9751_ad7b.slice"
 CTR_PATH = f"{POD_PATH}/cri-containerd-70e2.scope"
@@ -140,3 +145,54 @@ def test_rows_fit_the_reports_table() -> None:
     header, first, *_ = comparison_csv(rows).splitlines()
     assert header == ",".join(COMPARISON_COLUMNS)
     assert first == f"res-demo,hello,{CTR_PATH},cpu.weight,35,35,cpu: non-linear shares->weight (runc >= 1.3.2),yes"
+
+
+def _article_evidence(container_weight: str) -> PodEvidence:
+    """res-demo as the article read it on its node (Hands-on), under the oracle's layout."""
+    from nodeconf.nodes.base import CgroupFiles, ContainerEvidence, PodStatus
+
+    pod_path = ("kubepods.slice/kubepods-burstable.slice/"
+                "kubepods-burstable-pod61fc9751_ad7b_4318_9db3_078bbf2e5eb5.slice")
+    hello = ContainerEvidence("hello", CgroupFiles(f"{pod_path}/cri-containerd-70e2.scope", {
+        "cpu.weight": container_weight, "cpu.max": "50000 100000", "memory.max": "134217728",
+        "memory.oom.group": "1", "memory.min": "0", "memory.low": "0", "memory.high": "max"}), (4242,), {4242: 963})
+    pause = ContainerEvidence("POD", CgroupFiles(f"{pod_path}/cri-containerd-4507.scope", {
+        "cpu.weight": "1", "cpu.max": "max 100000", "memory.max": "max"}), (4241,), {4241: -998})
+    return PodEvidence(
+        status=PodStatus("Running", "Burstable", {}),
+        pod_cgroup=CgroupFiles(pod_path, {"cpu.weight": "10", "cpu.max": "50000 100000", "memory.max": "134217728",
+                                          "memory.oom.group": "0"}),
+        containers={"hello": hello}, pause=pause,
+    )
+
+
+def _read_by_article(rows: list[ComparedValue]) -> list[ComparedValue]:
+    """The rows of the files the article printed (the others read as absent here)."""
+    return [r for r in rows if r.actual is not None]
+
+
+def _res_demo_expectation() -> PodExpectation:
+    from nodeconf.kubelet_config import KubeletConfig
+    from nodeconf.node_facts import NodeFacts
+    from nodeconf.semantics.expect import expect
+    from nodeconf.semantics.profile import profile_for
+    from suites.pods import pod
+
+    demo = replace(pod("requests-limits/res-demo.yaml"), uid="61fc9751-ad7b-4318-9db3-078bbf2e5eb5")
+    facts = NodeFacts(memory_capacity=3479660 * 1024, cpu_capacity_milli=2000, cpu_weight_formula="nonlinear")
+    return expect([demo], facts, KubeletConfig(), profile_for("1.35")).pod("res-demo")
+
+
+def test_compare_pod_agrees_with_the_articles_node() -> None:
+    rows = _read_by_article(compare_pod(_res_demo_expectation(), _article_evidence("35")))
+    assert {(r.container, r.file) for r in rows} >= {("hello", "cpu.weight"), ("", "cpu.weight"),
+                                                    (PAUSE, "cpu.max"), ("hello", "oom_score_adj"),
+                                                    (PAUSE, "oom_score_adj"), ("", PATH_FILE)}
+    assert [r.line() for r in rows if not r.ok] == []
+
+
+def test_compare_pod_names_the_old_runc_weight() -> None:
+    rows = _read_by_article(compare_pod(_res_demo_expectation(), _article_evidence("10")))
+    assert [(r.container, r.file, r.expected, r.actual) for r in rows if not r.ok] == [
+        ("hello", "cpu.weight", "35", "10")
+    ]
