@@ -8,13 +8,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from nodeconf.nodes.base import NodeError
+
 REQUEST_TIMEOUT = 30.0
 PROBE_TIMEOUT = 2.0
 
 JsonObject = dict[str, Any]
+# Namespaced kinds besides Pod the driver creates, by the CoreV1Api method suffix.
+NAMESPACED_KINDS = {"ConfigMap": "config_map", "LimitRange": "limit_range", "ResourceQuota": "resource_quota"}
 
 
-class KubeApiError(RuntimeError):
+class KubeApiError(NodeError):
     """The API server answered with an error status (or could not be reached: status 0)."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -46,6 +50,12 @@ class KubeApi(Protocol):
     def create_namespace(self, manifest: JsonObject) -> JsonObject: ...
 
     def delete_namespace(self, name: str) -> None: ...
+
+    def create_object(self, namespace: str, manifest: JsonObject) -> JsonObject: ...
+
+    def read_object(self, kind: str, namespace: str, name: str) -> JsonObject: ...
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None: ...
 
     def create_pod(self, namespace: str, manifest: JsonObject) -> JsonObject: ...
 
@@ -159,6 +169,20 @@ class ClientKubeApi:
 
     def delete_namespace(self, name: str) -> None:
         self._raw(self.core.delete_namespace, name)
+
+    def _object_method(self, verb: str, kind: str) -> Any:
+        if kind not in NAMESPACED_KINDS:
+            raise KubeApiError(0, f"the kube driver does not handle {kind} objects")
+        return getattr(self.core, f"{verb}_namespaced_{NAMESPACED_KINDS[kind]}")
+
+    def create_object(self, namespace: str, manifest: JsonObject) -> JsonObject:
+        return self._json(self._object_method("create", str(manifest.get("kind"))), namespace, manifest)
+
+    def read_object(self, kind: str, namespace: str, name: str) -> JsonObject:
+        return self._json(self._object_method("read", kind), name, namespace)
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        self._raw(self._object_method("delete", kind), name, namespace)
 
     def create_pod(self, namespace: str, manifest: JsonObject) -> JsonObject:
         return self._json(self.core.create_namespaced_pod, namespace, manifest)

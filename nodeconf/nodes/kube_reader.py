@@ -168,7 +168,8 @@ class Host:
 
 
 def pod_evidence(host: Host, pod_uid: str, container_ids: dict[str, str], names: list[str] | None) -> dict[str, Any]:
-    """Pod, QoS and container cgroups of one pod, its container and sandbox pids and their oom_score_adj."""
+    """Pod, container and ancestor cgroups (kubepods down to the QoS level) of one pod, its container and
+    sandbox pids and their oom_score_adj."""
     if not _POD_UID.match(pod_uid):
         raise ReaderError(f"bad pod uid {pod_uid!r}")
     for name, cid in container_ids.items():
@@ -192,10 +193,12 @@ def pod_evidence(host: Host, pod_uid: str, container_ids: dict[str, str], names:
             matched.add(leaf)
             containers[name] = host.processes(f"{pod_path}/{leaf}", names)
     sandboxes = [f"{pod_path}/{leaf}" for leaf in leaves if leaf not in matched and host.procs(f"{pod_path}/{leaf}")]
-    qos_path = pod_path.rsplit("/", 1)[0] if "/" in pod_path else ""
+    kubepods = kubepods_of(pod_path)
+    above = pod_path[len(kubepods):].strip("/").split("/")[:-1]
+    ancestors = [kubepods] + ["/".join([kubepods, *above[: i + 1]]) for i in range(len(above))]
     return {
         "pod": host.cgroup(pod_path, names),
-        "qos": host.cgroup(qos_path, names),
+        "ancestors": [host.cgroup(path, names) for path in ancestors],
         "containers": containers,
         "sandboxes": [host.processes(path, names) for path in sandboxes],
     }

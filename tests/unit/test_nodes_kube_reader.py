@@ -180,7 +180,7 @@ def test_pod_evidence_discovers_every_level(node: FakeNode, layout: Layout) -> N
     got = answer(node.host, {"op": "pod", "podUid": UID, "containers": {"app": CID_APP, "side": CID_SIDE}})
     assert got["pod"] == {"path": layout.pod, "files": {"cpu.weight": "10", "memory.max": "max",
                                                         "memory.low": "0"}}
-    assert got["qos"]["path"] == layout.burstable
+    assert [a["path"] for a in got["ancestors"]] == [layout.kubepods, layout.burstable]
     app = got["containers"]["app"]
     assert app["path"] == layout.container(CID_APP)
     assert app["files"] == {"cgroup.procs": "102\n103", "cpu.weight": "35", "memory.max": "134217728",
@@ -222,7 +222,7 @@ def test_guaranteed_pod_sits_in_kubepods(node: FakeNode) -> None:
     node.process(102, f"{pod}/cri-containerd-{CID_APP}.scope", -997)
     got = answer(node.host, {"op": "pod", "podUid": UID, "containers": {"app": CID_APP}})
     assert got["pod"]["path"] == pod
-    assert got["qos"] == {"path": "kubepods.slice", "files": {"cpu.weight": "79"}}
+    assert got["ancestors"] == [{"path": "kubepods.slice", "files": {"cpu.weight": "79"}}]
     assert got["containers"]["app"]["oomScoreAdj"] == {"102": -997}
 
 

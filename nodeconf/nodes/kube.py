@@ -1,0 +1,485 @@
+"""The Kubernetes node driver: one node of a cluster reached through a kubeconfig (kind or real), same protocol.
+
+Pods go through the API into a labelled namespace of this run, bound to the node; cgroup files, pids and
+oom_score_adj come from a privileged reader pod on the node (one exec per request, kube_reader.py); facts
+from the Node object, the reader and a cpu-weight probe pod; the kubelet's config from /configz.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import os
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodeconf.enforcer import names
+from nodeconf.enforcer.agent import OBSERVED_FILES
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.manifest import NamespaceObject, Pod
+from nodeconf.node_facts import NodeFacts
+from nodeconf.nodes import kube_reader
+from nodeconf.nodes.base import (
+    CgroupFiles,
+    ContainerEvidence,
+    ExecResult,
+    Metrics,
+    Node,
+    NodeError,
+    PodEvidence,
+    PodHandle,
+    PodStatus,
+    ResizeStatus,
+    parse_metrics,
+)
+from nodeconf.nodes.enforced import PROGRAMS, _object_to_dict, repo_root
+from nodeconf.nodes.kube_api import ClientKubeApi, KubeApi, KubeApiError, load_kube_context
+from nodeconf.nodes.kube_facts import (
+    cpu_weight_formula,
+    is_kind_node,
+    kubelet_config_differences,
+    kubelet_minor_version,
+    live_kubelet_config,
+    node_facts,
+    node_name,
+)
+from nodeconf.nodes.kube_kind import kind_advice
+from nodeconf.nodes.kube_pods import (
+    HELPER_CGROUP_MOUNT,
+    HELPER_NAME,
+    admission,
+    container_ids,
+    container_states,
+    helper_pod_manifest,
+    kube_namespace,
+    labels,
+    namespace_manifest,
+    pod_events,
+    pod_manifest,
+    programs_configmap,
+    resize_status,
+    start_failure,
+)
+from nodeconf.semantics.cpu import milli_cpu_to_shares
+
+DEFAULT_HELPER_IMAGE = "docker.io/library/python:3.12-slim"
+DEFAULT_WORKLOAD_IMAGE = "docker.io/library/busybox:1.37"
+ENV_NODE = "NODECONF_KUBE_NODE"
+ENV_HELPER_IMAGE = "NODECONF_KUBE_HELPER_IMAGE"
+ENV_WORKLOAD_IMAGE = "NODECONF_KUBE_WORKLOAD_IMAGE"
+PROGRAMS_DIR = f"/opt/nodeconf/{PROGRAMS}"
+READER_CONTAINER = "reader"
+PROBE_NAME = "nodeconf-cpu-weight-probe"
+# 250m → 256 shares: weight 35 (non-linear) vs 10 (linear), the seed article's example.
+PROBE_MILLI_CPU = 250
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+REJECTED_STATUSES = (400, 403, 422)
+
+
+class KubeletConfigNotApplicable(NodeError):
+    """The node's kubelet runs another configuration or version than the check needs: the check is skipped."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds to wait for the API and the kubelet; `poll` is the polling interval."""
+
+    start: float = 300.0
+    pod: float = 180.0
+    delete: float = 60.0
+    resize: float = 30.0
+    exec: float = 60.0
+    quota: float = 30.0
+    poll: float = 0.5
+
+
+def workload_programs() -> dict[str, str]:
+    """The workload programs (file name → source) the pods of the suites may run."""
+    return {path.name: path.read_text(encoding="utf-8") for path in sorted((repo_root() / PROGRAMS).glob("*.py"))}
+
+
+def reader_argv(request: Mapping[str, Any]) -> list[str]:
+    """The reader's argv: its source and one JSON request as separate arguments (no shell)."""
+    doc = {"proc": "/proc", "cgroupRoot": HELPER_CGROUP_MOUNT, **request}
+    return ["python3", "-c", inspect.getsource(kube_reader), json.dumps(doc, sort_keys=True)]
+
+
+def evidence_files(extra_files: Sequence[str]) -> list[str]:
+    """The files read per cgroup: the observed set plus validated extras."""
+    return list(dict.fromkeys((*OBSERVED_FILES, *(names.cgroup_file(f) for f in extra_files))))
+
+
+def choose_node(nodes: Sequence[Mapping[str, Any]], wanted: str | None) -> Mapping[str, Any]:
+    """The named node, else the only Ready one (a worker rather than a control plane when there are several)."""
+    if wanted:
+        for node in nodes:
+            if node_name(node) == wanted:
+                return node
+        raise NodeError(f"no node {wanted!r} in the cluster (nodes: {', '.join(node_name(n) for n in nodes)})")
+
+    def ready(node: Mapping[str, Any]) -> bool:
+        conditions = (node.get("status") or {}).get("conditions") or ()
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    candidates = [n for n in nodes if ready(n)]
+    if not candidates:
+        raise NodeError("the cluster has no Ready node")
+    workers = [n for n in candidates if CONTROL_PLANE_LABEL not in ((n.get("metadata") or {}).get("labels") or {})]
+    return sorted(workers or candidates, key=node_name)[0]
+
+
+def _cgroup(doc: Mapping[str, Any]) -> CgroupFiles:
+    return CgroupFiles(str(doc["path"]), dict(doc.get("files") or {}))
+
+
+def _container_evidence(name: str, doc: Mapping[str, Any]) -> ContainerEvidence:
+    return ContainerEvidence(name=name, cgroup=_cgroup(doc), pids=tuple(doc.get("pids") or ()),
+                             oom_score_adj={int(p): adj for p, adj in (doc.get("oomScoreAdj") or {}).items()})
+
+
+class KubePod(PodHandle):
+    """A pod on the node through the API; evidence through the reader pod."""
+
+    def __init__(self, node: KubeNode, pod: Pod, admitted: bool, errors: Sequence[str], namespace: str) -> None:
+        super().__init__(pod, admitted, errors)
+        self.node = node
+        self.namespace = namespace
+        self.name = pod.name
+        self.resized = False
+
+    def _require_admitted(self) -> None:
+        if not self.admitted:
+            raise NodeError(f"pod {self.pod.ref} was rejected: {'; '.join(self.errors)}")
+
+    def read(self) -> dict[str, Any]:
+        return self.node.api.read_pod(self.namespace, self.name)
+
+    def status(self) -> PodStatus:
+        self._require_admitted()
+        return self._status(self.read())
+
+    def _status(self, obj: Mapping[str, Any]) -> PodStatus:
+        status = obj.get("status") or {}
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        selector = f"involvedObject.kind=Pod,involvedObject.name={self.name}"
+        events = self.node.api.list_events(self.namespace, f"{selector},involvedObject.uid={uid}" if uid else selector)
+        return PodStatus(
+            phase=str(status.get("phase") or ""), qos_class=str(status.get("qosClass") or ""),
+            containers=container_states(obj), events=pod_events(events), reason=str(status.get("reason") or ""),
+            message=str(status.get("message") or ""),
+            resize=resize_status(obj, self.resized) or ResizeStatus("InProgress"),
+        )
+
+    def evidence(self, extra_files: Sequence[str] = ()) -> PodEvidence:
+        self._require_admitted()
+        obj = self.read()
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        doc = self.node.read("pod", podUid=names.uid(uid), containers=container_ids(obj),
+                             files=evidence_files(extra_files))
+        sandboxes = doc.get("sandboxes") or []
+        return PodEvidence(
+            status=self._status(obj), pod_cgroup=_cgroup(doc["pod"]),
+            containers={name: _container_evidence(name, c) for name, c in (doc.get("containers") or {}).items()},
+            pause=_container_evidence("POD", sandboxes[0]) if sandboxes else None,
+            ancestors={a["path"]: _cgroup(a) for a in doc.get("ancestors") or ()},
+        )
+
+    def resize(self, patch: Mapping[str, Any]) -> ResizeStatus:
+        """PATCH the `resize` subresource, then wait until the kubelet has taken a decision on it."""
+        self._require_admitted()
+        try:
+            self.node.api.patch_pod_resize(self.namespace, self.name, patch)
+        except KubeApiError as err:
+            if err.status in REJECTED_STATUSES:
+                return ResizeStatus("Infeasible", err.message)
+            raise
+        self.resized = True
+        deadline = self.node.clock() + self.node.timeouts.resize
+        while True:
+            decided = resize_status(self.read(), True)
+            if decided is not None:
+                return decided
+            if self.node.clock() > deadline:
+                return ResizeStatus("InProgress", "the kubelet has not acted on the resize yet")
+            self.node.sleep(self.node.timeouts.poll)
+
+    def exec(self, container: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
+        self._require_admitted()
+        names.label(container, "container name")
+        out = self.node.api.exec(self.namespace, self.name, container, list(argv), timeout)
+        return ExecResult(out.rc, out.stdout, out.stderr)
+
+    def logs(self, container: str | None = None, previous: bool = False) -> str:
+        self._require_admitted()
+        return self.node.api.pod_log(self.namespace, self.name, container or self.pod.containers[0].name, previous)
+
+    def delete(self) -> None:
+        if self.admitted:
+            self.node.delete_pod(self.namespace, self.name)
+            self.admitted = False
+
+
+class KubeNode(Node):
+    """One node of a Kubernetes cluster; `start()` prepares the run namespace and the reader pod,
+    `close()` deletes every namespace of the run (and with them every pod, also after a failure)."""
+
+    def __init__(self, api: KubeApi, node: str, *, spec: str = "", context: str = "", run_id: str | None = None,
+                 helper_image: str = DEFAULT_HELPER_IMAGE, workload_image: str = DEFAULT_WORKLOAD_IMAGE,
+                 timeouts: Timeouts = Timeouts(), sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.api = api
+        self.node = node
+        self.spec = spec
+        self.context = context
+        self.run_id = run_id or secrets.token_hex(3)
+        self.helper_image = helper_image
+        self.workload_image = workload_image
+        self.timeouts = timeouts
+        self.sleep = sleep
+        self.clock = clock
+        self.base_namespace = f"nodeconf-{self.run_id}"
+        self.namespaces: list[str] = []
+        self.objects: list[tuple[str, str, str]] = []
+        self._facts: NodeFacts | None = None
+        self._node_obj: dict[str, Any] | None = None
+
+    # --- set-up and tear-down -------------------------------------------------------------------------------
+
+    def start(self) -> KubeNode:
+        """Create the run namespace and the reader pod and wait for it; everything is removed on failure."""
+        try:
+            self._ensure_namespace(self.base_namespace)
+            manifest = helper_pod_manifest(self.base_namespace, self.node, self.run_id, self.helper_image)
+            self.api.create_pod(self.base_namespace, manifest)
+            self._wait_pod(self.base_namespace, HELPER_NAME, self.timeouts.start, "reader pod")
+        except BaseException:
+            with contextlib.suppress(NodeError):
+                self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Delete the run's namespaces (their pods, quotas and config maps go with them); close the client."""
+        failures = []
+        for namespace in reversed(self.namespaces):
+            try:
+                self.api.delete_namespace(namespace)
+            except KubeApiError as err:
+                if err.status != 404:
+                    failures.append(f"{namespace}: {err}")
+        self.namespaces.clear()
+        self.api.close()
+        if failures:
+            raise NodeError(f"could not delete namespaces of run {self.run_id}: {'; '.join(failures)}")
+
+    def _ensure_namespace(self, name: str) -> str:
+        if name not in self.namespaces:
+            self.api.create_namespace(namespace_manifest(name, self.run_id))
+            self.namespaces.append(name)
+            if name != self.base_namespace:
+                self.api.create_object(name, programs_configmap(name, self.run_id, workload_programs()))
+        return name
+
+    def namespace_for(self, namespace: str) -> str:
+        names.label(namespace, "namespace")
+        return self._ensure_namespace(kube_namespace(self.run_id, namespace))
+
+    # --- the reader pod -------------------------------------------------------------------------------------
+
+    def read(self, op: str, **request: Any) -> dict[str, Any]:
+        """One request to the reader pod (one exec round trip); NodeError with the reader's message on failure."""
+        out = self.api.exec(self.base_namespace, HELPER_NAME, READER_CONTAINER, reader_argv({"op": op, **request}),
+                            self.timeouts.exec)
+        try:
+            doc = json.loads(out.stdout)
+        except ValueError:
+            raise NodeError(f"evidence reader on node {self.node} answered no JSON (exit {out.rc}): "
+                            f"{(out.stderr or out.stdout).strip()[-300:]}") from None
+        if not isinstance(doc, dict):
+            raise NodeError(f"evidence reader on node {self.node} answered {type(doc).__name__}, not an object")
+        if "error" in doc or out.rc != 0:
+            raise NodeError(f"evidence reader on node {self.node}: {doc.get('error', out.stderr.strip())}")
+        return doc
+
+    # --- pods -----------------------------------------------------------------------------------------------
+
+    def _wait_pod(self, namespace: str, name: str, timeout: float, what: str) -> dict[str, Any]:
+        """Poll until the kubelet has admitted and started the pod, or refused it."""
+        deadline = self.clock() + timeout
+        while True:
+            obj = self.api.read_pod(namespace, name)
+            if admission(obj) is not None:
+                return obj
+            failure = start_failure(obj)
+            if failure:
+                raise NodeError(f"{what} {namespace}/{name} on node {self.node} cannot start: {failure}")
+            if self.clock() > deadline:
+                status = obj.get("status") or {}
+                events = pod_events(self.api.list_events(namespace, f"involvedObject.name={name}"))
+                last = "; ".join(f"{e.reason}: {e.message}" for e in events[-3:])
+                raise NodeError(f"{what} {namespace}/{name} not started on node {self.node} within {timeout:g} s "
+                                f"(phase {status.get('phase')}; {last or 'no events'})")
+            self.sleep(self.timeouts.poll)
+
+    def run(self, pod: Pod) -> KubePod:
+        """Create the pod bound to the node; admitted once the kubelet started it, rejected by the API or the
+        kubelet with their messages."""
+        names.pod_name(pod.name)
+        namespace = self.namespace_for(pod.namespace)
+        manifest = pod_manifest(pod, namespace, self.node, self.run_id, default_image=self.workload_image,
+                                program_image=self.helper_image, programs_dir=PROGRAMS_DIR)
+        try:
+            self.api.create_pod(namespace, manifest)
+        except KubeApiError as err:
+            if err.status in REJECTED_STATUSES:
+                return KubePod(self, pod, False, (err.message,), namespace)
+            raise
+        try:
+            obj = self._wait_pod(namespace, pod.name, self.timeouts.pod, "pod")
+        except BaseException:
+            with contextlib.suppress(NodeError):
+                self.delete_pod(namespace, pod.name)
+            raise
+        decision = admission(obj)
+        assert decision is not None
+        return KubePod(self, pod, decision[0], decision[1], namespace)
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """Delete with no grace period and wait until the API no longer has the pod."""
+        try:
+            self.api.delete_pod(namespace, name, 0)
+        except KubeApiError as err:
+            if err.status == 404:
+                return
+            raise
+        deadline = self.clock() + self.timeouts.delete
+        while True:
+            try:
+                self.api.read_pod(namespace, name)
+            except KubeApiError as err:
+                if err.status == 404:
+                    return
+                raise
+            if self.clock() > deadline:
+                raise NodeError(f"pod {namespace}/{name} still exists {self.timeouts.delete:g} s after deletion")
+            self.sleep(self.timeouts.poll)
+
+    def set_namespace_objects(self, objects: Sequence[NamespaceObject]) -> None:
+        """Replace this run's LimitRanges and ResourceQuotas; wait until each quota's usage is computed."""
+        for kind, namespace, name in self.objects:
+            try:
+                self.api.delete_object(kind, namespace, name)
+            except KubeApiError as err:
+                if err.status != 404:
+                    raise
+        self.objects.clear()
+        for obj in objects:
+            names.label(obj.name, "object name")
+            manifest = _object_to_dict(obj)
+            namespace = self.namespace_for(obj.namespace)
+            manifest["metadata"] = {"name": obj.name, "namespace": namespace, "labels": labels(self.run_id)}
+            self.api.create_object(namespace, manifest)
+            self.objects.append((manifest["kind"], namespace, obj.name))
+            if manifest["kind"] == "ResourceQuota":
+                self._wait_quota(namespace, obj.name)
+
+    def _wait_quota(self, namespace: str, name: str) -> None:
+        """Quota admission refuses pods while the quota has no usage yet ("status unknown for quota")."""
+        deadline = self.clock() + self.timeouts.quota
+        while not ((self.api.read_object("ResourceQuota", namespace, name).get("status") or {}).get("hard")):
+            if self.clock() > deadline:
+                raise NodeError(f"ResourceQuota {namespace}/{name}: no usage computed within {self.timeouts.quota:g} s")
+            self.sleep(self.timeouts.poll)
+
+    # --- node-level reads -----------------------------------------------------------------------------------
+
+    def node_object(self) -> dict[str, Any]:
+        if self._node_obj is None:
+            self._node_obj = self.api.read_node(self.node)
+        return self._node_obj
+
+    def facts(self) -> NodeFacts:
+        """Capacity, kernel and swap from the Node object; page size and controllers from the reader; the
+        runtime's cpu-weight formula measured on a probe pod."""
+        if self._facts is None:
+            probe = self.read("facts")
+            self._facts = node_facts(self.node_object(), probe, self._measure_cpu_weight_formula())
+        return self._facts
+
+    def _measure_cpu_weight_formula(self) -> str:
+        manifest = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": PROBE_NAME, "namespace": self.base_namespace, "labels": labels(self.run_id)},
+            "spec": {"nodeName": self.node, "terminationGracePeriodSeconds": 0, "restartPolicy": "Never",
+                     "containers": [{"name": "probe", "image": self.helper_image, "command": ["sleep", "infinity"],
+                                     "resources": {"requests": {"cpu": f"{PROBE_MILLI_CPU}m"}}}]},
+        }
+        self.api.create_pod(self.base_namespace, manifest)
+        try:
+            obj = self._wait_pod(self.base_namespace, PROBE_NAME, self.timeouts.pod, "cpu-weight probe pod")
+            uid = names.uid(str(obj["metadata"]["uid"]))
+            doc = self.read("pod", podUid=uid, containers=container_ids(obj), files=["cpu.weight"])
+            weight = int(doc["containers"]["probe"]["files"]["cpu.weight"])
+            return cpu_weight_formula(milli_cpu_to_shares(PROBE_MILLI_CPU), weight)
+        except (KeyError, ValueError) as err:
+            raise NodeError(f"cpu-weight probe on node {self.node}: {err}") from None
+        finally:
+            self.delete_pod(self.base_namespace, PROBE_NAME)
+
+    def configure(self, config: KubeletConfig, version: str | None = None) -> Sequence[str]:
+        """A cluster's kubelet cannot be restarted from here: accept the config the node already runs, refuse
+        (KubeletConfigNotApplicable, the check is skipped) any other."""
+        live = live_kubelet_config(self.api.node_proxy(self.node, "configz"), self.node)
+        differences = kubelet_config_differences(config, live)
+        node = self.node_object()
+        if version is not None and kubelet_minor_version(node) != version:
+            differences.insert(0, f"profile {version} requested, the node runs kubelet {kubelet_minor_version(node)}")
+        if differences:
+            how = (kind_advice(config) if is_kind_node(node)
+                   else "point nodeconf at a node whose kubelet runs the needed configuration")
+            raise KubeletConfigNotApplicable(
+                f"node {self.node} runs another kubelet configuration ({'; '.join(differences)}); "
+                f"its kubelet cannot be reconfigured from here: {how}")
+        return ()
+
+    def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
+        doc = self.read("node", files=evidence_files(extra_files))
+        levels = [doc["kubepods"], *(doc.get("qos") or {}).values()]
+        return {level["path"]: _cgroup(level) for level in levels}
+
+    def metrics(self) -> Metrics:
+        return parse_metrics(self.api.node_proxy(self.node, "metrics"))
+
+    def logs(self) -> str:
+        """The events of this run's namespaces (a cluster's kubelet log is not reachable through the API)."""
+        lines = []
+        for namespace in self.namespaces:
+            for item in self.api.list_events(namespace, ""):
+                involved = item.get("involvedObject") or {}
+                lines.append(f"{namespace}/{involved.get('name', '?')}: {item.get('type', '')} "
+                             f"{item.get('reason', '')}: {item.get('message', '')}")
+        return "\n".join(lines)
+
+
+def open_node(context: str | None = None, *, node: str | None = None, config_file: str | None = None) -> KubeNode:
+    """Connect with the kubeconfig's context (the current one when None), pick the node and start the run.
+
+    The node, the reader image and the workload image can be set with NODECONF_KUBE_NODE,
+    NODECONF_KUBE_HELPER_IMAGE and NODECONF_KUBE_WORKLOAD_IMAGE.
+    """
+    api_client, chosen = load_kube_context(context, config_file)
+    api = ClientKubeApi(api_client)
+    try:
+        api.version()
+        target = choose_node(api.list_nodes(), node or os.environ.get(ENV_NODE))
+        kube_node = KubeNode(api, node_name(target), spec=f"kube:{chosen}", context=chosen,
+                             helper_image=os.environ.get(ENV_HELPER_IMAGE, DEFAULT_HELPER_IMAGE),
+                             workload_image=os.environ.get(ENV_WORKLOAD_IMAGE, DEFAULT_WORKLOAD_IMAGE))
+    except BaseException:
+        api.close()
+        raise
+    return kube_node.start()

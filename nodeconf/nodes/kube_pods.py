@@ -1,0 +1,242 @@
+"""Pod manifests for a Kubernetes node and the reading of Pod and Event objects (core/v1 JSON) into the protocol."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from nodeconf.manifest import Pod, pod_to_dict
+from nodeconf.nodes.base import ContainerState, ResizeStatus, Terminated
+from nodeconf.quantity import Quantity, QuantityError
+from nodeconf.semantics.expectation import Event
+
+MANAGED_BY = ("app.kubernetes.io/managed-by", "nodeconf")
+RUN_LABEL = "nodeconf.io/run"
+HELPER_NAME = "nodeconf-reader"
+HELPER_CGROUP_MOUNT = "/host/cgroup"
+PROGRAMS_CONFIGMAP = "nodeconf-programs"
+# Waiting reasons that mean the container will never start without outside help (kubelet images.go,
+# kuberuntime_container.go): an infrastructure fault, not a node behaviour under test.
+START_FAILURES = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+                            "CreateContainerConfigError", "CreateContainerError"})
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_RUNTIME_ID = re.compile(r"^[a-z0-9-]+://(?P<id>[0-9a-f]{12,64})$")
+
+
+def is_dns_label(name: str) -> bool:
+    """RFC 1123 label (namespace and node-local names): lowercase alphanumerics and '-', at most 63."""
+    return len(name) <= 63 and _DNS_LABEL.match(name) is not None
+
+
+def kube_namespace(run_id: str, namespace: str) -> str:
+    """The run's namespace standing in for a manifest namespace: `nodeconf-<run>-<ns>` (hashed when too long)."""
+    name = f"nodeconf-{run_id}-{namespace}"
+    if is_dns_label(name):
+        return name
+    return f"nodeconf-{run_id}-{hashlib.sha256(namespace.encode()).hexdigest()[:10]}"
+
+
+def labels(run_id: str) -> dict[str, str]:
+    return {MANAGED_BY[0]: MANAGED_BY[1], RUN_LABEL: run_id}
+
+
+def namespace_manifest(name: str, run_id: str) -> dict[str, Any]:
+    """A run namespace; Pod Security admission set to privileged (the reader pod needs hostPID)."""
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {**labels(run_id),
+                                                  "pod-security.kubernetes.io/enforce": "privileged"}}}
+
+
+def helper_pod_manifest(namespace: str, node: str, run_id: str, image: str) -> dict[str, Any]:
+    """The evidence reader's pod: on the node, host PIDs, the host's cgroup2 mount read-only, BestEffort."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": HELPER_NAME, "namespace": namespace, "labels": labels(run_id)},
+        "spec": {
+            "nodeName": node, "hostPID": True, "restartPolicy": "Always", "terminationGracePeriodSeconds": 0,
+            "automountServiceAccountToken": False, "tolerations": [{"operator": "Exists"}],
+            "containers": [{
+                "name": "reader", "image": image, "command": ["sleep", "infinity"],
+                "securityContext": {"privileged": True},
+                "volumeMounts": [{"name": "cgroup", "mountPath": HELPER_CGROUP_MOUNT, "readOnly": True}],
+            }],
+            "volumes": [{"name": "cgroup", "hostPath": {"path": "/sys/fs/cgroup", "type": "Directory"}}],
+        },
+    }
+
+
+def programs_configmap(namespace: str, run_id: str, programs: Mapping[str, str]) -> dict[str, Any]:
+    """The workload programs (memhog.py, cpuburn.py) as a ConfigMap, mounted where the enforcer puts them."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": PROGRAMS_CONFIGMAP, "namespace": namespace, "labels": labels(run_id)},
+            "data": dict(programs)}
+
+
+def pod_manifest(pod: Pod, namespace: str, node: str, run_id: str, *, default_image: str, program_image: str,
+                 programs_dir: str) -> dict[str, Any]:
+    """The pod for the API: in the run namespace, bound to the node (the kubelet admits it, no scheduler).
+
+    A container without an image runs `default_image` (a sleeper when it has no command either); one whose
+    command names a workload program runs `program_image` with the programs mounted at `programs_dir`.
+    """
+    doc = pod_to_dict(pod)
+    meta = doc["metadata"]
+    meta.pop("uid", None)
+    meta["namespace"] = namespace
+    meta["labels"] = {**meta.get("labels", {}), **labels(run_id)}
+    spec = doc["spec"]
+    spec["nodeName"] = node
+    spec["terminationGracePeriodSeconds"] = 0
+    uses_programs = False
+    for container in [*spec.get("initContainers", ()), *spec["containers"]]:
+        words = [*container.get("command", ()), *container.get("args", ())]
+        if any(programs_dir in word for word in words):
+            uses_programs = True
+            container["image"] = program_image
+            container["volumeMounts"] = [{"name": "programs", "mountPath": programs_dir, "readOnly": True}]
+        elif not container.get("image"):
+            container["image"] = default_image
+            if not words:
+                container["command"] = ["sleep", "infinity"]
+    if uses_programs:
+        spec["volumes"] = [{"name": "programs", "configMap": {"name": PROGRAMS_CONFIGMAP}}]
+    return doc
+
+
+def _dig(doc: Mapping[str, Any], *path: str) -> Any:
+    value: Any = doc
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
+def _statuses(pod_obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    status = pod_obj.get("status") or {}
+    return [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]
+
+
+def container_ids(pod_obj: Mapping[str, Any]) -> dict[str, str]:
+    """Container name → runtime container id (`containerd://<hex>` → `<hex>`), for containers that have one."""
+    out = {}
+    for status in _statuses(pod_obj):
+        match = _RUNTIME_ID.match(str(status.get("containerID") or ""))
+        if match:
+            out[str(status["name"])] = match["id"]
+    return out
+
+
+def container_state(status: Mapping[str, Any]) -> ContainerState:
+    """A ContainerState from one core/v1 ContainerStatus."""
+    state = status.get("state") or {}
+    kind = next((k for k in ("running", "terminated", "waiting") if k in state), "waiting")
+    detail = state.get(kind) or {}
+    last = _dig(status, "lastState", "terminated")
+    return ContainerState(
+        name=str(status["name"]), state=kind, reason=str(detail.get("reason") or ""),
+        exit_code=detail.get("exitCode") if kind == "terminated" else None,
+        restart_count=int(status.get("restartCount") or 0),
+        last_terminated=Terminated(int(last.get("exitCode", 0)), str(last.get("reason") or "")) if last else None,
+    )
+
+
+def container_states(pod_obj: Mapping[str, Any]) -> dict[str, ContainerState]:
+    return {str(s["name"]): container_state(s) for s in _statuses(pod_obj)}
+
+
+def _started(status: Mapping[str, Any]) -> bool:
+    state = status.get("state") or {}
+    return "running" in state or "terminated" in state or bool(_dig(status, "lastState", "terminated"))
+
+
+def admission(pod_obj: Mapping[str, Any]) -> tuple[bool, tuple[str, ...]] | None:
+    """(admitted, errors) once the kubelet has decided, None while it has not.
+
+    A pod the kubelet refuses ends `Failed` before any container started, its reason (`OutOfmemory`, …)
+    and message in the status (pkg/kubelet/kubelet.go rejectPod); an admitted one has every container
+    started at least once, or has finished.
+    """
+    status = pod_obj.get("status") or {}
+    phase = status.get("phase")
+    statuses = list(status.get("containerStatuses") or ())
+    if phase == "Failed" and not any(_started(s) for s in _statuses(pod_obj)):
+        return False, (str(status.get("message") or status.get("reason") or "rejected by the kubelet"),)
+    if phase in ("Succeeded", "Failed"):
+        return True, ()
+    expected = len(_dig(pod_obj, "spec", "containers") or ())
+    if phase == "Running" and len(statuses) >= expected and all(_started(s) for s in statuses):
+        return True, ()
+    return None
+
+
+def start_failure(pod_obj: Mapping[str, Any]) -> str | None:
+    """Why a container cannot start (image pull, config error), or None."""
+    for status in _statuses(pod_obj):
+        waiting = _dig(status, "state", "waiting") or {}
+        if waiting.get("reason") in START_FAILURES:
+            return f"container {status['name']}: {waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
+    return None
+
+
+def pod_events(items: Iterable[Mapping[str, Any]]) -> tuple[Event, ...]:
+    """Events of one pod, oldest first."""
+
+    def when(item: Mapping[str, Any]) -> str:
+        return str(item.get("eventTime") or item.get("lastTimestamp") or item.get("firstTimestamp")
+                   or _dig(item, "metadata", "creationTimestamp") or "")
+
+    return tuple(Event(str(e.get("type") or ""), str(e.get("reason") or ""), str(e.get("message") or ""))
+                 for e in sorted(items, key=when))
+
+
+def _same_quantities(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:
+    try:
+        return all(name in have and Quantity.parse(value) == Quantity.parse(have[name])
+                   for name, value in want.items())
+    except QuantityError:
+        return False
+
+
+def resources_actuated(pod_obj: Mapping[str, Any]) -> bool:
+    """True when every container's status resources equal its spec resources (KEP-1287 status.resources)."""
+    status_of = {s["name"]: s for s in (_dig(pod_obj, "status", "containerStatuses") or ())}
+    for container in _dig(pod_obj, "spec", "containers") or ():
+        actual = (status_of.get(container["name"]) or {}).get("resources")
+        if actual is None:
+            continue
+        wanted = container.get("resources") or {}
+        for kind in ("requests", "limits"):
+            if not _same_quantities(wanted.get(kind) or {}, actual.get(kind) or {}):
+                return False
+    return True
+
+
+def resize_status(pod_obj: Mapping[str, Any], requested: bool) -> ResizeStatus | None:
+    """The last resize's status; None while the kubelet has not looked at it yet.
+
+    Conditions `PodResizePending` (reason Deferred or Infeasible) and `PodResizeInProgress` (1.33+),
+    the older `status.resize` string, else Applied once the status resources equal the spec.
+    """
+    status = pod_obj.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or () if c.get("status") == "True"}
+    pending = conditions.get("PodResizePending")
+    if pending is not None:
+        return ResizeStatus(str(pending.get("reason") or "Deferred"), str(pending.get("message") or ""))
+    in_progress = conditions.get("PodResizeInProgress")
+    if in_progress is not None:
+        return ResizeStatus("InProgress", str(in_progress.get("message") or ""))
+    legacy = status.get("resize")
+    if legacy and legacy != "Proposed":
+        return ResizeStatus(str(legacy))
+    if not requested:
+        return ResizeStatus("")
+    generation, observed = _dig(pod_obj, "metadata", "generation"), status.get("observedGeneration")
+    if legacy == "Proposed" or (isinstance(generation, int) and isinstance(observed, int) and observed < generation):
+        return None
+    return ResizeStatus("Applied") if resources_actuated(pod_obj) else None
+
+
+def container_names(pod_obj: Mapping[str, Any]) -> Sequence[str]:
+    spec = pod_obj.get("spec") or {}
+    return [c["name"] for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]]
