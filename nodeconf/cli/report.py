@@ -5,8 +5,8 @@ import sys
 from pathlib import Path
 
 from nodeconf.errors import InputError
-from nodeconf.report.generate import report_paths, write_reports
-from nodeconf.report.results import ReportError, load_results
+from nodeconf.report.generate import read_results, report_paths, write_reports
+from nodeconf.report.results import ReportError
 from nodeconf.report.summary import summary_lines
 
 
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     results_dir: Path = args.results_dir
     output: Path = args.output or results_dir.resolve().parent / "html"
     try:
-        results = load_results(results_dir)
+        results = read_results(results_dir)
     except ReportError as error:
         raise InputError(str(error)) from None
     written = write_reports(results, output)

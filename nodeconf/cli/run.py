@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nodeconf.errors import InputError
-from nodeconf.report.generate import remove_reports, report_paths, write_reports
-from nodeconf.report.results import ReportError, RunResults, load_results
+from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
+from nodeconf.report.results import ReportError, RunResults
 from nodeconf.report.summary import summary_lines
 from nodeconf.report.verdict import EXIT_ERROR, Verdict, verdict
 
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     wall = time.monotonic() - started
     results: RunResults | None = None
     try:
-        results = load_results(reports / RESULTS_DIR)
+        results = read_results(reports / RESULTS_DIR)
     except ReportError as error:
         outcome = verdict(status, None)
         print(f"nodeconf: {error}", file=sys.stderr)

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from nodeconf.report.allure_html import INSTALL_HINT, allure_cli, write_allure_html
 from nodeconf.report.html import write_html
-from nodeconf.report.results import ReportError, RunResults
+from nodeconf.report.postprocess import mark_fixture_failures_broken
+from nodeconf.report.results import ReportError, RunResults, load_results
 
 REPORT_FILE = "nodeconf-report.html"
 ALLURE_FILE = "allure-report.html"
@@ -18,6 +19,12 @@ class WrittenReports:
     html: Path
     allure_html: Path | None
     allure_note: str
+
+
+def read_results(results_dir: Path) -> RunResults:
+    """Post-process the Allure results in place (fixture failures become broken), then read them."""
+    mark_fixture_failures_broken(results_dir)
+    return load_results(results_dir)
 
 
 def write_reports(results: RunResults, html_dir: Path) -> WrittenReports:

@@ -3,17 +3,16 @@
 Source: allure-python-commons' result model (`*-result.json`, `*-container.json`, `*-attachment.*`).
 """
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from nodeconf.report.allure_json import ReportError, load_json, mapping, sequence, text
 from nodeconf.report.properties import read_properties
 
-
-class ReportError(Exception):
-    """A results directory or report output that cannot be used; the message is one line."""
+__all__ = ["STATUS_ORDER", "Attachment", "Check", "ReportError", "RunResults", "SharedFixture", "Status", "Step",
+           "load_results"]
 
 
 class Status(StrEnum):
@@ -124,68 +123,46 @@ def _status(value: object) -> Status:
         return Status.BROKEN
 
 
-def _mapping(value: object) -> Mapping[str, object]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _sequence(value: object) -> Sequence[object]:
-    return value if isinstance(value, list) else []
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def _attachments(results_dir: Path, raw: object) -> tuple[Attachment, ...]:
     return tuple(
         Attachment(
-            name=_text(_mapping(item).get("name")) or _text(_mapping(item).get("source")),
-            mime=_text(_mapping(item).get("type")) or "application/octet-stream",
-            path=results_dir / Path(_text(_mapping(item).get("source"))).name,
+            name=text(mapping(item).get("name")) or text(mapping(item).get("source")),
+            mime=text(mapping(item).get("type")) or "application/octet-stream",
+            path=results_dir / Path(text(mapping(item).get("source"))).name,
         )
-        for item in _sequence(raw)
-        if _text(_mapping(item).get("source"))
+        for item in sequence(raw)
+        if text(mapping(item).get("source"))
     )
 
 
 def _step(results_dir: Path, raw: Mapping[str, object]) -> Step:
     return Step(
-        name=_text(raw.get("name")),
+        name=text(raw.get("name")),
         status=_status(raw.get("status")),
-        steps=tuple(_step(results_dir, _mapping(child)) for child in _sequence(raw.get("steps"))),
+        steps=tuple(_step(results_dir, mapping(child)) for child in sequence(raw.get("steps"))),
         attachments=_attachments(results_dir, raw.get("attachments")),
     )
 
 
 def _pairs(raw: object) -> tuple[tuple[str, str], ...]:
     return tuple(
-        (_text(_mapping(item).get("name")), _text(_mapping(item).get("value"))) for item in _sequence(raw)
+        (text(mapping(item).get("name")), text(mapping(item).get("value"))) for item in sequence(raw)
     )
 
 
-def _load_json(path: Path) -> Mapping[str, object]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ReportError(f"{path}: unreadable Allure result ({error})") from None
-    if not isinstance(data, dict):
-        raise ReportError(f"{path}: unreadable Allure result (not a JSON object)")
-    return data
-
-
 def _check(results_dir: Path, raw: Mapping[str, object], fixtures: tuple[Step, ...]) -> Check:
-    details = _mapping(raw.get("statusDetails"))
+    details = mapping(raw.get("statusDetails"))
     start, stop = raw.get("start"), raw.get("stop")
     duration = stop - start if isinstance(start, int) and isinstance(stop, int) else 0
     return Check(
-        name=_text(raw.get("name")),
-        full_name=_text(raw.get("fullName")) or _text(raw.get("name")),
+        name=text(raw.get("name")),
+        full_name=text(raw.get("fullName")) or text(raw.get("name")),
         status=_status(raw.get("status")),
-        message=_text(details.get("message")),
-        trace=_text(details.get("trace")),
+        message=text(details.get("message")),
+        trace=text(details.get("trace")),
         labels=_pairs(raw.get("labels")),
         parameters=_pairs(raw.get("parameters")),
-        steps=tuple(_step(results_dir, _mapping(step)) for step in _sequence(raw.get("steps"))),
+        steps=tuple(_step(results_dir, mapping(step)) for step in sequence(raw.get("steps"))),
         attachments=_attachments(results_dir, raw.get("attachments")),
         fixtures=fixtures,
         duration_ms=max(duration, 0),
@@ -196,7 +173,7 @@ def _latest_per_history(results: Iterable[Mapping[str, object]]) -> list[Mapping
     """Keep the last attempt of each test (reruns share a historyId)."""
     latest: dict[str, Mapping[str, object]] = {}
     for raw in results:
-        key = _text(raw.get("historyId")) or _text(raw.get("uuid"))
+        key = text(raw.get("historyId")) or text(raw.get("uuid"))
         stop = raw.get("stop")
         kept = latest.get(key)
         kept_stop = kept.get("stop") if kept is not None else None
@@ -209,22 +186,22 @@ def load_results(results_dir: Path) -> RunResults:
     """Read the Allure results in `results_dir`; raise ReportError if there are none."""
     if not results_dir.is_dir():
         raise ReportError(f"{results_dir}: no such results directory")
-    raw_results = [_load_json(path) for path in sorted(results_dir.glob("*-result.json"))]
+    raw_results = [load_json(path) for path in sorted(results_dir.glob("*-result.json"))]
     if not raw_results:
         raise ReportError(f"{results_dir}: no Allure results (*-result.json) in this directory")
     per_check: dict[str, list[Step]] = {}
     shared: list[SharedFixture] = []
     for path in sorted(results_dir.glob("*-container.json")):
-        container = _load_json(path)
-        children = [_text(child) for child in _sequence(container.get("children"))]
-        phases = [*_sequence(container.get("befores")), *_sequence(container.get("afters"))]
-        fixtures = [_step(results_dir, _mapping(fixture)) for fixture in phases]
+        container = load_json(path)
+        children = [text(child) for child in sequence(container.get("children"))]
+        phases = [*sequence(container.get("befores")), *sequence(container.get("afters"))]
+        fixtures = [_step(results_dir, mapping(fixture)) for fixture in phases]
         if len(children) == 1:
             per_check.setdefault(children[0], []).extend(fixtures)
         else:
             shared.extend(SharedFixture(fixture, len(children)) for fixture in fixtures if fixture.attachments)
     checks = tuple(
-        _check(results_dir, raw, tuple(per_check.get(_text(raw.get("uuid")), ())))
+        _check(results_dir, raw, tuple(per_check.get(text(raw.get("uuid")), ())))
         for raw in _latest_per_history(raw_results)
     )
     return RunResults(

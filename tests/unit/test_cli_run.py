@@ -81,7 +81,7 @@ def test_needs_swap_skipped():
 
 @pytest.fixture
 def unreachable_node():
-    raise ConnectionError("ssh: connect to host 127.0.0.1 port 2222: Connection refused")
+    pytest.fail("node vm: ssh: connect to host 127.0.0.1 port 2222: Connection refused", pytrace=False)
 
 
 @pytest.mark.kep5359
