@@ -74,7 +74,10 @@ def pytest_addoption(parser):
 
 class FakeNode:
     def __init__(self, swap):
-        self.facts = NodeFacts(memory_capacity=2 << 30, swap_capacity=swap, kernel_version="6.1.0")
+        self.swap = swap
+
+    def facts(self):
+        return NodeFacts(memory_capacity=2 << 30, swap_capacity=self.swap, kernel_version="6.1.0")
 
 @pytest.fixture(scope="session")
 def node(request):
