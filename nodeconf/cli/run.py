@@ -5,6 +5,7 @@ Source: DESIGN.md `nodeconf run` contract (exit 0 all pass, 1 a check failed, 2 
 
 import argparse
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from nodeconf.errors import InputError
 from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
-from nodeconf.report.results import ReportError, RunResults
+from nodeconf.report.results import ReportError
 from nodeconf.report.summary import summary_lines
 from nodeconf.report.verdict import EXIT_ERROR, Verdict, verdict
 
@@ -90,13 +91,12 @@ def _check_usage(args: argparse.Namespace) -> None:
 
 
 def _run_pytest(argv: list[str]) -> int:
-    """Run pytest; on Ctrl-C wait for it to tear the node down (it got the same SIGINT)."""
+    """Run pytest; on Ctrl-C wait while it tears the node down (it got the same SIGINT) and report what ran."""
     process = subprocess.Popen(argv)
     try:
         return process.wait()
     except KeyboardInterrupt:
-        process.wait()
-        raise
+        return process.wait()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,27 +104,26 @@ def run(args: argparse.Namespace) -> int:
     _check_usage(args)
     reports: Path = args.reports
     (reports / JUNIT_FILE).unlink(missing_ok=True)
+    shutil.rmtree(reports / RESULTS_DIR, ignore_errors=True)
     remove_reports(reports / HTML_DIR)
     started = time.monotonic()
     status = _run_pytest(pytest_argv(args))
-    wall = time.monotonic() - started
-    results: RunResults | None = None
     try:
         results = read_results(reports / RESULTS_DIR)
     except ReportError as error:
-        outcome = verdict(status, None)
         print(f"nodeconf: {error}", file=sys.stderr)
-    else:
-        outcome = verdict(status, results)
-        written = write_reports(results, reports / HTML_DIR)
-        for line in summary_lines(results, [("junit", reports / JUNIT_FILE), *report_paths(written)]):
-            print(line)
-        if written.allure_note:
-            print(f"nodeconf: {written.allure_note}", file=sys.stderr)
-    return _finish(outcome, wall)
+        return _finish(verdict(status, None), started)
+    written = write_reports(results, reports / HTML_DIR)
+    junit = [("junit", reports / JUNIT_FILE)] if (reports / JUNIT_FILE).is_file() else []
+    for line in summary_lines(results, [*junit, *report_paths(written)]):
+        print(line)
+    if written.allure_note:
+        print(f"nodeconf: {written.allure_note}", file=sys.stderr)
+    return _finish(verdict(status, results), started)
 
 
-def _finish(outcome: Verdict, wall: float) -> int:
+def _finish(outcome: Verdict, started: float) -> int:
     stream = sys.stdout if outcome.code != EXIT_ERROR else sys.stderr
+    wall = time.monotonic() - started
     print(f"nodeconf: exit {outcome.code}: {outcome.reason} (wall time {wall:.1f} s)", file=stream)
     return outcome.code

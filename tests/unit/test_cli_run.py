@@ -218,6 +218,15 @@ def test_run_with_empty_suites_is_an_error(project: Path, capfd: pytest.CaptureF
     assert "nodeconf: exit 2: no check was collected" in capfd.readouterr().err
 
 
+def test_pytest_usage_error_never_reports_an_earlier_run(project: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    stale = project / "reports" / "allure-results"
+    stale.mkdir(parents=True)
+    (stale / "old-result.json").write_text('{"uuid": "old", "name": "test_old", "status": "passed"}')
+    assert run_cli.run(_args("--", "--no-such-option")) == 2
+    assert "nodeconf: exit 2: pytest rejected the command line" in capfd.readouterr().err
+    assert not (project / "reports" / "html" / "nodeconf-report.html").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
