@@ -21,7 +21,7 @@ from infra.vm.accel import AccelChoice, detect_accel
 from infra.vm.image import VmImage
 from infra.vm.qemu import QemuSpec, kernel_cmdline, qemu_argv
 from infra.vm.recipe import READY_MARKER
-from infra.vm.state import VmState, terminate_pid, validate_name, vm_directory
+from infra.vm.state import VmState, prune_stale, terminate_pid, validate_name, vm_directory
 from nodeconf.nodes.ssh import HostKeyError, SshTarget, SshTransport, TransportError
 
 DEFAULT_MEMORY_MIB = 2048
@@ -69,6 +69,7 @@ class VirtualMachine:
         self.swap_mib = swap_mib
         self.name = validate_name(name or f"vm-{os.getpid()}-{next(_names)}")
         self.directory = vm_directory(self.name, cache_dir)
+        self._cache_dir = cache_dir
         self._accel_choice = accel
         self._say = progress or (lambda _message: None)
         self._persistent = persistent
@@ -173,7 +174,9 @@ class VirtualMachine:
         self.stop()
 
     def _claim_directory(self) -> None:
-        """Create the VM directory; refuse when a VM of this name is still running."""
+        """Create the VM directory, pruning stale records; refuse when a VM of this name is still running."""
+        for name in prune_stale(self._cache_dir):
+            self._say(f"removed the record of VM {name}: its qemu is gone")
         with contextlib.suppress(ValueError):
             previous = VmState.read(self.directory)
             if previous.is_running():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import time
 from dataclasses import asdict, dataclass
@@ -100,3 +101,13 @@ def list_states(cache_dir: Path | None = None) -> list[VmState]:
         except ValueError:
             continue
     return states
+
+
+def prune_stale(cache_dir: Path | None = None) -> list[str]:
+    """Remove the directories of recorded VMs whose qemu is gone (e.g. after a SIGKILL); return their names."""
+    pruned = []
+    for state in list_states(cache_dir):
+        if not state.is_running():
+            shutil.rmtree(state.directory, ignore_errors=True)
+            pruned.append(state.name)
+    return pruned

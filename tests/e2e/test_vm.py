@@ -115,3 +115,30 @@ def test_cpu_max_throttles_a_busy_loop_to_its_quota(reference_vm_ssh: SshTranspo
     throttled = throttled_fraction_band(0.5)
     assert throttled.contains(stat["nr_throttled"] / stat["nr_periods"]), \
         f"nr_throttled {stat['nr_throttled']} of {stat['nr_periods']} periods not in {throttled}"
+
+
+def test_files_and_trees_pushed_over_sftp_and_tar_land_intact(reference_vm_ssh: SshTransport,
+                                                              tmp_path: Path) -> None:
+    payload = bytes(range(256)) * 64
+    reference_vm_ssh.put("/usr/local/bin/nodeconf-e2e-blob", payload, mode=0o750)
+    tree = tmp_path / "pkg"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "__init__.py").write_text("VALUE = 41 + 1\n")
+    (tree / "sub" / "__init__.py").write_text("")
+    try:
+        reference_vm_ssh.put_tree(tree, "/opt/nodeconf-e2e/pkg")
+        listing = reference_vm_ssh.check_output(
+            ["sh", "-c", "stat -c '%a %s' /usr/local/bin/nodeconf-e2e-blob; cd /opt/nodeconf-e2e && "
+             "python3 -c 'import pkg, pkg.sub; print(pkg.VALUE)'"])
+        assert listing.splitlines() == [f"750 {len(payload)}", "42"]
+    finally:
+        reference_vm_ssh.check_output(["rm", "-rf", "/usr/local/bin/nodeconf-e2e-blob", "/opt/nodeconf-e2e"])
+
+
+def test_init_reaps_orphans(reference_vm_ssh: SshTransport) -> None:
+    # A double fork leaves a child whose parent exits: PID 1 must reap it when it ends.
+    marker = "nodeconf-e2e-orphan"
+    reference_vm_ssh.check_output(["sh", "-c", f"(sh -c 'exec -a {marker} sleep 0.3' &) ; true"])
+    zombies = reference_vm_ssh.check_output(
+        ["sh", "-c", "sleep 1; ps -eo stat=,ppid=,comm= | awk '$1 ~ /^Z/'"])
+    assert zombies == ""

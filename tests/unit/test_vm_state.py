@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.state import VmState, list_states, qemu_pid_alive, terminate_pid, validate_name, vm_directory
+from infra.vm.state import (
+    VmState,
+    list_states,
+    prune_stale,
+    qemu_pid_alive,
+    terminate_pid,
+    validate_name,
+    vm_directory,
+)
 
 
 @pytest.mark.parametrize("name", ["default", "pytest-123-gw0", "a"])
@@ -48,3 +56,13 @@ def test_a_pid_not_naming_the_vm_directory_is_not_our_qemu(tmp_path: Path) -> No
 def test_terminating_a_foreign_pid_does_nothing(tmp_path: Path) -> None:
     terminate_pid(os.getpid(), tmp_path / "vms" / "default", grace=0.1)
     assert Path(f"/proc/{os.getpid()}").exists()
+
+
+def test_prune_stale_removes_only_dead_records(tmp_path: Path) -> None:
+    dead = vm_directory("dead", tmp_path)
+    booting = vm_directory("booting", tmp_path)
+    dead.mkdir(parents=True)
+    booting.mkdir(parents=True)
+    state_in(dead, "dead", pid=os.getpid()).write()
+    assert prune_stale(tmp_path) == ["dead"]
+    assert not dead.exists() and booting.exists()
