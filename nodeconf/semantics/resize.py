@@ -143,22 +143,43 @@ def _files(pod: Pod, node: NodeFacts, config: KubeletConfig, profile: Profile) -
     }
 
 
+def _pod_limits(pod: Pod, node: NodeFacts, config: KubeletConfig, profile: Profile) -> dict[str, str]:
+    """The pod cgroup's memory.max and memory.swap.max as read back."""
+    qos = pod_qos(pod, profile)
+    return {"memory.max": memory.pod_files(pod, qos, node, profile)["memory.max"].value,
+            "memory.swap.max": swap.pod_swap_max(pod, qos, node, config, profile).value}
+
+
+def _decrease_waits(file: str, before: str, after: str, used: int | None, where: str) -> str | None:
+    """A lower limit waits while usage (unreadable counts as 0) is at or above it."""
+    new = _limit_bytes(after)
+    if new < _limit_bytes(before) and (used or 0) >= new:
+        return f"{where}: {file} decrease to {after} waits until usage ({used}) drops below it"
+    return None
+
+
 def _waiting(current: Pod, desired: Pod, usage: Mapping[str, Usage], node: NodeFacts, config: KubeletConfig,
              profile: Profile) -> str | None:
-    """A memory.max or memory.swap.max decrease waits while usage is at or above the new limit.
+    """A memory.max or memory.swap.max decrease, container or pod level, waits while usage is at or above it.
 
     Source: seed requests-limits-qos ("defers it if current usage is above the new limit"); KEP-5359 "In-Place
-    Pod Resize" (memory.swap.current < new limit before a decrease). Unreadable usage counts as 0.
+    Pod Resize" (memory.swap.current < new limit before a decrease).
     """
     before, after = _files(current, node, config, profile), _files(desired, node, config, profile)
     for name, files in after.items():
         if name not in before or name not in usage:
             continue
         for file, used in (("memory.max", usage[name].memory), ("memory.swap.max", usage[name].swap)):
-            new = _limit_bytes(files[file].value)
-            if new < _limit_bytes(before[name][file].value) and (used or 0) >= new:
-                return (f"container {name!r}: {file} decrease to {files[file].value} waits until usage "
-                        f"({used}) drops below it")
+            waits = _decrease_waits(file, before[name][file].value, files[file].value, used, f"container {name!r}")
+            if waits is not None:
+                return waits
+    pod_before, pod_after = _pod_limits(current, node, config, profile), _pod_limits(desired, node, config, profile)
+    totals = {"memory.max": sum(u.memory or 0 for u in usage.values()),
+              "memory.swap.max": sum(u.swap or 0 for u in usage.values())}
+    for file, used_total in totals.items():
+        waits = _decrease_waits(file, pod_before[file], pod_after[file], used_total, f"pod {desired.ref}")
+        if waits is not None:
+            return waits
     return None
 
 

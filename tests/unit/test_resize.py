@@ -163,3 +163,18 @@ def test_deferred_while_other_pods_hold_the_room() -> None:
     decision = decide_resize(current, desired, {}, SWAP_NODE, KubeletConfig(), PROFILE, others)
     assert (decision.status, decision.message) == (
         ResizeStatus.DEFERRED, "Node didn't have enough resource: cpu, requested: 3000, used: 1500, capacity: 4000")
+
+
+def test_pod_level_swap_decrease_waits_for_the_pod_total() -> None:
+    # Each container uses 600Mi of swap, under the new 1Gi ceiling; together 1200Mi ≥ the pod's new 1Gi.
+    def pod(swap_limit: str) -> Pod:
+        shared = Resources(limits={"swap": Quantity.parse(swap_limit)})
+        return Pod("shared", containers=(Container("a"), Container("b")), resources=shared)
+
+    config = KubeletConfig(swap_behavior="WorkloadControlledSwap")
+    used = {"a": Used(swap=600 * MI), "b": Used(swap=600 * MI)}
+    decision = decide_resize(pod("2Gi"), pod("1Gi"), used, SWAP_NODE, config, PROFILE)
+    assert decision.status is ResizeStatus.IN_PROGRESS
+    assert decision.message.startswith("pod default/shared: memory.swap.max decrease to 1073741824")
+    fits = {"a": Used(swap=300 * MI), "b": Used(swap=300 * MI)}
+    assert decide_resize(pod("2Gi"), pod("1Gi"), fits, SWAP_NODE, config, PROFILE).status is ResizeStatus.APPLIED
