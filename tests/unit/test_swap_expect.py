@@ -108,3 +108,30 @@ def test_explain_json_warns_on_noswap_node() -> None:
     assert [(e["type"], e["reason"]) for e in pod["events"]] == [("Warning", "SwapNotSupported")]
     assert pod["containers"][0]["cgroup"]["files"]["memory.swap.max"] == "0"
     assert out["metrics"]["kubelet_node_swap_allocated_bytes"] == 0
+
+
+@pytest.mark.parametrize(
+    "name, memory_max, swap_max",
+    [
+        ("limits-memory-unset.yaml", "max", "1073741824"),
+        ("limits-memory-lt-swap.yaml", "1073741824", "4294967296"),
+        ("limits-memory-eq-swap.yaml", "2147483648", "2147483648"),
+        ("limits-memory-gt-swap.yaml", "2147483648", "1073741824"),
+    ],
+    ids=["memory-unset", "memory-lt-swap", "memory-eq-swap", "memory-gt-swap"],
+)
+def test_kep_limits_memory_vs_limits_swap_table(name: str, memory_max: str, swap_max: str) -> None:
+    # KEP-5359 "Relationship between limits.swap and limits.memory": the cgroup v2 settings column.
+    config = load_kubelet_config(CONFIGS["WorkloadControlledSwap"])
+    (pod,) = expect(pods(KEP / name), NODE, config, PROFILE).pods
+    files = pod.containers[0].cgroup.files
+    assert (files["memory.max"].value, files["memory.swap.max"].value) == (memory_max, swap_max)
+
+
+def test_mixed_pod_memory_max_from_pod_level_limit() -> None:
+    # KEP table, first row: memory.max = max "(or pod-level limits.memory if set)": the helpers get the pod's 8Gi.
+    config = load_kubelet_config(CONFIGS["WorkloadControlledSwap"])
+    result = expect(pods(MIXED), NODE, config, PROFILE).pod("pod-level-swap-mixed")
+    assert result.cgroup is not None and result.cgroup.files["memory.max"].value == "8589934592"
+    assert [c.cgroup.files["memory.max"].value for c in result.containers] == [
+        "1073741824", "2147483648", "8589934592", "8589934592"]
