@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins: list[str] = ["fixtures.markers", "fixtures.vm", "fixtures.node"]
+pytest_plugins: list[str] = ["fixtures.markers", "fixtures.vm", "fixtures.node", "fixtures.evidence"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

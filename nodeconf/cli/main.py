@@ -37,7 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             importlib.import_module(module_name).add_parser(subparsers)
         else:
             subparsers.add_parser(command, help=help_text)
-    args = parser.parse_args(args_list)
+    args, unknown = parser.parse_known_args(args_list)
+    if unknown:
+        if args.command != "run":
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        args.pytest_args = [*unknown, *args.pytest_args]  # `nodeconf run -k swap` passes -k on to pytest
     try:
         code = importlib.import_module(SUBCOMMANDS[args.command][0]).run(args)
     except InputError as err:
