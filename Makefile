@@ -1,12 +1,13 @@
 # nodeconf: `make run` runs the suites against the reference VM and writes reports/; `make test` runs the tests.
-# Both install what they need first (a virtual environment, host packages, the VM image, the report tool).
+# Both install what they need first: a virtual environment, the host packages, the VM image, the report tool.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+ALLURE := nodeconf/report/npm/node_modules/.bin/allure
 
-.PHONY: setup venv host test lint unit run
-setup: venv host
+.PHONY: setup venv host image report-tool lint test run
+setup: venv host image report-tool
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
@@ -17,6 +18,14 @@ $(VENV)/.installed: pyproject.toml
 
 host:
 	bash infra/install-host.sh
+
+image: venv host
+	$(BIN)/python -m infra.vm.image
+
+report-tool: $(ALLURE)
+$(ALLURE): nodeconf/report/npm/package-lock.json
+	sh nodeconf/report/install-tool.sh
+	touch $@
 
 lint: venv
 	$(BIN)/ruff check .
