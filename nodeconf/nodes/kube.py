@@ -37,7 +37,7 @@ from nodeconf.nodes.base import (
     parse_metrics,
 )
 from nodeconf.nodes.enforced import PROGRAMS, _object_to_dict, repo_root
-from nodeconf.nodes.kube_api import ClientKubeApi, KubeApi, KubeApiError, load_kube_context
+from nodeconf.nodes.kube_api import ClientKubeApi, KubeApi, KubeApiError, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube_facts import (
     cpu_weight_formula,
     is_kind_node,
@@ -474,6 +474,9 @@ def open_node(context: str | None = None, *, node: str | None = None, config_fil
     api_client, chosen = load_kube_context(context, config_file)
     api = ClientKubeApi(api_client)
     try:
+        reason = unreachable_reason(api_client)
+        if reason:
+            raise KubeApiError(0, f"context {chosen}: {reason}")
         api.version()
         target = choose_node(api.list_nodes(), node or os.environ.get(ENV_NODE))
         kube_node = KubeNode(api, node_name(target), spec=f"kube:{chosen}", context=chosen,

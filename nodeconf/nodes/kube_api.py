@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from nodeconf.nodes.base import NodeError
 
@@ -100,26 +102,50 @@ def exec_exit_status(error_channel: str) -> tuple[int, str]:
 
 
 def load_kube_context(context: str | None, config_file: str | None = None) -> tuple[Any, str]:
-    """An ApiClient for the context (or the current one) and the context's name; KubeApiError when unusable."""
+    """An ApiClient for the context (or the current one) and the context's name; KubeApiError when unusable.
+
+    The kubeconfig is `config_file`, else $KUBECONFIG (several files joined with ':' are merged), else
+    ~/.kube/config, read when called (the client reads $KUBECONFIG once, at import).
+    """
     from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
 
     kube_config: Any = config
-
-    path = config_file or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+    path = config_file or os.environ.get("KUBECONFIG") or None
+    shown = path or "~/.kube/config"
     try:
         contexts, current = kube_config.list_kube_config_contexts(config_file=path)
-        names = [c["name"] for c in contexts]
-        chosen = context or (current or {}).get("name")
-        if not chosen:
-            raise KubeApiError(0, f"kubeconfig {path or '~/.kube/config'} has no current context")
-        if chosen not in names:
-            raise KubeApiError(0, f"kube context {chosen!r} not found (contexts: {', '.join(names) or 'none'})")
+        known: list[str] | None = [c["name"] for c in contexts]
+    except (ConfigException, OSError) as err:
+        if context is None:
+            raise KubeApiError(0, f"no usable kubeconfig {shown}: {str(err).strip()}") from None
+        known, current = None, None
+    chosen = context or (current or {}).get("name")
+    if not chosen:
+        raise KubeApiError(0, f"kubeconfig {shown} has no current context; name one with kube:CONTEXT")
+    if known is not None and chosen not in known:
+        raise KubeApiError(0, f"kube context {chosen!r} not found in {shown} (contexts: {', '.join(known) or 'none'})")
+    try:
         return kube_config.new_client_from_config(config_file=path, context=chosen, persist_config=False), chosen
-    except ConfigException as err:
-        raise KubeApiError(0, f"no usable kubeconfig: {str(err).strip()}") from None
+    except (ConfigException, OSError) as err:
+        raise KubeApiError(0, f"no usable kubeconfig {shown}: {str(err).strip()}") from None
+
+
+def unreachable_reason(api_client: Any, timeout: float = PROBE_TIMEOUT) -> str | None:
+    """Why the client's API server cannot be reached (one TCP connect within `timeout`), None when it can."""
+    host = str(api_client.configuration.host)
+    parts = urlsplit(host)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return f"bad API server address {host!r}"
+    if not parts.hostname:
+        return f"bad API server address {host!r}"
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
     except OSError as err:
-        raise KubeApiError(0, f"no usable kubeconfig: {err}") from None
+        return f"Kubernetes API at {host} not reachable: {err.strerror or type(err).__name__}"
+    return None
 
 
 class ClientKubeApi:
@@ -129,7 +155,7 @@ class ClientKubeApi:
         from kubernetes import client
 
         self.api_client = api_client
-        self.core = client.CoreV1Api(api_client)
+        self.core: Any = client.CoreV1Api(api_client)
         self.version_api = client.VersionApi(api_client)
         self.timeout = timeout
 

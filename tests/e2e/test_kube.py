@@ -1,0 +1,144 @@
+"""The kube driver against a real cluster (a kind cluster from infra/kind/ or any kubeconfig context).
+
+Which cluster: `--node kube[:CONTEXT]`, else $NODECONF_KUBE_CONTEXT, else the kubeconfig's current context.
+Skipped with the reason (within about two seconds) when no kubeconfig or no reachable API server exists.
+Expected values: the requests/limits article's res-demo (250m/500m cpu, 64Mi/128Mi memory).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from nodeconf.kubelet_config import kubelet_config_from_dict
+from nodeconf.loader import objects_from_text
+from nodeconf.manifest import Pod
+from nodeconf.nodes.kube import KubeletConfigNotApplicable, KubeNode, open_node
+from nodeconf.nodes.kube_api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
+from nodeconf.nodes.kube_facts import live_kubelet_config
+from nodeconf.nodes.kube_pods import kube_namespace
+
+MI = 1024 * 1024
+RES_DEMO = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: res-demo
+spec:
+  containers:
+  - name: hello
+    image: busybox:1.37
+    command: ["sleep", "3600"]
+    resources:
+      requests: {cpu: 250m, memory: 64Mi}
+      limits: {cpu: 500m, memory: 128Mi}
+"""
+
+
+def wanted_context(config: pytest.Config) -> str | None:
+    spec = str(config.getoption("--node", default="") or "")
+    if spec == "kube" or spec.startswith("kube:"):
+        return spec.partition(":")[2] or None
+    return os.environ.get("NODECONF_KUBE_CONTEXT") or None
+
+
+@pytest.fixture(scope="module")
+def kube_node(request: pytest.FixtureRequest) -> Iterator[KubeNode]:
+    context = wanted_context(request.config)
+    try:
+        client, chosen = load_kube_context(context)
+    except KubeApiError as err:
+        pytest.skip(f"no Kubernetes cluster: {err}")
+    api = ClientKubeApi(client)
+    try:
+        reason = unreachable_reason(client)
+        if reason is None:
+            api.version()
+    except KubeApiError as err:
+        reason = f"no Kubernetes API answers: {err}"
+    finally:
+        api.close()
+    if reason:
+        pytest.skip(f"no Kubernetes cluster reachable through context {chosen}: {reason}")
+    node = open_node(chosen)
+    try:
+        yield node
+    finally:
+        node.close()
+
+
+def res_demo() -> Pod:
+    (pod,) = objects_from_text(RES_DEMO, "res-demo")
+    assert isinstance(pod, Pod)
+    return pod
+
+
+def test_facts_come_from_the_node(kube_node: KubeNode) -> None:
+    facts = kube_node.facts()
+    assert facts.memory_capacity > 0 and facts.cpu_capacity_milli >= 1000
+    assert facts.page_size & (facts.page_size - 1) == 0
+    assert "memory" in facts.cgroup_controllers
+    assert facts.kernel_version
+
+
+def test_res_demo_cgroups_and_scores(kube_node: KubeNode) -> None:
+    facts = kube_node.facts()
+    handle = kube_node.run(res_demo())
+    try:
+        assert handle.admitted, handle.errors
+        evidence = handle.evidence()
+        assert evidence.status.qos_class == "Burstable"
+        hello = evidence.container("hello")
+        assert hello.cgroup["cpu.max"] == "50000 100000"
+        assert hello.cgroup.limit("memory.max") == 128 * MI
+        assert hello.cgroup["cpu.weight"] == {"nonlinear": "35", "linear": "10"}[facts.cpu_weight_formula]
+        expected_adj = 1000 - (1000 * 64 * MI) // facts.memory_capacity
+        assert hello.pids and all(adj == expected_adj for adj in hello.oom_score_adj.values())
+        assert evidence.pause is not None and set(evidence.pause.oom_score_adj.values()) == {-998}
+        assert evidence.pod_cgroup.path.rsplit("/", 1)[0] in evidence.ancestors
+        assert handle.exec("hello", ["sh", "-c", "exit 3"]).rc == 3
+    finally:
+        handle.delete()
+
+
+def test_cpu_limit_resize_without_restart(kube_node: KubeNode) -> None:
+    handle = kube_node.run(res_demo())
+    try:
+        patch = {"spec": {"containers": [{"name": "hello", "resources": {
+            "requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "1", "memory": "128Mi"}}}]}}
+        assert handle.resize(patch).status == "Applied"
+        assert handle.evidence().container("hello").cgroup["cpu.max"] == "100000 100000"
+        assert handle.status().container("hello").restart_count == 0
+    finally:
+        handle.delete()
+
+
+def test_configure_accepts_only_the_running_config(kube_node: KubeNode) -> None:
+    live = live_kubelet_config(kube_node.api.node_proxy(kube_node.node, "configz"), kube_node.node)
+    assert kube_node.configure(live) == ()
+    other = "LimitedSwap" if live.swap_behavior != "LimitedSwap" else "NoSwap"
+    with pytest.raises(KubeletConfigNotApplicable, match=r"memorySwap\.swapBehavior"):
+        kube_node.configure(kubelet_config_from_dict({"memorySwap": {"swapBehavior": other}}))
+
+
+def test_close_removes_the_run_namespaces(kube_node: KubeNode) -> None:
+    from kubernetes import client as kube_client
+    from kubernetes.client.exceptions import ApiException
+
+    second = open_node(kube_node.context)
+    namespaces = [kube_namespace(second.run_id, "default"), f"nodeconf-{second.run_id}"]
+    assert second.run(res_demo()).admitted
+    second.close()
+    api_client, _ = load_kube_context(kube_node.context)
+    try:
+        core = kube_client.CoreV1Api(api_client)
+        for name in namespaces:
+            try:
+                status = core.read_namespace(name).status
+                assert status is not None and status.phase == "Terminating"
+            except ApiException as err:
+                assert err.status == 404
+    finally:
+        api_client.close()
