@@ -12,7 +12,7 @@ from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.allocatable import allocatable_memory
 from nodeconf.semantics.expectation import Expected, QosClass
 from nodeconf.semantics.memory import read_back
-from nodeconf.semantics.pod_resources import pod_requests, whole
+from nodeconf.semantics.pod_resources import pod_level_limits_set, pod_limits, pod_requests, whole
 from nodeconf.semantics.profile import MEMORY_HIGH_WITHOUT_MEMORY, Profile
 
 GATE = "MemoryQoS"
@@ -92,6 +92,11 @@ def memory_request_and_limit(container: Container) -> tuple[int, int]:
     return (request.value() if request else 0, limit.value() if limit else 0)
 
 
+def throttle_bytes(request: int, ceiling: int, factor: float, page: int) -> int:
+    """int64(floor(req + (ceiling − req)*factor) / page) * page in float64, as the kubelet computes it."""
+    return int(math.floor(float(request) + (float(ceiling) - float(request)) * factor) / float(page)) * page
+
+
 def memory_high(container: Container, node: NodeFacts, config: KubeletConfig, profile: Profile) -> Expected:
     """Container memory.high = floor((req + factor*(limit or allocatable − req))/page)*page when above req.
 
@@ -108,8 +113,7 @@ def memory_high(container: Container, node: NodeFacts, config: KubeletConfig, pr
     if request == limit and request > 0:
         return Expected(UNLIMITED, "memory request == limit: no throttling, memory.high stays max (post table)")
     ceiling = limit or allocatable_memory(node, config)
-    page = node.page_size
-    high = int(math.floor(float(request) + (float(ceiling) - float(request)) * factor) / float(page)) * page
+    high = throttle_bytes(request, ceiling, factor, node.page_size)
     source = "limits.memory" if limit else "node allocatable"
     if high == 0 or high <= request:
         return Expected(UNLIMITED, f"memory.high from {source} would not exceed the request: not written")
@@ -137,11 +141,31 @@ def pod_request_bytes(pod: Pod, profile: Profile) -> int:
 def pod_files(
     pod: Pod, qos: QosClass, node: NodeFacts, config: KubeletConfig, profile: Profile
 ) -> dict[str, Expected]:
-    """Pod cgroup memory.min/memory.low = the sum of requests per tier; memory.high stays max (post)."""
+    """Pod cgroup memory.min/memory.low = the sum of requests per tier, and the pod's memory.high."""
     return {
         **_reservation(qos, pod_request_bytes(pod, profile), node, config, profile, "pod"),
-        HIGH: Expected(UNLIMITED, "pod cgroups keep memory.high max (post: throttling is per container)"),
+        HIGH: pod_memory_high(pod, node, config, profile),
     }
+
+
+def pod_memory_high(pod: Pod, node: NodeFacts, config: KubeletConfig, profile: Profile) -> Expected:
+    """Pod cgroups keep memory.high max (post), except, from 1.37, pods with a pod-level memory limit.
+
+    Source: kubelet 1.37 cm.ApplyPodLevelMemoryHigh and its unit tests (pod-level memory limit required,
+    overhead included, cpu-only pod-level resources or undeclared container limits leave it unset).
+    """
+    factor = throttling_factor(config, profile)
+    pod_limit = pod.resources.limit(MEMORY) if pod.resources is not None else None
+    if (not enabled(profile) or factor is None or not profile.at_least("1.37") or pod_limit is None
+            or not pod_level_limits_set(pod, profile)):
+        return Expected(UNLIMITED, "pod cgroups keep memory.high max (post: throttling is per container)")
+    request = pod_request_bytes(pod, profile)
+    limit = whole(pod_limits(pod, profile).get(MEMORY, Fraction(0)))
+    high = throttle_bytes(request, limit, factor, node.page_size)
+    if high <= request:
+        return Expected(UNLIMITED, "pod memory.high would not exceed the pod's request: not written")
+    return Expected(str(high), f"1.37+ pod-level memory limit: floor((pod request + {factor}*(pod limit − "
+                               "request))/page)*page, overhead included (ApplyPodLevelMemoryHigh)")
 
 
 def _sums(pods_by_qos: Mapping[QosClass, Sequence[Pod]], profile: Profile) -> tuple[int, int]:

@@ -217,3 +217,31 @@ def test_kernel_warning(kernel: str, profile: Profile, warned: bool) -> None:
     warnings = memory_qos.node_warnings(replace(NODE, kernel_version=kernel), TIERED, profile)
     assert bool(warnings) is warned
     assert all("5.9" in w and kernel in w for w in warnings)
+
+
+KEP_MIXED = Path(__file__).resolve().parents[2] / "workloads" / "kep-5359" / "use-case-4-pod-level-swap-mixed.yaml"
+
+
+@pytest.mark.parametrize(
+    "version, factor, expected",
+    [
+        # pod-level 4Gi request, 8Gi limit: 4Gi + 0.9 × 4Gi = 8160437862.4 → 1992294 pages of 4096.
+        pytest.param("1.37", 0.9, "8160436224", id="1.37-pod-level-limit"),
+        pytest.param("1.38", 0.9, "8160436224", id="1.38-pod-level-limit"),
+        pytest.param("1.37", None, "max", id="1.37-factor-null"),
+        pytest.param("1.36", 0.9, "max", id="1.36-pod-keeps-max"),
+    ],
+)
+def test_pod_level_memory_high(version: str, factor: float | None, expected: str) -> None:
+    (mixed,) = load_objects([KEP_MIXED])
+    assert isinstance(mixed, Pod)
+    config = KubeletConfig(feature_gates={"MemoryQoS": True}, memory_throttling_factor=factor)
+    files = memory_qos.pod_files(mixed, B, NODE, config, profile_for(version, config))
+    assert files["memory.high"].value == expected
+
+
+def test_pod_level_cpu_only_keeps_max() -> None:
+    c = ctr({"cpu": "100m", "memory": "100Mi"}, {"cpu": "200m"})
+    p = Pod("p", containers=(c,), resources=Resources(limits={"cpu": Quantity.parse("2")}))
+    config = KubeletConfig(memory_throttling_factor=0.9)
+    assert memory_qos.pod_files(p, B, NODE, config, profile_for("1.37", config))["memory.high"].value == "max"
