@@ -102,6 +102,9 @@ def test_throttling_only_policy_none_writes_no_protection() -> None:
         "memory.min": "0", "memory.low": "0", "memory.high": BURSTABLE_HIGH}
     g = pod("guaranteed-512mi")
     assert values(memory_qos.pod_files(g, G, NODE, THROTTLING_ONLY, profile))["memory.min"] == "0"
+    levels = memory_qos.node_level_files({G: [g], B: [p]}, NODE, THROTTLING_ONLY, profile)
+    assert {level: values(f) for level, f in levels.items()} == {
+        lvl: {"memory.min": "0", "memory.low": "0"} for lvl in ("kubepods", "burstable", "besteffort")}
 
 
 def test_gate_off_reads_like_the_article() -> None:
