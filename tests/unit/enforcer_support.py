@@ -1,0 +1,68 @@
+"""Shared helpers of the enforcer unit tests: an agent on a temporary cgroup-like tree, the article's node."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from nodeconf.enforcer.agent import Agent, Backoff, Faults
+from nodeconf.enforcer.cgroupfs import CgroupTree
+from nodeconf.enforcer.oracle import decide_resize, expect
+from nodeconf.node_facts import NodeFacts
+
+# The article's lab node: 3479660 KiB of memory, 2 cpus (seed requests-limits-qos "What the scheduler sees").
+ARTICLE_NODE = NodeFacts(memory_capacity=3479660 * 1024, swap_capacity=0, cpu_capacity_milli=2000)
+NO_FAULTS = Faults()
+
+
+def make_agent(tmp_path: Path, faults: Faults = NO_FAULTS,
+               node_memory_used: Callable[[], int] | None = None) -> Agent:
+    root = tmp_path / "cgroup"
+    state = tmp_path / "state"
+    root.mkdir(exist_ok=True)
+    state.mkdir(exist_ok=True)
+    agent = Agent(CgroupTree(root), state, ARTICLE_NODE, expect, decide_resize, faults=faults,
+                  node_memory_used=node_memory_used, backoff=Backoff(initial=0.05, cap=0.2))
+    agent.recover()
+    return agent
+
+
+def running_agent(tmp_path: Path, faults: Faults = NO_FAULTS,
+                  node_memory_used: Callable[[], int] | None = None) -> Iterator[Agent]:
+    agent = make_agent(tmp_path, faults, node_memory_used)
+    try:
+        yield agent
+    finally:
+        agent.shutdown()
+
+
+def pod_doc(name: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"containers": containers, **spec}}
+
+
+def container(name: str, command: list[str] | None = None, requests: dict[str, str] | None = None,
+              limits: dict[str, str] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "image": "busybox:1.37"}
+    if command:
+        out["command"] = command
+    resources = {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
+    if resources:
+        out["resources"] = resources
+    return out
+
+
+def res_demo() -> dict[str, Any]:
+    """The article's res-demo pod (seed requests-limits-qos "Requests and limits")."""
+    return pod_doc("res-demo", [container("hello", requests={"cpu": "250m", "memory": "128Mi"},
+                                          limits={"cpu": "500m", "memory": "128Mi"})])
+
+
+def tick_until(agent: Agent, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        agent.tick()
+        time.sleep(0.02)

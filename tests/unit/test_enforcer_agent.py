@@ -1,0 +1,276 @@
+"""The agent on a temporary cgroup-like tree: admission, values written at every level, sums, processes,
+restarts, OOMKilled recognition, resize deferral, eviction, state across restarts, clean shutdown."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from enforcer_support import (
+    ARTICLE_NODE,
+    container,
+    make_agent,
+    pod_doc,
+    res_demo,
+    running_agent,
+    tick_until,
+)
+
+from nodeconf.enforcer.agent import Agent, AgentError, Faults, patched_pod
+from nodeconf.errors import InputError
+from nodeconf.manifest import Pod, object_from_dict
+
+BURSTABLE = "kubepods.slice/kubepods-burstable.slice"
+MI = 2**20
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Iterator[Agent]:
+    yield from running_agent(tmp_path)
+
+
+def read(agent: Agent, path: str, file: str) -> str | None:
+    return agent.tree.read(path, file)
+
+
+def containers(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    items = status["containers"]
+    assert isinstance(items, list)
+    return {c["name"]: c for c in items}
+
+
+def test_res_demo_files_are_the_articles(agent: Agent) -> None:
+    """Seed requests-limits-qos hands-on: container 35 / 50000 100000 / 134217728 / oom.group 1, pod weight 10."""
+    status = agent.run_pod(res_demo())["status"]
+    hello = containers(status)["hello"]
+    pod_path = status["cgroup"]
+    assert pod_path.startswith(f"{BURSTABLE}/kubepods-burstable-pod")
+    assert [read(agent, hello["cgroup"], f) for f in ("cpu.weight", "cpu.max", "memory.max", "memory.oom.group")] \
+        == ["35", "50000 100000", "134217728", "1"]
+    assert [read(agent, pod_path, f) for f in ("cpu.weight", "cpu.max", "memory.max", "memory.oom.group")] \
+        == ["10", "50000 100000", "134217728", "0"]
+    pause = containers(status)["POD"]
+    assert (read(agent, pause["cgroup"], "cpu.weight"), read(agent, pause["cgroup"], "memory.max")) == ("1", "max")
+    assert hello["oomScoreAdj"] == 963 and pause["oomScoreAdj"] == -998
+    assert hello["state"] == "running" and hello["argv"] == ["sleep", "infinity"]
+
+
+def test_controllers_enabled_top_down(agent: Agent) -> None:
+    status = agent.run_pod(res_demo())["status"]
+    for path in ("", "kubepods.slice", BURSTABLE, status["cgroup"]):
+        assert (agent.tree.root / path / "cgroup.subtree_control").read_text().split() == ["cpu", "memory", "pids"]
+
+
+def test_burstable_sum_follows_pods(agent: Agent) -> None:
+    """Burstable slice shares = sum of requests: 250m → 256 shares → linear weight 10; none → 2 shares → 1."""
+    agent.run_pod(res_demo())
+    assert read(agent, BURSTABLE, "cpu.weight") == "10"
+    agent.delete("default/res-demo")
+    assert read(agent, BURSTABLE, "cpu.weight") == "1"
+    assert [p.name for p in (agent.tree.root / BURSTABLE).iterdir() if p.is_dir()] == []
+
+
+def test_rejected_pod_creates_nothing(agent: Agent) -> None:
+    before = sorted(str(p) for p in agent.tree.root.rglob("*"))
+    doc = pod_doc("asks-swap", [container("c", requests={"memory": "64Mi", "swap": "1Gi"}, limits={"memory": "1Gi"})])
+    result = agent.run_pod(doc)
+    assert result["admitted"] is False
+    assert any("swap may only be specified in limits, not requests" in e for e in result["errors"])
+    assert sorted(str(p) for p in agent.tree.root.rglob("*")) == before
+    with pytest.raises(AgentError, match="no pod default/asks-swap"):
+        agent.status("default/asks-swap")
+
+
+@pytest.mark.parametrize("bad", [
+    {"metadata": {"name": "Bad_Name"}}, {"metadata": {"name": "ok", "namespace": "../etc"}},
+    {"metadata": {"name": "ok", "uid": "../../x"}},
+])
+def test_unsafe_names_never_reach_a_path(agent: Agent, bad: dict[str, dict[str, str]]) -> None:
+    doc = res_demo()
+    doc["metadata"] = bad["metadata"]
+    with pytest.raises(AgentError, match="invalid"):
+        agent.run_pod(doc)
+
+
+def test_duplicate_pod_refused(agent: Agent) -> None:
+    agent.run_pod(res_demo())
+    with pytest.raises(AgentError, match="already exists"):
+        agent.run_pod(res_demo())
+
+
+@pytest.mark.parametrize("policy, exit_code, expect_restarts, expect_phase", [
+    ("Always", 3, True, "Running"),
+    ("OnFailure", 3, True, "Running"),
+    ("OnFailure", 0, False, "Succeeded"),
+    ("Never", 3, False, "Failed"),
+], ids=["always-error", "onfailure-error", "onfailure-success", "never-error"])
+def test_restart_policy(agent: Agent, policy: str, exit_code: int, expect_restarts: bool, expect_phase: str) -> None:
+    doc = pod_doc("crash", [container("c", ["sh", "-c", f"sleep 0.05; exit {exit_code}"])], restartPolicy=policy)
+    agent.run_pod(doc)
+    if expect_restarts:
+        tick_until(agent, lambda: containers(agent.status("default/crash"))["c"]["restartCount"] >= 2)
+        c = containers(agent.status("default/crash"))["c"]
+        assert c["lastState"]["terminated"]["exitCode"] == exit_code
+        assert c["lastState"]["terminated"]["reason"] == "Error"
+    else:
+        tick_until(agent, lambda: agent.status("default/crash")["phase"] == expect_phase)
+        c = containers(agent.status("default/crash"))["c"]
+        assert (c["state"], c["exitCode"], c["restartCount"]) == ("terminated", exit_code, 0)
+        assert not agent.tree.exists(agent.status("default/crash")["cgroup"]), "a finished pod's cgroup is removed"
+
+
+def test_oom_kill_in_memory_events_makes_oomkilled_137(agent: Agent) -> None:
+    """A SIGKILLed container whose memory.events oom_kill rose is OOMKilled with 137 (runc/containerd)."""
+    agent.run_pod(pod_doc("eater", [container("eater", ["sleep", "30"])], restartPolicy="Never"))
+    c = containers(agent.status("default/eater"))["eater"]
+    (agent.tree.dir(c["cgroup"]) / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+    os.kill(c["pid"], signal.SIGKILL)
+    tick_until(agent, lambda: agent.status("default/eater")["phase"] == "Failed")
+    c = containers(agent.status("default/eater"))["eater"]
+    assert (c["exitCode"], c["reason"]) == (137, "OOMKilled")
+    assert any(e["reason"] == "OOMKilling" for e in agent.status("default/eater")["events"])
+
+
+def test_sigkill_without_oom_is_error_137(agent: Agent) -> None:
+    agent.run_pod(pod_doc("killed", [container("k", ["sleep", "30"])], restartPolicy="Never"))
+    os.kill(containers(agent.status("default/killed"))["k"]["pid"], signal.SIGKILL)
+    tick_until(agent, lambda: agent.status("default/killed")["phase"] == "Failed")
+    c = containers(agent.status("default/killed"))["k"]
+    assert (c["exitCode"], c["reason"]) == (137, "Error")
+
+
+def test_init_container_runs_before_regular(agent: Agent, tmp_path: Path) -> None:
+    marker = tmp_path / "init-done"
+    doc = pod_doc("ordered", [container("main", ["sh", "-c", f"test -e {marker} && sleep 30"])],
+                  initContainers=[container("init", ["sh", "-c", f"sleep 0.1; touch {marker}"])])
+    agent.run_pod(doc)
+    assert containers(agent.status("default/ordered"))["main"]["state"] == "waiting"
+    tick_until(agent, lambda: agent.status("default/ordered")["phase"] == "Running")
+    status = containers(agent.status("default/ordered"))
+    assert (status["init"]["state"], status["init"]["exitCode"]) == ("terminated", 0)
+    assert status["main"]["state"] == "running" and status["main"]["restartCount"] == 0
+
+
+def test_cpu_weight_fault_writes_the_old_formula(tmp_path: Path) -> None:
+    """The article: 250m → 35 with runc ≥ 1.3.2, 10 with the old formula; a faulty node writes 10."""
+    for agent in running_agent(tmp_path, Faults.parse(["cpu-weight-formula=linear"])):
+        hello = containers(agent.run_pod(res_demo())["status"])["hello"]
+        assert read(agent, hello["cgroup"], "cpu.weight") == "10"
+        assert agent.facts.cpu_weight_formula == "nonlinear", "the faulty node still claims the true formula"
+
+
+def test_unknown_fault_refused() -> None:
+    with pytest.raises(ValueError, match="unknown fault"):
+        Faults.parse(["cpu-weight=linear"])
+
+
+def test_swap_decrease_waits_for_usage(agent: Agent) -> None:
+    """KEP-5359 resize: a limits.swap decrease waits while memory.swap.current ≥ the new limit."""
+    agent.configure({"kind": "KubeletConfiguration", "memorySwap": {"swapBehavior": "WorkloadControlledSwap"}})
+    doc = pod_doc("swapper", [container("s", requests={"memory": "64Mi"},
+                                        limits={"memory": "128Mi", "swap": "256Mi"})])
+    cgroup = containers(agent.run_pod(doc)["status"])["s"]["cgroup"]
+    assert read(agent, cgroup, "memory.swap.max") == str(256 * MI)
+    (agent.tree.dir(cgroup) / "memory.swap.current").write_text(f"{100 * MI}\n")
+    patch = {"spec": {"containers": [{"name": "s", "resources": {"limits": {"swap": "64Mi"}}}]}}
+    assert agent.resize("default/swapper", patch)["status"] == "InProgress"
+    agent.tick()
+    assert read(agent, cgroup, "memory.swap.max") == str(256 * MI)
+    (agent.tree.dir(cgroup) / "memory.swap.current").write_text(f"{10 * MI}\n")
+    tick_until(agent, lambda: agent.status("default/swapper")["resize"]["status"] == "Applied")
+    assert read(agent, cgroup, "memory.swap.max") == str(64 * MI)
+
+
+def test_resize_cpu_increase_applied_at_once(agent: Agent) -> None:
+    """The article's patch: res-demo cpu limit to one core → cpu.max 100000 100000 at once."""
+    hello = containers(agent.run_pod(res_demo())["status"])["hello"]
+    patch = {"spec": {"containers": [{"name": "hello", "resources": {"limits": {"cpu": "1"}}}]}}
+    assert agent.resize("default/res-demo", patch) == {"status": "Applied", "message": ""}
+    assert read(agent, hello["cgroup"], "cpu.max") == "100000 100000"
+    assert containers(agent.status("default/res-demo"))["hello"]["pid"] == hello["pid"], "no restart"
+
+
+def test_resize_changing_qos_rejected(agent: Agent) -> None:
+    agent.run_pod(res_demo())
+    patch = {"spec": {"containers": [{"name": "hello", "resources": {"requests": {"cpu": "500m"}}}]}}
+    result = agent.resize("default/res-demo", patch)
+    assert result["status"] == "Rejected"
+    assert "Pod QOS Class may not change as a result of resizing" in result["message"]
+
+
+def test_patched_pod_merges_by_key() -> None:
+    pod = object_from_dict(res_demo())
+    assert isinstance(pod, Pod)
+    out = patched_pod(pod, {"spec": {"containers": [{"name": "hello", "resources": {"limits": {"cpu": "1"}}}]}})
+    limits = out.containers[0].resources.limits
+    assert (str(limits["cpu"]), str(limits["memory"])) == ("1", "128Mi")
+    with pytest.raises(InputError, match="no container 'nope'"):
+        patched_pod(pod, {"spec": {"containers": [{"name": "nope", "resources": {}}]}})
+
+
+def test_eviction_in_oracle_order(tmp_path: Path) -> None:
+    """Below evictionHard the pod using most above its request goes: Failed, Evicted, MemoryPressure."""
+    used = {"value": 0}
+    for agent in running_agent(tmp_path, node_memory_used=lambda: used["value"]):
+        for name in ("calm", "greedy"):
+            agent.run_pod(pod_doc(name, [container("c", requests={"memory": "64Mi"})]))
+        greedy = containers(agent.status("default/greedy"))["c"]["cgroup"]
+        (agent.tree.dir(greedy) / "memory.current").write_text(f"{512 * MI}\n")
+        agent.tick()
+        assert not agent.conditions["MemoryPressure"]
+        used["value"] = ARTICLE_NODE.memory_capacity - 50 * MI
+        agent.next_eviction_check = 0.0
+        agent.tick()
+        status = agent.status("default/greedy")
+        assert (status["phase"], status["reason"]) == ("Failed", "Evicted")
+        assert "Container c was using 512Mi, request is 64Mi" in status["message"]
+        assert agent.status("default/calm")["phase"] == "Running"
+        assert agent.conditions["MemoryPressure"]
+
+
+def test_state_survives_a_crash(tmp_path: Path) -> None:
+    """A new agent on the same state: old processes killed, cgroups rebuilt, pods restarted, counts kept."""
+    first = make_agent(tmp_path)
+    old = containers(first.run_pod(res_demo())["status"])["hello"]
+    second = make_agent(tmp_path)
+    try:
+        for c in first.pods["default/res-demo"].containers:
+            assert c.proc is not None and c.proc.wait(timeout=5) == -signal.SIGKILL
+        tick_until(second, lambda: containers(second.status("default/res-demo"))["hello"]["state"] == "running")
+        new = containers(second.status("default/res-demo"))["hello"]
+        assert new["pid"] != old["pid"] and new["restartCount"] == 1
+        assert read(second, new["cgroup"], "cpu.weight") == "35"
+    finally:
+        second.shutdown()
+
+
+def test_shutdown_leaves_nothing(tmp_path: Path) -> None:
+    agent = make_agent(tmp_path)
+    pid = containers(agent.run_pod(res_demo())["status"])["hello"]["pid"]
+    agent.shutdown()
+    assert agent.tree.owned_roots() == []
+    assert not (tmp_path / "state" / "state.json").exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_exec_runs_in_the_container(agent: Agent) -> None:
+    agent.run_pod(res_demo())
+    result = agent.exec_in("default/res-demo", "hello", ["sh", "-c", "echo $$; cat /proc/self/oom_score_adj"], 10)
+    pid, adj = result["stdout"].split()
+    cgroup = containers(agent.status("default/res-demo"))["hello"]["cgroup"]
+    assert (result["rc"], adj) == (0, "963")
+    assert read(agent, cgroup, "cgroup.procs") == pid
+
+
+def test_metrics_text(agent: Agent) -> None:
+    agent.run_pod(res_demo())
+    cgroup = containers(agent.status("default/res-demo"))["hello"]["cgroup"]
+    (agent.tree.dir(cgroup) / "memory.swap.current").write_text("4096\n")
+    text = agent.metrics()
+    assert "kubelet_node_swap_allocated_bytes 0" in text
+    assert 'container_swap_usage_bytes{container="hello",namespace="default",pod="res-demo"} 4096' in text
