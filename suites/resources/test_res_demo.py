@@ -1,0 +1,61 @@
+"""The article's res-demo pod and its QoS classes, read back from the node's cgroups and processes.
+
+Source: requests-limits-qos article, "What the numbers turn into: cgroup v2", "QoS classes", "Hands-on".
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from fixtures.compare import PAUSE, ComparedValue, compare_oom_score_adj
+from fixtures.node import Deploy
+from nodeconf.node_facts import NodeFacts
+from nodeconf.nodes.base import PodEvidence
+from nodeconf.semantics.expectation import Expected, QosClass
+from suites.checks import check_pod, deploy_pods, seed_files
+from suites.conftest import Kubelet, Oracle
+from suites.pods import pod
+
+pytestmark = [pytest.mark.requests_limits]
+
+MI = 1024**2
+HANDS_ON = "requests-limits-qos article, Hands-on: res-demo read on k8s-node-2"
+# The article's cgroup table for 250m/500m/128Mi: container weight 35 with the new runtime formula, 10 with the old.
+CONTAINER_WEIGHT = {"nonlinear": "35", "linear": "10"}
+OOM_TABLE = "requests-limits-qos article, oom_score_adj table (Burstable: 1000 − 1000 × request / node memory)"
+
+
+def _burstable_score(request: int, capacity: int) -> int:
+    """The article's oom_score_adj table: 1000 − 1000 × request / node memory, integer division, kept in [2, 999]."""
+    return min(999, max(2, 1000 - (1000 * request) // capacity))
+
+
+def test_res_demo_container_pod_and_pause(deploy: Deploy, oracle: Oracle, kubelet: Kubelet,
+                                          node_facts: NodeFacts) -> None:
+    """Every value the article read for res-demo (Memory QoS off, as on the article's 1.36 node)."""
+    config = kubelet.use(replace(kubelet.base, feature_gates={**kubelet.base.feature_gates, "MemoryQoS": False}))
+    assert config.swap_behavior == "NoSwap"
+    demo = deploy_pods(deploy, oracle, kubelet, [pod("requests-limits/res-demo.yaml")])
+
+    def article(evidence: PodEvidence) -> list[ComparedValue]:
+        hello = evidence.container("hello")
+        assert evidence.pause is not None
+        score = _burstable_score(128 * MI, node_facts.memory_capacity)
+        return [
+            *seed_files("res-demo", "hello", hello.cgroup, {
+                "cpu.weight": CONTAINER_WEIGHT[node_facts.cpu_weight_formula], "cpu.max": "50000 100000",
+                "memory.max": "134217728", "memory.oom.group": "1", "memory.min": "0", "memory.low": "0",
+                "memory.high": "max"}, HANDS_ON),
+            *seed_files("res-demo", "", evidence.pod_cgroup, {
+                "cpu.weight": "10", "cpu.max": "50000 100000", "memory.max": "134217728", "memory.oom.group": "0"},
+                f"{HANDS_ON} (pod group, kubelet's linear formula)"),
+            *seed_files("res-demo", PAUSE, evidence.pause.cgroup, {
+                "cpu.weight": "1", "cpu.max": "max 100000", "memory.max": "max"}, f"{HANDS_ON} (pause)"),
+            compare_oom_score_adj("res-demo", "hello", Expected(str(score), OOM_TABLE), hello),
+            compare_oom_score_adj("res-demo", PAUSE, Expected("-998", OOM_TABLE), evidence.pause),
+        ]
+
+    check_pod(demo.handle("res-demo"), demo.expected("res-demo"), QosClass.BURSTABLE, seed=article)
+
