@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nodeconf.manifest import Pod, pod_to_dict
@@ -235,8 +235,3 @@ def resize_status(pod_obj: Mapping[str, Any], requested: bool) -> ResizeStatus |
     if legacy == "Proposed" or (isinstance(generation, int) and isinstance(observed, int) and observed < generation):
         return None
     return ResizeStatus("Applied") if resources_actuated(pod_obj) else None
-
-
-def container_names(pod_obj: Mapping[str, Any]) -> Sequence[str]:
-    spec = pod_obj.get("spec") or {}
-    return [c["name"] for c in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]]
