@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import io
 import select
 import shlex
@@ -190,6 +191,18 @@ class SshTransport:
         __tracebackhide__ = True
         return self.run(argv, input=input, timeout=timeout).check().text.rstrip("\n")
 
+    def open_stream(self, argv: Sequence[str], *, timeout: float | None = None) -> SshStream:
+        """Start a long-lived command whose stdin/stdout are a byte stream (reads wait at most timeout)."""
+        if not argv:
+            raise ValueError("open_stream() needs a non-empty argv")
+        transport = self._client.get_transport()
+        if transport is None or not transport.is_active():
+            raise TransportError(f"connection to {self.target.known_hosts_name} is closed")
+        channel = transport.open_session(timeout=CONNECT_TIMEOUT)
+        channel.settimeout(timeout)
+        channel.exec_command(shlex.join(argv))
+        return SshStream(channel)
+
     def put(self, remote_path: str, data: bytes, mode: int = 0o644) -> None:
         """Write bytes to a file on the node (SFTP) and set its mode."""
         sftp = self._sftp_client()
@@ -223,6 +236,51 @@ class SshTransport:
         if self._sftp is None:
             self._sftp = self._client.open_sftp()
         return self._sftp
+
+
+class SshStream:
+    """A command running on the node, spoken to line by line; its stderr is drained and its tail kept."""
+
+    STDERR_TAIL = 65536
+
+    def __init__(self, channel: paramiko.Channel) -> None:
+        self._channel = channel
+        self._reader = channel.makefile("rb")
+        self._stderr = bytearray()
+        self._drainer = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._drainer.start()
+
+    def write(self, data: bytes) -> None:
+        """Send bytes to the command's stdin."""
+        self._channel.sendall(data)
+
+    def readline(self) -> bytes:
+        """One line of the command's stdout (b"" at its end); TimeoutError past the stream's timeout."""
+        line: bytes = self._reader.readline()
+        return line
+
+    def stderr_tail(self) -> str:
+        """The last 64 KiB the command wrote to stderr."""
+        return bytes(self._stderr).decode(errors="replace")
+
+    def close(self) -> None:
+        """End the command's stdin and close the channel."""
+        with contextlib.suppress(OSError, EOFError, paramiko.SSHException):
+            self._channel.shutdown_write()
+        self._reader.close()
+        self._channel.close()
+
+    def _drain_stderr(self) -> None:
+        """Read stderr so a chatty command never blocks on a full SSH window."""
+        while True:
+            try:
+                chunk = self._channel.recv_stderr(65536)
+            except (OSError, EOFError, paramiko.SSHException):
+                return
+            if not chunk:
+                return
+            self._stderr += chunk
+            del self._stderr[:-self.STDERR_TAIL]
 
 
 def parse_public_key(line: str) -> tuple[str, paramiko.PKey]:

@@ -6,12 +6,15 @@ Checks argv quoting, stdin, exit codes, timeouts, the layered API, tree pushes a
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import paramiko
 import pytest
@@ -51,15 +54,35 @@ class _CommandServer(paramiko.ServerInterface):
 
 
 def _execute(channel: paramiko.Channel, command: str) -> None:
-    stdin = bytearray()
-    while chunk := channel.recv(65536):
-        stdin += chunk
-    proc = subprocess.run(["sh", "-c", command], input=bytes(stdin), capture_output=True, check=False)
-    channel.sendall(proc.stdout)
-    channel.sendall_stderr(proc.stderr)
-    channel.send_exit_status(proc.returncode)
-    channel.shutdown_write()
-    channel.close()
+    """Run command with its stdin, stdout and stderr wired to the channel, then send its exit status."""
+    proc = subprocess.Popen(["sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    def feed_stdin(stdin: IO[bytes]) -> None:
+        with contextlib.suppress(OSError, EOFError):
+            while chunk := channel.recv(65536):
+                stdin.write(chunk)
+                stdin.flush()
+        with contextlib.suppress(OSError):
+            stdin.close()
+
+    def pump_stderr(stderr: IO[bytes]) -> None:
+        while chunk := os.read(stderr.fileno(), 65536):
+            channel.sendall_stderr(chunk)
+
+    threads = [threading.Thread(target=feed_stdin, args=(proc.stdin,), daemon=True),
+               threading.Thread(target=pump_stderr, args=(proc.stderr,), daemon=True)]
+    for thread in threads:
+        thread.start()
+    with contextlib.suppress(OSError, EOFError):
+        while chunk := os.read(proc.stdout.fileno(), 65536):
+            channel.sendall(chunk)
+    threads[1].join()
+    with contextlib.suppress(OSError, EOFError):
+        channel.send_exit_status(proc.wait())
+        channel.shutdown_write()
+        channel.close()
 
 
 @dataclass(frozen=True)
@@ -235,3 +258,27 @@ def test_known_hosts_name(target: SshTarget, name: str) -> None:
 def test_unreadable_public_keys(line: str) -> None:
     with pytest.raises(ValueError):
         parse_public_key(line)
+
+
+def test_stream_speaks_line_by_line_and_keeps_stderr(node: SshTransport) -> None:
+    script = 'while read -r line; do echo "got $line"; echo "log $line" >&2; done'
+    stream = node.open_stream(["sh", "-c", script], timeout=10)
+    try:
+        for word in ("one", "two words"):
+            stream.write(f"{word}\n".encode())
+            assert stream.readline() == f"got {word}\n".encode()
+        deadline = time.monotonic() + 5
+        while stream.stderr_tail() != "log one\nlog two words\n" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert stream.stderr_tail() == "log one\nlog two words\n"
+    finally:
+        stream.close()
+
+
+def test_stream_read_past_its_timeout_raises(node: SshTransport) -> None:
+    stream = node.open_stream(["sleep", "2"], timeout=0.2)
+    try:
+        with pytest.raises(TimeoutError):
+            stream.readline()
+    finally:
+        stream.close()
