@@ -29,6 +29,7 @@ from nodeconf.nodes.base import (
     ExecResult,
     Metrics,
     Node,
+    NodeConditions,
     NodeError,
     PodEvidence,
     PodHandle,
@@ -450,6 +451,14 @@ class KubeNode(Node):
         doc = self.read("node", files=evidence_files(extra_files))
         levels = [doc["kubepods"], *(doc.get("qos") or {}).values()]
         return {level["path"]: _cgroup(level) for level in levels}
+
+    def conditions(self) -> NodeConditions:
+        """The Node object's conditions now, and the node's events (the kubelet records them in `default`)."""
+        node = self.api.read_node(self.node)
+        conditions = {str(c.get("type")): c.get("status") == "True"
+                      for c in (node.get("status") or {}).get("conditions") or ()}
+        events = self.api.list_events("default", f"involvedObject.kind=Node,involvedObject.name={self.node}")
+        return NodeConditions(conditions, pod_events(events))
 
     def metrics(self) -> Metrics:
         return parse_metrics(self.api.node_proxy(self.node, "metrics"))

@@ -613,6 +613,20 @@ def test_configure_on_a_real_cluster_and_another_version(node: KubeNode, fake: F
         node.configure(config, "1.38")
 
 
+def test_node_conditions_are_read_fresh(node: KubeNode, fake: FakeKube) -> None:
+    fake.node["status"]["conditions"] = [{"type": "Ready", "status": "True"},
+                                         {"type": "MemoryPressure", "status": "False"}]
+    assert not node.conditions().memory_pressure
+    fake.node["status"]["conditions"][1]["status"] = "True"
+    node_event = {"type": "Warning", "reason": "EvictionThresholdMet", "message": "Attempting to reclaim memory",
+                  "lastTimestamp": "2026-11-29T19:01:00Z", "involvedObject": {"kind": "Node", "name": NODE}}
+    fake.namespaces.add("default")
+    fake.events[("default", NODE)] = [node_event]
+    conditions = node.conditions()
+    assert conditions.memory_pressure and conditions.conditions["Ready"]
+    assert [(e.type, e.reason) for e in conditions.events] == [("Warning", "EvictionThresholdMet")]
+
+
 def test_metrics(node: KubeNode) -> None:
     metrics = node.metrics()
     assert metrics.value("kubelet_node_swap_allocated_bytes") == 1073741824
