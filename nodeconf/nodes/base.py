@@ -21,6 +21,10 @@ class NodeError(RuntimeError):
     """The node refused a request or could not be reached (an infrastructure fault, not a failed check)."""
 
 
+class NotApplicable(NodeError):
+    """The node cannot be put in the state a check needs (e.g. a cluster's kubelet runs another config): skip."""
+
+
 @dataclass(frozen=True)
 class CgroupFiles(Mapping[str, str]):
     """The files of one cgroup as read back (raw text without the final newline), with typed readers."""

@@ -31,6 +31,7 @@ from nodeconf.nodes.base import (
     Node,
     NodeConditions,
     NodeError,
+    NotApplicable,
     PodEvidence,
     PodHandle,
     PodStatus,
@@ -81,7 +82,7 @@ CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 REJECTED_STATUSES = (400, 403, 422)
 
 
-class KubeletConfigNotApplicable(NodeError):
+class KubeletConfigNotApplicable(NotApplicable):
     """The node's kubelet runs another configuration or version than the check needs: the check is skipped."""
 
 
