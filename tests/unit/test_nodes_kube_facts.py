@@ -166,6 +166,14 @@ def test_config_differences(doc: dict[str, Any], differences: list[str]) -> None
     assert kubelet_config_differences(requested(**doc), LIVE) == differences
 
 
+def test_kind_default_eviction_drops_the_memory_threshold() -> None:
+    """kind writes evictionHard with disk signals only: the memory.available default (100Mi) is then gone."""
+    kind_live = dict(CONFIGZ["kubeletconfig"], evictionHard={"nodefs.available": "0%", "imagefs.available": "0%"})
+    live = live_kubelet_config(json.dumps({"kubeletconfig": kind_live}), "kind-control-plane")
+    assert kubelet_config_differences(requested(memorySwap={"swapBehavior": "LimitedSwap"}), live) == [
+        "evictionHard.memory.available: requested 100Mi, node has None"]
+
+
 def test_every_kubelet_config_field_is_either_compared_or_explained() -> None:
     assert set(COMPARED_FIELDS) | NOT_COMPARED_FIELDS == {f.name for f in fields(KubeletConfig)}
     assert not set(COMPARED_FIELDS) & NOT_COMPARED_FIELDS
@@ -182,6 +190,7 @@ def test_kind_cluster_configs(name: str, swap: str, gates: dict[str, bool], rese
     assert (config.swap_behavior, dict(config.feature_gates), config.memory_reservation_policy) == (
         swap, gates, reservation)
     assert config.cgroup_driver == "systemd"
+    assert config.eviction_hard == {"memory.available": "100Mi"}
     header = (KIND_DIR / name).read_text().splitlines()[:3]
     assert any("kind create cluster --name nodeconf-" in line and f"--config infra/kind/{name}" in line
                for line in header)
