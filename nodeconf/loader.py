@@ -13,6 +13,8 @@ from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.manifest import LimitRange, Pod, ResourceQuota, object_from_dict
 
 KubeObject = Pod | LimitRange | ResourceQuota
+# libyaml's safe loader when PyYAML was built with it (about 8x faster), else the pure-Python one.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _read(path: Path) -> str:
@@ -29,7 +31,7 @@ def _read(path: Path) -> str:
 def _documents(text: str, source: str) -> list[Any]:
     """All YAML documents of a file, empty ones dropped; a syntax error names the line."""
     try:
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        return [doc for doc in yaml.load_all(text, Loader=_LOADER) if doc is not None]
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark
         where = f"line {mark.line + 1} column {mark.column + 1}: " if mark is not None else ""

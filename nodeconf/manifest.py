@@ -81,6 +81,8 @@ class Pod:
     labels: Mapping[str, str] = field(default_factory=dict)
     restart_policy: str = "Always"
     source: str = ""
+    # Values derived from this immutable pod, memoised by the oracle (pod_resources.memoised); never copied.
+    derived: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.uid:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -14,6 +14,9 @@ from nodeconf.semantics.profile import Profile, profile_for
 from nodeconf.semantics.qos import pod_qos
 
 Amounts = dict[str, Fraction]
+# quota_used for one quota over the admitted pods; admit() takes an incremental one from expect() so that
+# admitting N pods sums each pod once instead of N times.
+QuotaUsed = Callable[[ResourceQuota, Sequence[Pod]], Amounts]
 _BINARY_SUFFIXES = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 _DECIMAL_SUFFIXES = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""), (-3, "m"),
                      (-6, "u"), (-9, "n"))
@@ -199,7 +202,8 @@ def _pretty(values: Mapping[str, Fraction], keys: Sequence[str], pod: Pod, quota
     return ",".join(f"{k}={canonical(values[k], _like(pod, quota, k))}" for k in keys)
 
 
-def quota_errors(pod: Pod, quotas: Sequence[ResourceQuota], others: Sequence[Pod], profile: Profile) -> list[str]:
+def quota_errors(pod: Pod, quotas: Sequence[ResourceQuota], others: Sequence[Pod], profile: Profile,
+                 used_by: QuotaUsed | None = None) -> list[str]:
     """"must specify" and "exceeded quota" of the first quota the pod breaks (resourcequota controller.go)."""
     qos = pod_qos(pod, profile)
     for quota in quotas:
@@ -212,7 +216,7 @@ def quota_errors(pod: Pod, quotas: Sequence[ResourceQuota], others: Sequence[Pod
         if missing:
             return [f"failed quota: {quota.name}: must specify {','.join(sorted(missing))}"]
         requested = {k: v for k, v in quota_usage(pod, profile).items() if k in quota.hard}
-        used = quota_used(quota, others, profile)
+        used = used_by(quota, others) if used_by is not None else quota_used(quota, others, profile)
         exceeded = sorted(k for k, v in requested.items() if used[k] + v > quota.hard[k].amount)
         if exceeded:
             hard = {k: quota.hard[k].amount for k in exceeded}
@@ -222,7 +226,7 @@ def quota_errors(pod: Pod, quotas: Sequence[ResourceQuota], others: Sequence[Pod
 
 
 def admit(pod: Pod, namespace_objects: Sequence[LimitRange | ResourceQuota], admitted_so_far: Sequence[Pod],
-          profile: Profile | None = None) -> AdmissionResult:
+          profile: Profile | None = None, used_by: QuotaUsed | None = None) -> AdmissionResult:
     """API defaulting, then LimitRanger (mutate + validate), then ResourceQuota against the admitted pods.
 
     Source: seed requests-limits-qos "LimitRange"/"ResourceQuota"/hands-on; plugin/pkg/admission/limitranger,
@@ -242,5 +246,5 @@ def admit(pod: Pod, namespace_objects: Sequence[LimitRange | ResourceQuota], adm
     if range_errors:
         return AdmissionResult(defaulted, (_forbidden(defaulted, range_errors),))
     others = [p for p in admitted_so_far if p.namespace == pod.namespace]
-    failures = quota_errors(defaulted, quotas, others, profile)
+    failures = quota_errors(defaulted, quotas, others, profile, used_by)
     return AdmissionResult(defaulted, tuple(_forbidden(defaulted, [f]) for f in failures))

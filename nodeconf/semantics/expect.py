@@ -18,7 +18,7 @@ from nodeconf.semantics.expectation import (
     QosClass,
 )
 from nodeconf.semantics.node_fit import fit_errors
-from nodeconf.semantics.pod_resources import milli, pod_requests, whole, with_api_defaults
+from nodeconf.semantics.pod_resources import milli, pod_requests, whole
 from nodeconf.semantics.profile import Profile
 from nodeconf.semantics.qos import pod_qos
 from nodeconf.semantics.validation import pod_errors, pod_warnings
@@ -118,6 +118,28 @@ def _by_qos(admitted: Sequence[PodExpectation]) -> dict[QosClass, list[Pod]]:
     return by_qos
 
 
+def _incremental_quota_used(profile: Profile) -> admission.QuotaUsed:
+    """admission.quota_used that sums only the pods admitted since its last call for the same quota (the
+    admitted list only grows), so quota checks stay linear in the pod count."""
+    running: dict[int, tuple[ResourceQuota, int, Pod | None, admission.Amounts]] = {}
+    empty: admission.Amounts = {}
+
+    def used(quota: ResourceQuota, pods: Sequence[Pod]) -> admission.Amounts:
+        entry = running.get(id(quota))
+        start, total = 0, empty
+        # Continue only from the same quota and a list that still starts with the pods already summed.
+        if entry is not None and entry[0] is quota and entry[1] <= len(pods) and (
+            entry[1] == 0 or pods[entry[1] - 1] is entry[2]
+        ):
+            start, total = entry[1], entry[3]
+        tail = admission.quota_used(quota, pods[start:], profile)
+        summed = {k: v + total.get(k, 0) for k, v in tail.items()}
+        running[id(quota)] = (quota, len(pods), pods[-1] if pods else None, summed)
+        return dict(summed)
+
+    return used
+
+
 def expect(
     pods: Sequence[Pod],
     node: NodeFacts,
@@ -130,9 +152,11 @@ def expect(
     alloc_cpu = allocatable.allocatable_cpu_milli(node, config)
     used = {CPU: 0, MEMORY: 0}
     results: list[PodExpectation] = []
+    admitted_by_namespace: dict[str, list[Pod]] = {}
+    quota_used = _incremental_quota_used(profile)
     for raw in pods:
-        admitted_so_far = [p.pod for p in results if p.admitted]
-        namespace = admission.admit(with_api_defaults(raw), namespace_objects, admitted_so_far, profile)
+        neighbours = admitted_by_namespace.setdefault(raw.namespace, [])
+        namespace = admission.admit(raw, namespace_objects, neighbours, profile, quota_used)
         pod = namespace.pod
         qos = pod_qos(pod, profile)
         requested = pod_requests(pod, profile)
@@ -146,6 +170,7 @@ def expect(
             continue
         used[CPU] += milli(requested.get(CPU, 0))
         used[MEMORY] += whole(requested.get(MEMORY, 0))
+        neighbours.append(pod)
         results.append(_admitted(pod, qos, warnings, node, config, profile))
     admitted = [p for p in results if p.admitted]
     summary = NodeSummary(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import replace
 from fractions import Fraction
+from typing import TypeVar
 
 from nodeconf.manifest import CPU, MEMORY, SWAP, Container, Pod, Resources
 from nodeconf.quantity import Quantity
@@ -13,6 +14,20 @@ from nodeconf.semantics.profile import Profile
 # Resources pod-level `spec.resources` may set (component-helpers resource IsSupportedPodLevelResource).
 POD_LEVEL_RESOURCES = (CPU, MEMORY)
 Amounts = dict[str, Fraction]
+T = TypeVar("T")
+
+
+def derived(pod: Pod, key: Hashable, compute: Callable[[], T]) -> T:
+    """A value derived from the (immutable) pod, computed once per pod and key."""
+    if key not in pod.derived:
+        pod.derived[key] = compute()
+    value: T = pod.derived[key]
+    return value
+
+
+def memoised(pod: Pod, key: Hashable, compute: Callable[[], Amounts]) -> Amounts:
+    """A copy of derived amounts, so callers may change what they get."""
+    return dict(derived(pod, key, compute))
 
 
 def _defaulted(resources: Resources, names: Iterable[str] | None = None) -> Resources:
@@ -28,11 +43,20 @@ def with_api_defaults(pod: Pod) -> Pod:
     """The pod as the API server stores it: a limit alone sets the request (pkg/apis/core/v1/defaults.go
     SetDefaults_Pod; pod-level cpu/memory too, PodLevelResources)."""
 
+    def missing(resources: Resources, names: Iterable[str] | None = None) -> bool:
+        return any(
+            name != SWAP and name not in resources.requests and (names is None or name in names)
+            for name in resources.limits
+        )
+
     def container(c: Container) -> Container:
-        return c if not c.resources.limits else replace(c, resources=_defaulted(c.resources))
+        return replace(c, resources=_defaulted(c.resources)) if missing(c.resources) else c
 
     pod_level = pod.resources
-    if pod_level is not None and pod_level.limits:
+    pod_level_missing = pod_level is not None and missing(pod_level, POD_LEVEL_RESOURCES)
+    if not pod_level_missing and not any(missing(c.resources) for c in pod.all_containers):
+        return pod
+    if pod_level is not None and pod_level_missing:
         pod_level = _defaulted(pod_level, POD_LEVEL_RESOURCES)
     return replace(
         pod,
@@ -79,6 +103,10 @@ def _max(total: Amounts, items: Mapping[str, Fraction]) -> None:
 def aggregate_containers(pod: Pod, limits: bool) -> Amounts:
     """Sum of regular containers and sidecars, or the largest init container if bigger
     (component-helpers resource AggregateContainerRequests / AggregateContainerLimits)."""
+    return memoised(pod, ("aggregate", limits), lambda: _aggregate(pod, limits))
+
+
+def _aggregate(pod: Pod, limits: bool) -> Amounts:
     total: Amounts = {}
     for c in pod.containers:
         _add(total, c.resources.limits if limits else c.resources.requests)
@@ -103,6 +131,10 @@ def aggregate_containers(pod: Pod, limits: bool) -> Amounts:
 def pod_requests(pod: Pod, profile: Profile) -> Amounts:
     """Pod requests: pod-level where set, else aggregated containers, plus overhead
     (component-helpers resource PodRequests)."""
+    return memoised(pod, ("requests", profile.gate("PodLevelResources")), lambda: _requests(pod, profile))
+
+
+def _requests(pod: Pod, profile: Profile) -> Amounts:
     total = aggregate_containers(pod, limits=False)
     if pod_level_requests_set(pod, profile) and pod.resources is not None:
         for name in POD_LEVEL_RESOURCES:
@@ -115,6 +147,10 @@ def pod_requests(pod: Pod, profile: Profile) -> Amounts:
 def pod_limits(pod: Pod, profile: Profile) -> Amounts:
     """Pod limits: pod-level where set, else aggregated containers; overhead only onto a limit that exists
     (component-helpers resource PodLimits)."""
+    return memoised(pod, ("limits", profile.gate("PodLevelResources")), lambda: _limits(pod, profile))
+
+
+def _limits(pod: Pod, profile: Profile) -> Amounts:
     total = aggregate_containers(pod, limits=True)
     if pod_level_limits_set(pod, profile) and pod.resources is not None:
         for name in POD_LEVEL_RESOURCES:

@@ -8,7 +8,7 @@ from fractions import Fraction
 from nodeconf.manifest import CPU, MEMORY, Pod
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import QosClass
-from nodeconf.semantics.pod_resources import pod_level_resources_set
+from nodeconf.semantics.pod_resources import derived, pod_level_resources_set
 from nodeconf.semantics.profile import Profile
 
 # Only cpu and memory decide the class (qos.go supportedQoSComputeResources); swap never does (KEP-5359).
@@ -46,6 +46,11 @@ def pod_qos(pod: Pod, profile: Profile) -> QosClass:
     Before PodLevelResourcesFixKubeletQOSClass (on from 1.37, kubernetes#137150) a present but empty
     `spec.resources` also took the pod-level branch, so such a pod came out BestEffort (kubernetes#135082).
     """
+    gates = (profile.gate("PodLevelResources"), profile.gate("PodLevelResourcesFixKubeletQOSClass"))
+    return derived(pod, ("qos", gates), lambda: _pod_qos(pod, profile))
+
+
+def _pod_qos(pod: Pod, profile: Profile) -> QosClass:
     if profile.gate("PodLevelResources") and pod.resources is not None:
         uses_pod_level = (
             pod_level_resources_set(pod, profile)

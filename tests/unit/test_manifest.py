@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -136,4 +137,4 @@ def test_pod_to_dict_round_trips() -> None:
     pod = object_from_dict(doc)
     assert isinstance(pod, Pod)
     again = object_from_dict(pod_to_dict(pod))
-    assert again == pod.__class__(**{**pod.__dict__, "source": ""})
+    assert again == replace(pod, source="")
