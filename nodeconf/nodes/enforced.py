@@ -222,9 +222,10 @@ class EnforcedPod(PodHandle):
         return text
 
     def delete(self) -> None:
-        if self.admitted:
+        """Delete the pod; nothing to do once the node has stopped (the stop removed everything)."""
+        if self.admitted and self.node.running:
             self.node.client.call("delete", pod=self.pod.ref)
-            self.admitted = False
+        self.admitted = False
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,12 @@ class EnforcedNode(Node):
         self.after_close = tuple(after_close)
         self._client: AgentClient | None = None
         self._facts: NodeFacts | None = None
+        self._closed = False
         self.final_log = ""
+
+    @property
+    def running(self) -> bool:
+        return self._client is not None
 
     @property
     def socket(self) -> str:
@@ -329,7 +335,10 @@ class EnforcedNode(Node):
         self.client.call("reset")
 
     def close(self) -> None:
-        """Stop the agent (it kills its processes and removes its cgroups), then remove its files."""
+        """Stop the agent (it kills its processes and removes its cgroups), then remove its files; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             if self._client is not None:
                 self.final_log = self.logs()

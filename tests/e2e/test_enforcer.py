@@ -1,0 +1,169 @@
+"""The bundled enforcer on the reference VM: the article's and the KEP's pods read back equal to the oracle,
+throttling, OOM kills with restarts, a deferred swap decrease, and nothing left after stop.
+
+Source: issue 5 acceptance; seeds requests-limits-qos ("Hands-on") and kep-5359 (Use Case 4, In-Place Pod Resize).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from fixtures.compare import assert_matches, compare_node_cgroups, compare_pod, node_metrics
+from fixtures.tolerance import cpu_usage_band, limit_band, throttled_fraction_band
+from infra.vm.image import ensure_image
+from infra.vm.machine import VirtualMachine
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.loader import load_objects
+from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.nodes.base import PodHandle
+from nodeconf.nodes.enforced import REMOTE_DIR, STATE_DIR, EnforcedNode, EnforcerSettings
+from nodeconf.semantics.expect import expect
+from nodeconf.semantics.profile import profile_for
+
+pytestmark = pytest.mark.vm
+
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
+ARTICLE_PODS = ("res-demo", "burner", "eater")
+MIB = 2**20
+# pod-level-swap-mixed requests 4Gi: the VM gets 6 GiB (qemu allocates guest memory lazily).
+VM_MEMORY_MIB = 6144
+CONFIG = KubeletConfig(swap_behavior="WorkloadControlledSwap")
+BACKOFF_SECONDS = 2.0
+MEMHOG = f"{REMOTE_DIR}/workloads/programs/memhog.py"
+
+
+def manifest(path: str) -> Pod:
+    (pod,) = load_objects([WORKLOADS / path])
+    assert isinstance(pod, Pod)
+    return pod
+
+
+@pytest.fixture(scope="module")
+def machine() -> Iterator[VirtualMachine]:
+    vm = VirtualMachine(ensure_image(), memory_mib=VM_MEMORY_MIB, name=f"enforcer-e2e-{time.time_ns() % 10**8}")
+    vm.start()
+    try:
+        yield vm
+    finally:
+        vm.stop()
+
+
+@pytest.fixture(scope="module")
+def node(machine: VirtualMachine) -> Iterator[EnforcedNode]:
+    enforced = EnforcedNode(machine.ssh(), EnforcerSettings(backoff=BACKOFF_SECONDS), spec="vm").start()
+    try:
+        enforced.configure(CONFIG)
+        yield enforced
+    finally:
+        enforced.close()
+
+
+@pytest.fixture(scope="module")
+def seed_pods(node: EnforcedNode) -> Iterator[Mapping[str, PodHandle]]:
+    """The article's three pods and the KEP's pod-level-swap-mixed, running together."""
+    pods = [manifest(f"requests-limits/{name}.yaml") for name in ARTICLE_PODS]
+    pods.append(manifest("kep-5359/use-case-4-pod-level-swap-mixed.yaml"))
+    handles = {pod.name: node.run(pod) for pod in pods}
+    try:
+        yield handles
+    finally:
+        for handle in handles.values():
+            handle.delete()
+
+
+def test_seed_pods_read_back_equal_the_oracle(node: EnforcedNode, seed_pods: Mapping[str, PodHandle]) -> None:
+    assert all(h.admitted for h in seed_pods.values()), {n: h.errors for n, h in seed_pods.items()}
+    expected = expect([h.pod for h in seed_pods.values()], node.facts(), CONFIG, profile_for("1.38", CONFIG))
+    for name, handle in seed_pods.items():
+        handle.wait_for(lambda s: all(c.restart_count or c.running for c in s.containers.values()),
+                        what="containers started")
+        evidence = handle.evidence()
+        assert evidence.status.qos_class == expected.pod(name).qos_class.value
+        assert_matches(f"pod {name}", compare_pod(expected.pod(name), evidence))
+    assert_matches("node cgroups", compare_node_cgroups(expected.cgroups, node.node_cgroups()))
+    assert_matches("node metrics", node_metrics(expected.metrics, node.metrics(), "oracle metrics"))
+
+
+def test_burner_is_throttled_to_200m(seed_pods: Mapping[str, PodHandle]) -> None:
+    """Article: a busy loop under cpu.max 20000 100000 uses ≈ 200m and is throttled in most periods."""
+    burner = seed_pods["burner"]
+    burner.wait_running()
+    time.sleep(2)
+    first = burner.evidence().pod_cgroup.keyed("cpu.stat")
+    time.sleep(6)
+    last = burner.evidence().pod_cgroup.keyed("cpu.stat")
+    periods = last["nr_periods"] - first["nr_periods"]
+    window_us = periods * 100_000
+    usage = cpu_usage_band(20_000, 100_000, window_us, shortfall=0.3)
+    measured = (last["usage_usec"] - first["usage_usec"]) / window_us
+    assert usage.contains(measured), f"burner used {measured:.3f} cpu over {periods} periods, not in {usage}"
+    throttled = throttled_fraction_band(0.5)
+    fraction = (last["nr_throttled"] - first["nr_throttled"]) / periods
+    assert throttled.contains(fraction), f"throttled in {fraction:.0%} of periods, not in {throttled}"
+
+
+def test_eater_is_oomkilled_and_restarted(seed_pods: Mapping[str, PodHandle]) -> None:
+    """Article: tail /dev/zero against 64Mi → exit 137 OOMKilled, restarted with back-off, oom_kill counted."""
+    eater = seed_pods["eater"]
+    status = eater.wait_for(lambda s: s.container("eater").restart_count >= 2, timeout=60,
+                            what="two restarts of eater")
+    last = status.container("eater").last_terminated
+    assert last is not None and (last.exit_code, last.reason) == (137, "OOMKilled")
+    evidence = eater.evidence()
+    assert evidence.container("eater").cgroup.keyed("memory.events")["oom_kill"] >= 2
+    assert evidence.pod_cgroup.keyed("memory.events")["oom_kill"] >= 2
+    assert any(e.reason == "OOMKilling" for e in status.events)
+
+
+def test_swap_decrease_waits_until_usage_is_below(node: EnforcedNode) -> None:
+    """KEP-5359 In-Place Pod Resize: a limits.swap decrease stays in progress while memory.swap.current is at or
+    above the new limit, and is applied once it is below."""
+    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "swap-shrink"},
+           "spec": {"containers": [{"name": "hog", "image": "python:3", "command":
+                                    ["python3", MEMHOG, "160", "0", "--hold", "30"],
+                                    "resources": {"requests": {"memory": "32Mi"},
+                                                  "limits": {"memory": "64Mi", "swap": "128Mi"}}}]}}
+    pod = object_from_dict(doc)
+    assert isinstance(pod, Pod)
+    handle = node.run(pod)
+    try:
+        assert handle.admitted, handle.errors
+
+        def swapped() -> int:
+            return handle.evidence().container("hog").cgroup.number("memory.swap.current")
+
+        deadline = time.monotonic() + 60
+        while swapped() <= 64 * MIB:
+            assert time.monotonic() < deadline, "the hog never swapped more than 64Mi"
+            time.sleep(0.5)
+        patch = {"spec": {"containers": [{"name": "hog", "resources": {"limits": {"swap": "32Mi"}}}]}}
+        assert handle.resize(patch).status == "InProgress"
+        time.sleep(2)
+        held = handle.evidence().container("hog").cgroup
+        assert held.limit("memory.swap.max") == 128 * MIB
+        assert held.number("memory.swap.current") >= 32 * MIB
+        assert handle.status().resize.status == "InProgress"
+        done = handle.wait_for(lambda s: s.resize.status == "Applied", timeout=90, what="swap decrease applied")
+        after = handle.evidence().container("hog").cgroup
+        assert limit_band(32 * MIB, node.facts().page_size, pages=0).contains(after.limit("memory.swap.max") or -1)
+        assert after.number("memory.swap.current") < 32 * MIB
+        assert done.container("hog").restart_count == 0
+    finally:
+        handle.delete()
+
+
+def test_stop_leaves_nothing(machine: VirtualMachine, node: EnforcedNode) -> None:
+    """After stop: no kubepods cgroups, no agent or container processes, no pushed files or state."""
+    node.close()
+    with machine.ssh() as ssh:
+        assert not [name for name in ssh.check_output(["ls", "/sys/fs/cgroup"]).split() if "kubepods" in name]
+        assert ssh.run(["test", "-e", REMOTE_DIR]).rc == 1
+        assert ssh.run(["test", "-e", STATE_DIR]).rc == 1
+        processes = ssh.check_output(["ps", "-eo", "args"]).splitlines()
+        leftovers = [p for p in processes if any(mark in p for mark in
+                                                   ("nodeconf", "sleep infinity", "tail /dev/zero", "while :"))]
+        assert leftovers == []

@@ -1,0 +1,47 @@
+"""Typed reads of the node protocol: "max" → unlimited, keyed files, cpu.max, Prometheus text."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from nodeconf.nodes.base import CgroupFiles, parse_metrics
+
+FILES = CgroupFiles("kubepods.slice/pod", {
+    "memory.max": "134217728", "memory.swap.max": "max", "cpu.max": "50000 100000", "cpu.weight": "35",
+    "memory.events": "low 0\nhigh 0\nmax 145\noom 4\noom_kill 8\noom_group_kill 4", "cgroup.procs": "12\n13",
+})
+
+
+@pytest.mark.parametrize("file, value", [("memory.max", 134217728), ("memory.swap.max", None)],
+                         ids=["bytes", "max-is-unlimited"])
+def test_limit(file: str, value: int | None) -> None:
+    assert FILES.limit(file) == value
+
+
+def test_keyed_cpu_max_procs() -> None:
+    """The article's eater pod: memory.events with oom 4, oom_kill 8 (seed requests-limits-qos, OOM)."""
+    assert FILES.keyed("memory.events")["oom_kill"] == 8
+    assert FILES.cpu_max() == (50000, 100000)
+    assert CgroupFiles("x", {"cpu.max": "max 100000"}).cpu_max() == (None, 100000)
+    assert FILES.procs() == [12, 13]
+    assert FILES.number("cpu.weight") == 35
+
+
+def test_missing_file_names_the_cgroup() -> None:
+    with pytest.raises(KeyError, match=re.escape("cgroup kubepods.slice/pod has no file 'memory.high'")):
+        FILES.limit("memory.high")
+
+
+def test_parse_metrics() -> None:
+    text = (
+        "# HELP kubelet_node_swap_allocated_bytes x\n# TYPE kubelet_node_swap_allocated_bytes gauge\n"
+        "kubelet_node_swap_allocated_bytes 2147483648\n"
+        'container_swap_usage_bytes{container="c2",namespace="default",pod="p \\"q\\""} 4096\n'
+    )
+    metrics = parse_metrics(text)
+    assert metrics.value("kubelet_node_swap_allocated_bytes") == 2147483648
+    assert metrics.value("container_swap_usage_bytes", container="c2", namespace="default", pod='p "q"') == 4096
+    with pytest.raises(KeyError, match="not exposed"):
+        metrics.value("kubelet_memory_qos_node_memory_min_bytes")

@@ -1,0 +1,111 @@
+"""The enforced driver end to end on this machine: push, daemon, socket API through the bridge, evidence in one
+request, resize, exec, metrics, errors, and a stop that leaves nothing (the agent's root is a temporary tree)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from enforcer_support import container, pod_doc, res_demo
+
+from nodeconf.enforcer.agent import Agent
+from nodeconf.enforcer.server import answer
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.nodes.base import NodeError
+from nodeconf.nodes.enforced import EnforcedNode, EnforcerSettings
+from nodeconf.nodes.local import LocalTransport
+from nodeconf.semantics.expect import expect
+from nodeconf.semantics.profile import profile_for
+
+
+def pod(doc: dict[str, object]) -> Pod:
+    obj = object_from_dict(doc)
+    assert isinstance(obj, Pod)
+    return obj
+
+
+@pytest.fixture
+def local_node(tmp_path: Path) -> Iterator[EnforcedNode]:
+    (tmp_path / "cgroup").mkdir()
+    settings = EnforcerSettings(cgroup_root=str(tmp_path / "cgroup"), remote_dir=str(tmp_path / "opt"),
+                                state_dir=str(tmp_path / "state"), python=sys.executable, backoff=0.1)
+    node = EnforcedNode(LocalTransport(), settings, spec="local").start()
+    try:
+        yield node
+    finally:
+        node.close()
+
+
+def test_pod_evidence_matches_the_oracle(local_node: EnforcedNode) -> None:
+    handle = local_node.run(pod(res_demo()))
+    assert handle.admitted
+    evidence = handle.evidence()
+    expected = expect([handle.pod], local_node.facts(), KubeletConfig(), profile_for("1.38")).pod("res-demo")
+    hello = evidence.container("hello")
+    assert hello.cgroup["cpu.weight"] == "35"
+    assert {f: hello.cgroup[f] for f in expected.container("hello").cgroup.files} == \
+        {f: e.value for f, e in expected.container("hello").cgroup.files.items()}
+    assert expected.cgroup is not None
+    assert {f: evidence.pod_cgroup[f] for f in expected.cgroup.files} == \
+        {f: e.value for f, e in expected.cgroup.files.items()}
+    assert list(hello.oom_score_adj.values()) == [int(expected.container("hello").oom_score_adj.value)]
+    assert evidence.status.container("hello").running
+    assert set(evidence.ancestors) == {"kubepods.slice", "kubepods.slice/kubepods-burstable.slice"}
+
+
+def test_rejected_pod_reports_the_oracle_message(local_node: EnforcedNode) -> None:
+    doc = pod_doc("asks-swap", [container("c", requests={"memory": "64Mi", "swap": "1Gi"}, limits={"memory": "1Gi"})])
+    handle = local_node.run(pod(doc))
+    assert not handle.admitted
+    assert any("swap may only be specified in limits" in e for e in handle.errors)
+    with pytest.raises(NodeError, match="was rejected"):
+        handle.evidence()
+
+
+def test_resize_exec_metrics_logs(tmp_path: Path, local_node: EnforcedNode) -> None:
+    handle = local_node.run(pod(res_demo()))
+    hello = tmp_path / "cgroup" / handle.evidence().container("hello").cgroup.path
+    (hello / "memory.swap.current").write_text("8192\n")
+    status = handle.resize({"spec": {"containers": [{"name": "hello", "resources": {"limits": {"cpu": "1"}}}]}})
+    assert status.status == "Applied"
+    assert handle.evidence().container("hello").cgroup.cpu_max() == (100000, 100000)
+    result = handle.exec("hello", ["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (result.rc, result.stdout, result.stderr) == (3, "out\n", "err\n")
+    assert local_node.metrics().value("container_swap_usage_bytes", container="hello", namespace="default",
+                                      pod="res-demo") == 8192
+    assert "pod default/res-demo admitted (Burstable)" in local_node.logs()
+
+
+def test_agent_errors_are_one_line(local_node: EnforcedNode) -> None:
+    with pytest.raises(NodeError, match="enforcer: no pod default/ghost"):
+        local_node.client.call("status", pod="default/ghost")
+    with pytest.raises(NodeError, match="unknown op 'explode'"):
+        local_node.client.call("explode")
+    with pytest.raises(NodeError, match=re.escape("memorySwap.swapBehavior: unknown value 'Lots'")):
+        local_node.client.call("configure", config={"kind": "KubeletConfiguration",
+                                                    "memorySwap": {"swapBehavior": "Lots"}})
+
+
+def test_close_leaves_nothing(tmp_path: Path, local_node: EnforcedNode) -> None:
+    handle = local_node.run(pod(res_demo()))
+    pid = handle.status().container("hello").pid
+    assert pid is not None
+    local_node.close()
+    assert [p.name for p in (tmp_path / "cgroup").iterdir()] == ["cgroup.subtree_control"]
+    assert not (tmp_path / "opt").exists() and not (tmp_path / "state").exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_bad_requests_answered() -> None:
+    agent = Agent.__new__(Agent)
+    assert answer(agent, b"{not json")["error"].startswith("request is not JSON")
+    assert answer(agent, b"[1]")["error"] == "request must be a JSON object"
+    reply = answer(agent, json.dumps({"id": 7, "op": "run", "pod": "text"}).encode())
+    assert reply == {"id": 7, "ok": False, "error": "'pod' must be an object"}
