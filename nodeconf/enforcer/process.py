@@ -11,12 +11,12 @@ from pathlib import Path
 
 # A container without a command runs a sleeper; the pause process is one too (kubernetes/build/pause).
 SLEEPER: tuple[str, ...] = ("sleep", "infinity")
-# The child shell moves itself into the cgroup and sets its oom_score_adj before exec'ing the command,
-# so the command's first page is charged to its own cgroup. Arguments pass as argv, never as shell text.
-# A refused oom_score_adj is reported on stderr, not fatal: the evidence shows the value actually set.
+# The child shell sets its oom_score_adj, then moves itself into the cgroup (so no process shows up there with
+# the agent's score), then exec's the command, whose first page is charged to its own cgroup. Arguments pass as
+# argv, never as shell text. A refused oom_score_adj is reported on stderr, not fatal: the evidence shows it.
 _TRAMPOLINE = (
-    'echo $$ > "$1" || exit 126; '
     'echo "$2" 2>/dev/null >/proc/self/oom_score_adj || echo "nodeconf: oom_score_adj $2 refused" >&2; '
+    'echo $$ > "$1" || exit 126; '
     'shift 2; exec "$@"'
 )
 _ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
