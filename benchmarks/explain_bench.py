@@ -100,7 +100,8 @@ def main() -> int:
         objects = load_objects([path])
         pods = [o for o in objects if isinstance(o, Pod)]
         namespace_objects = [o for o in objects if isinstance(o, LimitRange | ResourceQuota)]
-        config, profile = KubeletConfig(swap_behavior="WorkloadControlledSwap"), profile_for()
+        config = KubeletConfig(swap_behavior="WorkloadControlledSwap", max_pods=args.pods)
+        profile = profile_for()
         admitted = sum(p.admitted for p in expect(pods, NODE, config, profile, namespace_objects).pods)
 
         def in_process() -> None:
@@ -114,7 +115,8 @@ def main() -> int:
                             "--kubelet-config", str(kubelet)], check=True, stdout=subprocess.DEVNULL)
 
         kubelet = Path(scratch) / "kubelet.yaml"
-        kubelet.write_text("kind: KubeletConfiguration\nmemorySwap: {swapBehavior: WorkloadControlledSwap}\n")
+        kubelet.write_text("kind: KubeletConfiguration\nmemorySwap: {swapBehavior: WorkloadControlledSwap}\n"
+                           f"maxPods: {args.pods}\n")
         runs = {
             "oracle": timed_oracle(path, config, args.repeats),
             "parse+oracle+json": timed(in_process, args.repeats),

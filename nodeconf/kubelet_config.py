@@ -42,6 +42,7 @@ class KubeletConfig:
     single_process_oom_kill: bool = False
     cpu_cfs_quota: bool = True
     cpu_cfs_quota_period_us: int = 100_000
+    max_pods: int = 110
     source: str = ""
 
     def gate(self, name: str) -> bool | None:
@@ -119,6 +120,9 @@ def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
         for item in enforce:
             choice("enforceNodeAllocatable", item, ENFORCE_NODE_ALLOCATABLE, "")
     period = doc.get("cpuCFSQuotaPeriod")
+    max_pods = doc.get("maxPods", 110)
+    if isinstance(max_pods, bool) or not isinstance(max_pods, int) or max_pods < 0:
+        raise fail("maxPods", f"expected a non-negative integer, got {max_pods!r}")
     return KubeletConfig(
         swap_behavior=choice("memorySwap.swapBehavior", swap.get("swapBehavior"), SWAP_BEHAVIORS, "NoSwap"),
         feature_gates={str(k): v for k, v in gates.items()},
@@ -137,6 +141,7 @@ def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
         single_process_oom_kill=flag("singleProcessOOMKill", doc.get("singleProcessOOMKill"), False),
         cpu_cfs_quota=flag("cpuCFSQuota", doc.get("cpuCFSQuota"), True),
         cpu_cfs_quota_period_us=_duration_us(str(period), source) if period is not None else 100_000,
+        max_pods=max_pods,
         source=source,
     )
 
@@ -157,6 +162,7 @@ def kubelet_config_to_dict(config: KubeletConfig) -> dict[str, Any]:
         "singleProcessOOMKill": config.single_process_oom_kill,
         "cpuCFSQuota": config.cpu_cfs_quota,
         "cpuCFSQuotaPeriod": f"{config.cpu_cfs_quota_period_us}us",
+        "maxPods": config.max_pods,
     }
     if config.memory_throttling_factor is not None:
         doc["memoryThrottlingFactor"] = config.memory_throttling_factor

@@ -17,7 +17,7 @@ from nodeconf.semantics.expectation import (
     PodExpectation,
     QosClass,
 )
-from nodeconf.semantics.node_fit import fit_errors
+from nodeconf.semantics.node_fit import PODS, fit_errors
 from nodeconf.semantics.pod_resources import milli, pod_requests, whole
 from nodeconf.semantics.profile import Profile
 from nodeconf.semantics.qos import pod_qos
@@ -150,7 +150,7 @@ def expect(
     """What the node should show with all `pods` admitted in order (rejected ones reported with errors)."""
     alloc_memory = allocatable.allocatable_memory(node, config)
     alloc_cpu = allocatable.allocatable_cpu_milli(node, config)
-    used = {CPU: 0, MEMORY: 0}
+    used = {PODS: 0, CPU: 0, MEMORY: 0}
     results: list[PodExpectation] = []
     admitted_by_namespace: dict[str, list[Pod]] = {}
     quota_used = _incremental_quota_used(profile)
@@ -163,11 +163,12 @@ def expect(
         # API validation first, then the namespace's admission plugins, then the kubelet's fit check.
         errors = pod_errors(pod, profile) + swap.swap_errors(pod, profile) or namespace.errors
         if not errors:
-            errors = fit_errors(requested, used, {CPU: alloc_cpu, MEMORY: alloc_memory})
+            errors = fit_errors(requested, used, {PODS: config.max_pods, CPU: alloc_cpu, MEMORY: alloc_memory})
         warnings = pod_warnings(pod)
         if errors:
             results.append(PodExpectation(pod=pod, qos_class=qos, admitted=False, errors=errors, warnings=warnings))
             continue
+        used[PODS] += 1
         used[CPU] += milli(requested.get(CPU, 0))
         used[MEMORY] += whole(requested.get(MEMORY, 0))
         neighbours.append(pod)

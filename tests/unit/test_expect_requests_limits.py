@@ -223,3 +223,12 @@ def test_cgroupfs_driver_paths() -> None:
     assert set(result.cgroups) == {"kubepods", "kubepods/burstable", "kubepods/besteffort"}
     cgroup = result.pods[0].cgroup
     assert cgroup is not None and cgroup.path.startswith("kubepods/besteffort/pod")
+
+
+def test_max_pods() -> None:
+    """The kubelet admits at most maxPods pods (110 by default; article: `pods: 110`)."""
+    pods = [pod(ctr("c"), name=f"p{i}") for i in range(111)]
+    result = explain(pods)
+    assert all(p.admitted for p in result.pods[:110])
+    assert result.pods[110].errors == (
+        "OutOfpods: Node didn't have enough resource: pods, requested: 1, used: 110, capacity: 110",)

@@ -60,6 +60,7 @@ def test_fields() -> None:
         pytest.param({"cpuCFSQuotaPeriod": "fast"}, "cpuCFSQuotaPeriod", id="bad-duration"),
         pytest.param({"enforceNodeAllocatable": ["everything"]}, "enforceNodeAllocatable", id="enforce-enum"),
         pytest.param({"kind": "Pod"}, "kind", id="wrong-kind"),
+        pytest.param({"maxPods": -1}, "maxPods", id="max-pods-negative"),
     ],
 )
 def test_bad_values_name_the_field(patch: dict[str, Any], field: str) -> None:
