@@ -67,6 +67,7 @@ from nodeconf.nodes.kube_pods import (
     start_failure,
 )
 from nodeconf.semantics.cpu import milli_cpu_to_shares
+from nodeconf.semantics.profile import SUPPORTED_VERSIONS
 
 DEFAULT_HELPER_IMAGE = "docker.io/library/python:3.12-slim"
 DEFAULT_WORKLOAD_IMAGE = "docker.io/library/busybox:1.37"
@@ -436,10 +437,12 @@ class KubeNode(Node):
         """A cluster's kubelet cannot be restarted from here: accept the config the node already runs, refuse
         (KubeletConfigNotApplicable, the check is skipped) any other."""
         live = live_kubelet_config(self.api.node_proxy(self.node, "configz"), self.node)
-        differences = kubelet_config_differences(config, live)
         node = self.node_object()
-        if version is not None and kubelet_minor_version(node) != version:
-            differences.insert(0, f"profile {version} requested, the node runs kubelet {kubelet_minor_version(node)}")
+        running = kubelet_minor_version(node)
+        profile = version or (running if running in SUPPORTED_VERSIONS else None)
+        differences = kubelet_config_differences(config, live, profile)
+        if version is not None and running != version:
+            differences.insert(0, f"profile {version} requested, the node runs kubelet {running}")
         if differences:
             how = (kind_advice(config) if is_kind_node(node)
                    else "point nodeconf at a node whose kubelet runs the needed configuration")

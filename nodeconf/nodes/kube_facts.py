@@ -11,6 +11,7 @@ from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig, kubele
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity, QuantityError
 from nodeconf.semantics.cpu import linear_weight, nonlinear_weight
+from nodeconf.semantics.profile import profile_for
 
 # Fields of KubeletConfig compared with the node's live config, by their KubeletConfiguration names.
 COMPARED_FIELDS = {
@@ -149,11 +150,14 @@ def _same_threshold(a: str | None, b: str | None) -> bool:
         return a == b
 
 
-def kubelet_config_differences(requested: KubeletConfig, live: KubeletConfig) -> list[str]:
+def kubelet_config_differences(requested: KubeletConfig, live: KubeletConfig,
+                               version: str | None = None) -> list[str]:
     """Each decision-relevant field where the node's live config differs from the requested one, one line each.
 
     An unset `memoryThrottlingFactor` or `evictionHard` in the request means "the kubelet default", which the
-    live config shows expanded; feature gates are compared for the gates the request names.
+    live config shows expanded. Feature gates the request names are compared as written; with a profile
+    version, every gate the profile knows is also compared as the profile resolves it (its default unless set),
+    so a gate the node sets that the request leaves to the default is caught too.
     """
     out: list[str] = []
     for attr, name in COMPARED_FIELDS.items():
@@ -166,6 +170,11 @@ def kubelet_config_differences(requested: KubeletConfig, live: KubeletConfig) ->
         have = live.feature_gates.get(gate)
         if have != want:
             out.append(f"featureGates.{gate}: requested {want}, node has {'unset' if have is None else have}")
+    if version is not None:
+        wanted_gates, live_gates = profile_for(version, requested).gates, profile_for(version, live).gates
+        for gate, want in sorted(wanted_gates.items()):
+            if gate not in requested.feature_gates and live_gates.get(gate) != want:
+                out.append(f"featureGates.{gate}: profile {version} has {want}, node has {live_gates.get(gate)}")
     want_eviction, have_eviction = _memory_eviction(requested), _memory_eviction(live)
     if not _same_threshold(want_eviction, have_eviction):
         out.append(f"evictionHard.{EVICTION_MEMORY_SIGNAL}: requested {want_eviction}, node has {have_eviction}")

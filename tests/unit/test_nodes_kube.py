@@ -21,7 +21,7 @@ from nodeconf.enforcer.names import UnsafeName
 from nodeconf.kubelet_config import kubelet_config_from_dict
 from nodeconf.manifest import Container, LimitRange, LimitRangeItem, Pod, ResourceQuota, Resources
 from nodeconf.nodes import kube_reader
-from nodeconf.nodes.base import NodeError, ResizeStatus, Terminated
+from nodeconf.nodes.base import NodeError, NotApplicable, ResizeStatus, Terminated
 from nodeconf.nodes.kube import (
     PROBE_NAME,
     PROGRAMS_DIR,
@@ -600,6 +600,7 @@ def test_configure_on_kind_says_how_to_create_the_cluster(node: KubeNode) -> Non
                                        "featureGates": {"WorkloadControlledSwap": True}})
     with pytest.raises(KubeletConfigNotApplicable) as err:
         node.configure(config)
+    assert isinstance(err.value, NotApplicable)  # the suites skip the check
     text = str(err.value)
     assert "memorySwap.swapBehavior: requested WorkloadControlledSwap, node has LimitedSwap" in text
     assert "kind create cluster --config" in text and "workloadcontrolledswap.yaml" in text

@@ -166,6 +166,26 @@ def test_config_differences(doc: dict[str, Any], differences: list[str]) -> None
     assert kubelet_config_differences(requested(**doc), LIVE) == differences
 
 
+def live_with_gates(gates: dict[str, bool]) -> KubeletConfig:
+    return live_kubelet_config(json.dumps({"kubeletconfig": dict(CONFIGZ["kubeletconfig"], featureGates=gates)}), "n")
+
+
+@pytest.mark.parametrize(("version", "doc", "live", "differences"), [
+    # MemoryQoS is off by default through 1.36 and on from 1.37 (seed article; v1.37 Memory QoS blog).
+    pytest.param("1.34", {}, LIVE, ["featureGates.MemoryQoS: profile 1.34 has False, node has True"],
+                 id="node-sets-a-gate-the-profile-leaves-off"),
+    pytest.param("1.37", {}, LIVE, [], id="profile-default-matches-node"),
+    pytest.param("1.34", {"featureGates": {"MemoryQoS": True}}, LIVE, [], id="request-names-the-gate"),
+    pytest.param("1.38", {}, live_with_gates({"MemoryQoS": True, "WorkloadControlledSwap": False}),
+                 ["featureGates.WorkloadControlledSwap: profile 1.38 has True, node has False"],
+                 id="node-turns-a-profile-gate-off"),
+])
+def test_profile_gates_are_compared(version: str, doc: dict[str, Any], live: KubeletConfig,
+                                    differences: list[str]) -> None:
+    wanted = requested(memorySwap={"swapBehavior": "LimitedSwap"}, **doc)
+    assert kubelet_config_differences(wanted, live, version) == differences
+
+
 def test_kind_default_eviction_drops_the_memory_threshold() -> None:
     """kind writes evictionHard with disk signals only: the memory.available default (100Mi) is then gone."""
     kind_live = dict(CONFIGZ["kubeletconfig"], evictionHard={"nodefs.available": "0%", "imagefs.available": "0%"})
