@@ -31,6 +31,10 @@ _GATE_DEFAULTS: Mapping[str, Mapping[str, bool]] = {
     },
 }
 
+# Gates every profile knows, off by default. CustomCPUCFSQuotaPeriod: alpha; kubelet validation refuses a
+# non-default cpuCFSQuotaPeriod without it (pkg/kubelet/apis/config/validation).
+_EVERY_VERSION: Mapping[str, bool] = {"CustomCPUCFSQuotaPeriod": False}
+
 # memoryThrottlingFactor when the kubelet config leaves it out: 0.9 through 1.36 (v1beta1
 # DefaultMemoryThrottlingFactor; Memory QoS v1.36 post), null from 1.37 = no memory.high (v1.37 Memory QoS blog).
 _DEFAULT_THROTTLING_FACTOR: Mapping[str, float | None] = {
@@ -83,6 +87,6 @@ def profile_for(version: str = DEFAULT_VERSION, config: KubeletConfig | None = N
             f"unknown Kubernetes version {version!r} (supported: {', '.join(SUPPORTED_VERSIONS)})",
             field="--kubernetes-version",
         )
-    defaults = _GATE_DEFAULTS[version]
+    defaults = {**_EVERY_VERSION, **_GATE_DEFAULTS[version]}
     overrides = {k: v for k, v in (config.feature_gates if config else {}).items() if k in defaults}
     return Profile(version=version, gates={**defaults, **overrides})

@@ -142,3 +142,13 @@ def test_kubepods_on_two_cores_is_79() -> None:
 def test_custom_period_needs_its_gate() -> None:
     config = KubeletConfig(cpu_cfs_quota_period_us=50_000)
     assert cpu.quota_period(config, PROFILE) == 100_000
+
+
+def test_custom_period_with_its_gate() -> None:
+    config = KubeletConfig(cpu_cfs_quota_period_us=50_000, feature_gates={"CustomCPUCFSQuotaPeriod": True})
+    profile = profile_for("1.38", config)
+    p = with_api_defaults(RES_DEMO)
+    node = NodeFacts(memory_capacity=4 * GI)
+    # 500m × 50000 / 1000 = 25000 µs per 50000 µs period.
+    assert cpu.container_files(p, p.containers[0], node, config, profile)["cpu.max"].value == "25000 50000"
+    assert cpu.pod_files(p, QosClass.BURSTABLE, config, profile)["cpu.max"].value == "25000 50000"
