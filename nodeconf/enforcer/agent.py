@@ -155,8 +155,16 @@ class Agent:
                 self.tree.remove(top)
             if previous is not None:
                 self._restore(previous)
-            self._apply(self._expect())
+            self._apply_logged()
             self.save()
+
+    def _apply_logged(self) -> tuple[str, ...]:
+        """Apply the expectation for the current config, logging the oracle's startup warnings (kubelet start)."""
+        expectation = self._expect()
+        for warning in expectation.warnings:
+            self.log.warning("%s", warning)
+        self._apply(expectation)
+        return tuple(expectation.warnings)
 
     def _restore(self, previous: Mapping[str, Any]) -> None:
         """Take back config, objects and pods from the state file; running containers start again."""
@@ -250,12 +258,9 @@ class Agent:
             except InputError as err:
                 raise AgentError(str(err)) from None
             self.config, self.version = config, version or self.version
-            expectation = self._expect()
-            for warning in expectation.warnings:
-                self.log.warning("%s", warning)
-            self._apply(expectation)
+            warnings = self._apply_logged()
             self.save()
-            return {"warnings": list(expectation.warnings)}
+            return {"warnings": list(warnings)}
 
     def _set_objects(self, docs: Sequence[Mapping[str, Any]]) -> None:
         objects: list[NamespaceObject] = []

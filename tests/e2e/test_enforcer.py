@@ -165,5 +165,6 @@ def test_stop_leaves_nothing(machine: VirtualMachine, node: EnforcedNode) -> Non
         assert ssh.run(["test", "-e", STATE_DIR]).rc == 1
         processes = ssh.check_output(["ps", "-eo", "args"]).splitlines()
         leftovers = [p for p in processes if any(mark in p for mark in
-                                                   ("nodeconf", "sleep infinity", "tail /dev/zero", "while :"))]
+                                                   ("nodeconf.enforcer", REMOTE_DIR, "sleep infinity", "tail /dev/zero",
+                                                    "while :"))]
         assert leftovers == []

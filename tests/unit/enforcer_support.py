@@ -18,12 +18,12 @@ NO_FAULTS = Faults()
 
 
 def make_agent(tmp_path: Path, faults: Faults = NO_FAULTS,
-               node_memory_used: Callable[[], int] | None = None) -> Agent:
+               node_memory_used: Callable[[], int] | None = None, facts: NodeFacts = ARTICLE_NODE) -> Agent:
     root = tmp_path / "cgroup"
     state = tmp_path / "state"
     root.mkdir(exist_ok=True)
     state.mkdir(exist_ok=True)
-    agent = Agent(CgroupTree(root), state, ARTICLE_NODE, expect, decide_resize, faults=faults,
+    agent = Agent(CgroupTree(root), state, facts, expect, decide_resize, faults=faults,
                   node_memory_used=node_memory_used, backoff=Backoff(initial=0.05, cap=0.2))
     agent.recover()
     return agent

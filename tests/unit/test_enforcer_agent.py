@@ -3,6 +3,8 @@ restarts, OOMKilled recognition, resize deferral, eviction, state across restart
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 import signal
 from collections.abc import Iterator
@@ -274,3 +276,15 @@ def test_metrics_text(agent: Agent) -> None:
     text = agent.metrics()
     assert "kubelet_node_swap_allocated_bytes 0" in text
     assert 'container_swap_usage_bytes{container="hello",namespace="default",pod="res-demo"} 4096' in text
+
+
+def test_old_kernel_warning_logged_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Memory QoS post: a kernel older than 5.9 gets a startup warning (memory.high livelock), never a refusal."""
+    old_kernel = dataclasses.replace(ARTICLE_NODE, kernel_version="5.4.0-150-generic")
+    with caplog.at_level(logging.WARNING, logger="nodeconf.enforcer"):
+        agent = make_agent(tmp_path, facts=old_kernel)
+    try:
+        assert any("kernel 5.4.0-150-generic is older than 5.9" in r.getMessage() for r in caplog.records)
+        assert agent.run_pod(res_demo())["admitted"]
+    finally:
+        agent.shutdown()
