@@ -25,6 +25,7 @@ COMPARED_FIELDS = {
     "single_process_oom_kill": "singleProcessOOMKill",
     "cpu_cfs_quota": "cpuCFSQuota",
     "cpu_cfs_quota_period_us": "cpuCFSQuotaPeriod",
+    "max_pods": "maxPods",
 }
 # Fields that do not decide node resources (the eviction map is compared on memory.available only: the
 # other signals are disk thresholds, and kind writes its own 0% values for them).

@@ -159,6 +159,8 @@ LIVE = live_kubelet_config(json.dumps(CONFIGZ), "kind-control-plane")
                  ["systemReserved: requested {memory: 1Gi}, node has {}"], id="reserve"),
     pytest.param({"memorySwap": {"swapBehavior": "LimitedSwap"}, "evictionHard": {"memory.available": "500Mi"}},
                  ["evictionHard.memory.available: requested 500Mi, node has 100Mi"], id="eviction"),
+    pytest.param({"memorySwap": {"swapBehavior": "LimitedSwap"}, "maxPods": 20},
+                 ["maxPods: requested 20, node has 110"], id="max-pods"),
     pytest.param({"memorySwap": {"swapBehavior": "LimitedSwap"}, "memoryReservationPolicy": "TieredReservation"},
                  ["memoryReservationPolicy: requested TieredReservation, node has None"], id="reservation"),
 ])
