@@ -68,6 +68,7 @@ from nodeconf.nodes.kube_pods import (
 )
 from nodeconf.semantics.cpu import milli_cpu_to_shares
 from nodeconf.semantics.profile import SUPPORTED_VERSIONS
+from nodeconf.semantics.resize import ResizeStatus as ResizeOutcome
 
 DEFAULT_HELPER_IMAGE = "docker.io/library/python:3.12-slim"
 DEFAULT_WORKLOAD_IMAGE = "docker.io/library/busybox:1.37"
@@ -174,7 +175,7 @@ class KubePod(PodHandle):
             phase=str(status.get("phase") or ""), qos_class=str(status.get("qosClass") or ""),
             containers=container_states(obj), events=pod_events(events), reason=str(status.get("reason") or ""),
             message=str(status.get("message") or ""),
-            resize=resize_status(obj, self.resized) or ResizeStatus("InProgress"),
+            resize=resize_status(obj, self.resized) or ResizeStatus(ResizeOutcome.IN_PROGRESS),
         )
 
     def evidence(self, extra_files: Sequence[str] = ()) -> PodEvidence:
@@ -198,7 +199,7 @@ class KubePod(PodHandle):
             self.node.api.patch_pod_resize(self.namespace, self.name, patch)
         except KubeApiError as err:
             if err.status in REJECTED_STATUSES:
-                return ResizeStatus("Infeasible", err.message)
+                return ResizeStatus(ResizeOutcome.REJECTED, err.message)
             raise
         self.resized = True
         deadline = self.node.clock() + self.node.timeouts.resize
@@ -207,7 +208,7 @@ class KubePod(PodHandle):
             if decided is not None:
                 return decided
             if self.node.clock() > deadline:
-                return ResizeStatus("InProgress", "the kubelet has not acted on the resize yet")
+                return ResizeStatus(ResizeOutcome.IN_PROGRESS, "the kubelet has not acted on the resize yet")
             self.node.sleep(self.node.timeouts.poll)
 
     def exec(self, container: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
@@ -349,7 +350,10 @@ class KubeNode(Node):
             raise
         decision = admission(obj)
         assert decision is not None
-        return KubePod(self, pod, decision[0], decision[1], namespace)
+        admitted, errors = decision
+        if not admitted:
+            self.delete_pod(namespace, pod.name)  # a refused pod leaves nothing behind, as on a kubelet
+        return KubePod(self, pod, admitted, errors, namespace)
 
     def delete_pod(self, namespace: str, name: str) -> None:
         """Delete with no grace period and wait until the API no longer has the pod."""

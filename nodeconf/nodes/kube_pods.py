@@ -11,6 +11,7 @@ from nodeconf.manifest import Pod, pod_to_dict
 from nodeconf.nodes.base import ContainerState, ResizeStatus, Terminated
 from nodeconf.quantity import Quantity, QuantityError
 from nodeconf.semantics.expectation import Event
+from nodeconf.semantics.resize import ResizeStatus as Outcome
 
 MANAGED_BY = ("app.kubernetes.io/managed-by", "nodeconf")
 RUN_LABEL = "nodeconf.io/run"
@@ -222,10 +223,10 @@ def resize_status(pod_obj: Mapping[str, Any], requested: bool) -> ResizeStatus |
     conditions = {c.get("type"): c for c in status.get("conditions") or () if c.get("status") == "True"}
     pending = conditions.get("PodResizePending")
     if pending is not None:
-        return ResizeStatus(str(pending.get("reason") or "Deferred"), str(pending.get("message") or ""))
+        return ResizeStatus(str(pending.get("reason") or Outcome.DEFERRED), str(pending.get("message") or ""))
     in_progress = conditions.get("PodResizeInProgress")
     if in_progress is not None:
-        return ResizeStatus("InProgress", str(in_progress.get("message") or ""))
+        return ResizeStatus(Outcome.IN_PROGRESS, str(in_progress.get("message") or ""))
     legacy = status.get("resize")
     if legacy and legacy != "Proposed":
         return ResizeStatus(str(legacy))
@@ -234,4 +235,4 @@ def resize_status(pod_obj: Mapping[str, Any], requested: bool) -> ResizeStatus |
     generation, observed = _dig(pod_obj, "metadata", "generation"), status.get("observedGeneration")
     if legacy == "Proposed" or (isinstance(generation, int) and isinstance(observed, int) and observed < generation):
         return None
-    return ResizeStatus("Applied") if resources_actuated(pod_obj) else None
+    return ResizeStatus(Outcome.APPLIED) if resources_actuated(pod_obj) else None

@@ -409,6 +409,7 @@ def test_kubelet_rejection_is_reported_with_its_message(node: KubeNode, fake: Fa
     handle = node.run(Pod(name="huge", containers=(ctr("c", requests={"memory": "64Gi"}),)))
     assert not handle.admitted
     assert handle.errors == ("Pod was rejected: Node didn't have enough resource: memory",)
+    assert (DEFAULT_NS, "huge") not in fake.pods  # nothing left behind; the same name can be tried again
     with pytest.raises(NodeError, match="was rejected"):
         handle.evidence()
 
@@ -531,7 +532,7 @@ RESIZE = {"spec": {"containers": [{"name": "hello", "resources": {"requests": {"
 @pytest.mark.parametrize(("behaviour", "expected"), [
     pytest.param("apply", ResizeStatus("Applied"), id="applied"),
     pytest.param("defer", ResizeStatus("Deferred", "Node didn't have enough capacity: memory"), id="deferred"),
-    pytest.param("qos-change", ResizeStatus("Infeasible", 'Pod "res-demo" is invalid: spec: Invalid value: '
+    pytest.param("qos-change", ResizeStatus("Rejected", 'Pod "res-demo" is invalid: spec: Invalid value: '
                                             '"Guaranteed": Pod QOS Class may not change as a result of resizing'),
                  id="qos-change-refused"),
     pytest.param("unobserved", ResizeStatus("InProgress", "the kubelet has not acted on the resize yet"),
