@@ -1,4 +1,11 @@
-"""`oom_score_adj` of containers (pkg/kubelet/qos/policy.go GetContainerOOMScoreAdjust)."""
+"""`oom_score_adj` of containers (pkg/kubelet/qos/policy.go GetContainerOOMScoreAdjust).
+
+Decisions on the open points, from the current policy.go and qos/helpers.go: a sidecar is capped at the score of
+the regular container with the smallest memory request (minRegularContainerMemory); with pod-level memory
+requests the unassigned remainder is split evenly over all containers, init containers included, and added to
+each request, the sidecar cap included (remainingPodMemReqPerContainer). Not modelled: the alpha
+KubeletOOMScoreAdjTieBreak nudge (off by default, no profile enables it) and DRA memory claims.
+"""
 
 from __future__ import annotations
 
