@@ -113,6 +113,9 @@ def pod_errors(pod: Pod, profile: Profile) -> tuple[str, ...]:
     for prefix, containers in (("spec.initContainers", pod.init_containers), ("spec.containers", pod.containers)):
         for i, c in enumerate(containers):
             errors.extend(_container_errors(c, f"{prefix}[{i}]", seen))
+    for i, c in enumerate(pod.containers):
+        if c.restart_policy is not None:
+            errors.append(f"spec.containers[{i}].restartPolicy: Forbidden: may not be set for non-init containers")
     for i, c in enumerate(pod.init_containers):
         if c.restart_policy not in (None, "Always"):
             errors.append(

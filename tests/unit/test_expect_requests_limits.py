@@ -184,6 +184,12 @@ def test_limit_range_defaults_and_bounds() -> None:
                      "aggregate container requests of 100Mi", id="pod-level-below-containers"),
         pytest.param(pod(ctr("c"), meta={"uid": "../../escape"}), 'metadata.uid: Invalid value: "../../escape"',
                      id="unsafe-uid"),
+        pytest.param(pod(ctr("c", restartPolicy="Always")), "spec.containers[0].restartPolicy: Forbidden",
+                     id="restart-policy-on-regular-container"),
+        pytest.param(pod(ctr("c"), init=(ctr("i", restartPolicy="Never"),)),
+                     'spec.initContainers[0].restartPolicy: Unsupported value: "Never"', id="init-restart-policy"),
+        pytest.param(pod(ctr("c"), meta={"namespace": "Team"}), 'metadata.namespace: Invalid value: "Team"',
+                     id="bad-namespace"),
     ],
 )
 def test_rejected_pods_are_reported_not_raised(p: Pod, message: str) -> None:
