@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.compare import PAUSE, ComparedValue, compare_oom_score_adj
+from fixtures.compare import PAUSE, ComparedValue, compare_oom_score_adj, compare_path
 from fixtures.node import Deploy
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
@@ -59,3 +59,36 @@ def test_res_demo_container_pod_and_pause(deploy: Deploy, oracle: Oracle, kubele
 
     check_pod(demo.handle("res-demo"), demo.expected("res-demo"), QosClass.BURSTABLE, seed=article)
 
+
+
+QOS_TABLE = "requests-limits-qos article, QoS classes and oom_score_adj tables; cgroup tree (systemd driver)"
+
+
+@pytest.mark.parametrize(
+    ("name", "qos", "parent"),
+    [
+        ("qos-guaranteed", QosClass.GUARANTEED, "kubepods.slice"),
+        ("qos-burstable", QosClass.BURSTABLE, "kubepods.slice/kubepods-burstable.slice"),
+        ("qos-besteffort", QosClass.BEST_EFFORT, "kubepods.slice/kubepods-besteffort.slice"),
+    ],
+    ids=["guaranteed", "burstable", "besteffort"],
+)
+def test_qos_class_slice_and_oom_score_adj(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, node_facts: NodeFacts,
+                                           name: str, qos: QosClass, parent: str) -> None:
+    """Each class lands in its slice with the article's oom_score_adj (pause −998 for every pod)."""
+    if kubelet.config.cgroup_driver != "systemd":
+        pytest.skip("the article's slice names are the systemd driver's")
+    deployed = deploy_pods(deploy, oracle, kubelet, [pod("requests-limits/qos-classes.yaml", name)])
+    score = {QosClass.GUARANTEED: -997, QosClass.BEST_EFFORT: 1000,
+             QosClass.BURSTABLE: _burstable_score(64 * MI, node_facts.memory_capacity)}[qos]
+
+    def article(evidence: PodEvidence) -> list[ComparedValue]:
+        assert evidence.pause is not None
+        actual_parent = evidence.pod_cgroup.path.rpartition("/")[0]
+        return [
+            compare_path(name, "", parent, actual_parent, QOS_TABLE),
+            compare_oom_score_adj(name, "app", Expected(str(score), QOS_TABLE), evidence.container("app")),
+            compare_oom_score_adj(name, PAUSE, Expected("-998", QOS_TABLE), evidence.pause),
+        ]
+
+    check_pod(deployed.handle(name), deployed.expected(name), qos, seed=article)

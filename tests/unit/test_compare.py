@@ -196,3 +196,18 @@ def test_compare_pod_names_the_old_runc_weight() -> None:
     assert [(r.container, r.file, r.expected, r.actual) for r in rows if not r.ok] == [
         ("hello", "cpu.weight", "35", "10")
     ]
+
+
+def test_measured_value_is_checked_against_its_band() -> None:
+    from fixtures.compare import compare_measured
+    from fixtures.tolerance import cpu_usage_band
+
+    band = cpu_usage_band(20000, 100000, 3_000_000, shortfall=0.15)
+    inside = compare_measured("burner", "burner", CTR_PATH, "cpu usage per wall time", band, 0.2, "cpu.max quota")
+    outside = compare_measured("burner", "burner", CTR_PATH, "cpu usage per wall time", band, 0.5, "cpu.max quota")
+    assert inside.ok and not outside.ok
+    assert outside.line() == (
+        f'value of measurement "cpu usage per wall time" for container "burner" of pod "burner" at {CTR_PATH} '
+        'was "0.5"; '
+        'expected "[0.17, 0.2067] (quota 20000/100000, window 3000000us)" (rule: cpu.max quota)'
+    )
