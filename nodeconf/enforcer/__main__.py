@@ -12,10 +12,11 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from nodeconf.enforcer.agent import LOG_FILE, Agent, Backoff, Faults
+from nodeconf.enforcer.agent import LOG_FILE, Agent
 from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree
 from nodeconf.enforcer.facts import detect, node_memory_used
+from nodeconf.enforcer.lifecycle import Backoff, Faults
 from nodeconf.enforcer.server import AgentServer
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 

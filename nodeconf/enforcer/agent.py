@@ -9,18 +9,28 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from nodeconf.enforcer import names, process
 from nodeconf.enforcer.cgroupfs import CgroupTree
+from nodeconf.enforcer.lifecycle import (
+    KUBELET_BACKOFF,
+    NO_FAULTS,
+    Backoff,
+    Faults,
+    pod_phase,
+    ready_to_start,
+    restarts,
+)
 from nodeconf.enforcer.metrics import render
+from nodeconf.enforcer.oracle import ContainerUsage, ExpectFn, ResizeFn
+from nodeconf.enforcer.patch import patched_pod
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord, PodRecord
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
-from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, object_from_dict, pod_to_dict
+from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, object_from_dict
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.eviction import MEMORY_PRESSURE, PodMemoryUsage, decide_memory_eviction
 from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation
@@ -31,29 +41,6 @@ APPLIED = "Applied"
 PENDING = ("InProgress", "Deferred")
 
 
-@dataclass(frozen=True)
-class ContainerUsage:
-    """What a container uses now, in bytes (memory.current, memory.swap.current); None when unreadable."""
-
-    memory: int | None
-    swap: int | None
-
-
-class ResizeDecision(Protocol):
-    @property
-    def status(self) -> str: ...
-
-    @property
-    def message(self) -> str: ...
-
-
-class ResizeFn(Protocol):
-    def __call__(self, current: Pod, desired: Pod, usage: Mapping[str, ContainerUsage], node: NodeFacts,
-                 config: KubeletConfig, profile: Profile, others: Sequence[Pod] = ...) -> ResizeDecision: ...
-
-
-ExpectFn = Callable[[Sequence[Pod], NodeFacts, KubeletConfig, Profile, Sequence[NamespaceObject]],
-                    NodeExpectation]
 # Files read as a pod's evidence besides those the oracle expects (cgroup-v2.rst interface files).
 OBSERVED_FILES = (
     "cgroup.procs", "cpu.weight", "cpu.max", "cpu.stat", "cpu.pressure",
@@ -72,44 +59,12 @@ class AgentError(Exception):
     """A request the agent refuses; the message goes back to the caller as is."""
 
 
-@dataclass(frozen=True)
-class Backoff:
-    """Container restart back-off: immediate first restart, then initial·2ⁿ up to a cap (kubelet backOff 10s/300s)."""
-
-    initial: float = 10.0
-    cap: float = 300.0
-
-    def delay(self, restarts: int) -> float:
-        return 0.0 if restarts == 0 else min(self.cap, self.initial * 2 ** (restarts - 1))
-
-
-@dataclass(frozen=True)
-class Faults:
-    """Deliberate deviations for the suite's self-tests: the agent computes with these, yet claims true facts."""
-
-    cpu_weight_formula: str | None = None
-    memory_throttling_factor: float | None = None
-
-    @classmethod
-    def parse(cls, items: Iterable[str]) -> Faults:
-        fields: dict[str, Any] = {}
-        for item in items:
-            key, sep, value = item.partition("=")
-            if key == "cpu-weight-formula" and sep:
-                fields["cpu_weight_formula"] = value
-            elif key == "memory-throttling-factor" and sep:
-                fields["memory_throttling_factor"] = float(value)
-            else:
-                raise ValueError(f"unknown fault {item!r} (cpu-weight-formula=F, memory-throttling-factor=X)")
-        return cls(**fields)
-
-
 class Agent:
     """One node agent; every public method is one API operation and holds the lock."""
 
     def __init__(self, tree: CgroupTree, state_dir: Path, facts: NodeFacts, expect_fn: ExpectFn,
-                 resize_fn: ResizeFn, *, node_memory_used: Callable[[], int] | None = None, faults: Faults = Faults(),
-                 backoff: Backoff = Backoff(), log: logging.Logger | None = None) -> None:
+                 resize_fn: ResizeFn, *, node_memory_used: Callable[[], int] | None = None, faults: Faults = NO_FAULTS,
+                 backoff: Backoff = KUBELET_BACKOFF, log: logging.Logger | None = None) -> None:
         self.tree = tree
         self.state_dir = state_dir
         self.facts = facts
@@ -563,7 +518,7 @@ class Agent:
         if oom:
             record.event("Warning", "OOMKilling",
                          f"Memory cgroup out of memory: container {c.name} was killed (exit code {code})")
-        if _restarts(record.pod.restart_policy, c.kind, code):
+        if restarts(record.pod.restart_policy, c.kind, code):
             c.last_state = {"terminated": terminated}
             c.state, c.reason, c.exit_code = "waiting", "CrashLoopBackOff", None
             c.next_start = now + self.backoff.delay(c.restarts)
@@ -572,25 +527,10 @@ class Agent:
         else:
             c.state, c.reason = "terminated", reason
 
-    def _ready_to_start(self, record: PodRecord, c: ContainerRecord) -> bool:
-        """Start order: pause; init containers one by one (sidecars once started); then the regular ones."""
-        for before in record.containers:
-            if before is c:
-                return True
-            if before.kind == PAUSE and before.state != "running":
-                return False
-            if before.kind == INIT and not (before.state == "terminated" and before.exit_code == 0):
-                return False
-            if before.kind == SIDECAR and before.started_at is None:
-                return False
-            if c.kind in (INIT, SIDECAR) and before.kind == REGULAR:
-                return True
-        return True
-
     def _start_due(self, record: PodRecord, now: float) -> bool:
         started = False
         for c in record.containers:
-            if c.state == "waiting" and c.next_start <= now and self._ready_to_start(record, c):
+            if c.state == "waiting" and c.next_start <= now and ready_to_start(record.containers, c):
                 self._spawn(record, c)
                 started = True
         return started
@@ -609,26 +549,13 @@ class Agent:
         c.state, c.reason, c.exit_code, c.started_at = "running", "", None, time.time()
 
     def _update_phase(self, record: PodRecord) -> bool:
-        regular = [c for c in record.containers if c.kind == REGULAR]
         before = record.phase
-        if all(c.state == "terminated" for c in regular):
-            record.phase = "Succeeded" if all(c.exit_code == 0 for c in regular) else "Failed"
-        elif any(c.state == "running" for c in regular):
-            record.phase = "Running"
+        record.phase = pod_phase(record.containers, record.phase)
         if record.phase in TERMINAL and before not in TERMINAL:
             self.log.info("pod %s %s", record.ref, record.phase)
             self._teardown(record)
             self._apply(self._expect())
         return record.phase != before
-
-
-def _restarts(policy: str, kind: str, code: int) -> bool:
-    """Whether an exited container is restarted (core/v1 restartPolicy; sidecars and pause always)."""
-    if kind in (PAUSE, SIDECAR):
-        return True
-    if kind == INIT:
-        return code != 0 and policy != "Never"
-    return policy == "Always" or (policy == "OnFailure" and code != 0)
 
 
 def _container_record(ce: ContainerExpectation, pod: Pod | None) -> ContainerRecord:
@@ -665,34 +592,6 @@ def _check_names(pod: Pod) -> None:
 
 def _int(text: str | None) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
-
-
-def patched_pod(pod: Pod, patch: Mapping[str, Any]) -> Pod:
-    """The pod after a resize patch: `spec.containers[].resources` and `spec.resources` merged by key
-    (strategic merge on the resize subresource: containers by name, resource maps key by key)."""
-    doc = pod_to_dict(pod)
-    spec = patch.get("spec")
-    if not isinstance(spec, Mapping) or not set(spec) <= {"containers", "initContainers", "resources"}:
-        raise InputError("a resize patch holds only spec.containers, spec.initContainers, spec.resources")
-    for section in ("containers", "initContainers"):
-        for i, change in enumerate(spec.get(section) or []):
-            target = next((c for c in doc["spec"].get(section, []) if c["name"] == change.get("name")), None)
-            if target is None:
-                raise InputError(f"no container {change.get('name')!r}", field=f"spec.{section}[{i}].name")
-            target["resources"] = _merge_resources(target.get("resources", {}), change.get("resources") or {})
-    if "resources" in spec:
-        doc["spec"]["resources"] = _merge_resources(doc["spec"].get("resources", {}), spec["resources"])
-    obj = object_from_dict(doc, source="resize")
-    assert isinstance(obj, Pod)
-    return obj
-
-
-def _merge_resources(current: Mapping[str, Any], change: Mapping[str, Any]) -> dict[str, Any]:
-    out = {key: dict(value) for key, value in current.items()}
-    for key in ("requests", "limits"):
-        if key in change:
-            out[key] = {**out.get(key, {}), **change[key]}
-    return out
 
 
 def _process_start(pid: int) -> int | None:

@@ -1,8 +1,42 @@
-"""The oracle functions the agent asks (it computes no semantics itself): expectations and resize decisions."""
+"""The oracle the agent asks (it computes no semantics itself): expectations and resize decisions, and the
+shapes it exchanges with them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.manifest import NamespaceObject, Pod
+from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.expect import expect
+from nodeconf.semantics.expectation import NodeExpectation
+from nodeconf.semantics.profile import Profile
 from nodeconf.semantics.resize import decide_resize
 
-__all__ = ["decide_resize", "expect"]
+__all__ = ["ContainerUsage", "ExpectFn", "ResizeDecision", "ResizeFn", "decide_resize", "expect"]
+
+@dataclass(frozen=True)
+class ContainerUsage:
+    """What a container uses now, in bytes (memory.current, memory.swap.current); None when unreadable."""
+
+    memory: int | None
+    swap: int | None
+
+
+class ResizeDecision(Protocol):
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
+
+
+class ResizeFn(Protocol):
+    def __call__(self, current: Pod, desired: Pod, usage: Mapping[str, ContainerUsage], node: NodeFacts,
+                 config: KubeletConfig, profile: Profile, others: Sequence[Pod] = ...) -> ResizeDecision: ...
+
+
+ExpectFn = Callable[[Sequence[Pod], NodeFacts, KubeletConfig, Profile, Sequence[NamespaceObject]],
+                    NodeExpectation]

@@ -75,6 +75,16 @@ def seed_pods(node: EnforcedNode) -> Iterator[Mapping[str, PodHandle]]:
             handle.delete()
 
 
+def hog_pod(name: str, argv: list[str], requests: dict[str, str], limits: dict[str, str] | None = None) -> Pod:
+    """A one-container pod `c` running argv (a workload program) with the given resources."""
+    resources = {"requests": requests, **({"limits": limits} if limits else {})}
+    pod = object_from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                            "spec": {"containers": [{"name": "c", "image": "python:3", "command": argv,
+                                                     "resources": resources}]}})
+    assert isinstance(pod, Pod)
+    return pod
+
+
 def test_seed_pods_read_back_equal_the_oracle(node: EnforcedNode, seed_pods: Mapping[str, PodHandle]) -> None:
     assert all(h.admitted for h in seed_pods.values()), {n: h.errors for n, h in seed_pods.items()}
     expected = expect([h.pod for h in seed_pods.values()], node.facts(), CONFIG, profile_for("1.38", CONFIG))
@@ -122,38 +132,63 @@ def test_eater_is_oomkilled_and_restarted(seed_pods: Mapping[str, PodHandle]) ->
 def test_swap_decrease_waits_until_usage_is_below(node: EnforcedNode) -> None:
     """KEP-5359 In-Place Pod Resize: a limits.swap decrease stays in progress while memory.swap.current is at or
     above the new limit, and is applied once it is below."""
-    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "swap-shrink"},
-           "spec": {"containers": [{"name": "hog", "image": "python:3", "command":
-                                    ["python3", MEMHOG, "160", "0", "--hold", "30"],
-                                    "resources": {"requests": {"memory": "32Mi"},
-                                                  "limits": {"memory": "64Mi", "swap": "128Mi"}}}]}}
-    pod = object_from_dict(doc)
-    assert isinstance(pod, Pod)
-    handle = node.run(pod)
+    handle = node.run(hog_pod("swap-shrink", ["python3", MEMHOG, "160", "0", "--hold", "30"],
+                              {"memory": "32Mi"}, {"memory": "64Mi", "swap": "128Mi"}))
     try:
         assert handle.admitted, handle.errors
 
         def swapped() -> int:
-            return handle.evidence().container("hog").cgroup.number("memory.swap.current")
+            return handle.evidence().container("c").cgroup.number("memory.swap.current")
 
         deadline = time.monotonic() + 60
         while swapped() <= 64 * MIB:
             assert time.monotonic() < deadline, "the hog never swapped more than 64Mi"
             time.sleep(0.5)
-        patch = {"spec": {"containers": [{"name": "hog", "resources": {"limits": {"swap": "32Mi"}}}]}}
+        patch = {"spec": {"containers": [{"name": "c", "resources": {"limits": {"swap": "32Mi"}}}]}}
         assert handle.resize(patch).status == "InProgress"
         time.sleep(2)
-        held = handle.evidence().container("hog").cgroup
+        held = handle.evidence().container("c").cgroup
         assert held.limit("memory.swap.max") == 128 * MIB
         assert held.number("memory.swap.current") >= 32 * MIB
         assert handle.status().resize.status == "InProgress"
         done = handle.wait_for(lambda s: s.resize.status == "Applied", timeout=90, what="swap decrease applied")
-        after = handle.evidence().container("hog").cgroup
+        after = handle.evidence().container("c").cgroup
         assert limit_band(32 * MIB, node.facts().page_size, pages=0).contains(after.limit("memory.swap.max") or -1)
         assert after.number("memory.swap.current") < 32 * MIB
-        assert done.container("hog").restart_count == 0
+        assert done.container("c").restart_count == 0
     finally:
         handle.delete()
+
+
+def test_memory_pressure_evicts_the_pod_furthest_above_its_request(machine: VirtualMachine,
+                                                                    node: EnforcedNode) -> None:
+    """Seed requests-limits-qos eviction: memory.available under evictionHard → the pod whose usage exceeds its
+    request most goes (Failed, Evicted); the node reports MemoryPressure until available is above again."""
+    greedy = node.run(hog_pod("greedy", ["python3", MEMHOG, "512"], {"memory": "16Mi"}))
+    calm = node.run(hog_pod("calm", ["sleep", "3600"], {"memory": "64Mi"}))
+    try:
+        deadline = time.monotonic() + 90
+        while greedy.evidence().container("c").cgroup.number("memory.current") < 500 * MIB:
+            assert time.monotonic() < deadline, "greedy never reached 500Mi"
+            time.sleep(0.5)
+        with machine.ssh() as ssh:
+            available_kib = int(ssh.check_output(["awk", "/^MemAvailable:/ {print $2}", "/proc/meminfo"]))
+        threshold = f"{available_kib // 1024 + 256}Mi"
+        node.configure(KubeletConfig(swap_behavior=CONFIG.swap_behavior, eviction_hard={"memory.available": threshold}))
+        evicted = greedy.wait_for(lambda s: s.phase == "Failed", timeout=30, what="greedy evicted")
+        assert evicted.reason == "Evicted"
+        assert evicted.message.startswith("The node was low on resource: memory.")
+        assert any(e.reason == "Evicted" for e in evicted.events)
+        conditions = node.conditions()
+        reasons = [e.reason for e in conditions.events]
+        assert "NodeHasInsufficientMemory" in reasons
+        time.sleep(3)
+        assert calm.status().phase == "Running", "only the pod furthest above its request is evicted"
+        assert not node.conditions().memory_pressure
+    finally:
+        node.configure(CONFIG)
+        greedy.delete()
+        calm.delete()
 
 
 def test_stop_leaves_nothing(machine: VirtualMachine, node: EnforcedNode) -> None:

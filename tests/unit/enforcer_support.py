@@ -7,14 +7,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from nodeconf.enforcer.agent import Agent, Backoff, Faults
+from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.cgroupfs import CgroupTree
+from nodeconf.enforcer.lifecycle import NO_FAULTS, Backoff, Faults
 from nodeconf.enforcer.oracle import decide_resize, expect
 from nodeconf.node_facts import NodeFacts
 
 # The article's lab node: 3479660 KiB of memory, 2 cpus (seed requests-limits-qos "What the scheduler sees").
 ARTICLE_NODE = NodeFacts(memory_capacity=3479660 * 1024, swap_capacity=0, cpu_capacity_milli=2000)
-NO_FAULTS = Faults()
 
 
 def make_agent(tmp_path: Path, faults: Faults = NO_FAULTS,

@@ -22,7 +22,9 @@ from enforcer_support import (
     tick_until,
 )
 
-from nodeconf.enforcer.agent import Agent, AgentError, Faults, patched_pod
+from nodeconf.enforcer.agent import Agent, AgentError
+from nodeconf.enforcer.lifecycle import Faults
+from nodeconf.enforcer.patch import patched_pod
 from nodeconf.errors import InputError
 from nodeconf.manifest import Pod, object_from_dict
 

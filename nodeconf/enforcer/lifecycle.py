@@ -1,0 +1,83 @@
+"""Container lifecycle rules the agent follows as a kubelet does: restart policy, back-off, start order, phase.
+
+Source: core/v1 restartPolicy and init/sidecar containers (KEP-753); kubelet backOff (10 s doubling to 300 s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Container restart back-off: immediate first restart, then initial·2ⁿ up to a cap (kubelet backOff 10s/300s)."""
+
+    initial: float = 10.0
+    cap: float = 300.0
+
+    def delay(self, restarts: int) -> float:
+        return 0.0 if restarts == 0 else min(self.cap, self.initial * 2 ** (restarts - 1))
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Deliberate deviations for the suite's self-tests: the agent computes with these, yet claims true facts."""
+
+    cpu_weight_formula: str | None = None
+    memory_throttling_factor: float | None = None
+
+    @classmethod
+    def parse(cls, items: Iterable[str]) -> Faults:
+        fields: dict[str, Any] = {}
+        for item in items:
+            key, sep, value = item.partition("=")
+            if key == "cpu-weight-formula" and sep:
+                fields["cpu_weight_formula"] = value
+            elif key == "memory-throttling-factor" and sep:
+                fields["memory_throttling_factor"] = float(value)
+            else:
+                raise ValueError(f"unknown fault {item!r} (cpu-weight-formula=F, memory-throttling-factor=X)")
+        return cls(**fields)
+
+
+def restarts(policy: str, kind: str, code: int) -> bool:
+    """Whether an exited container is restarted (core/v1 restartPolicy; sidecars and pause always)."""
+    if kind in (PAUSE, SIDECAR):
+        return True
+    if kind == INIT:
+        return code != 0 and policy != "Never"
+    return policy == "Always" or (policy == "OnFailure" and code != 0)
+
+
+def ready_to_start(containers: Sequence[ContainerRecord], c: ContainerRecord) -> bool:
+    """Start order: pause; init containers one by one (sidecars once started); then the regular ones."""
+    for before in containers:
+        if before is c:
+            return True
+        if before.kind == PAUSE and before.state != "running":
+            return False
+        if before.kind == INIT and not (before.state == "terminated" and before.exit_code == 0):
+            return False
+        if before.kind == SIDECAR and before.started_at is None:
+            return False
+        if c.kind in (INIT, SIDECAR) and before.kind == REGULAR:
+            return True
+    return True
+
+
+def pod_phase(containers: Sequence[ContainerRecord], current: str) -> str:
+    """Succeeded / Failed once every regular container has terminated for good, Running once one runs."""
+    regular = [c for c in containers if c.kind == REGULAR]
+    if all(c.state == "terminated" for c in regular):
+        return "Succeeded" if all(c.exit_code == 0 for c in regular) else "Failed"
+    if any(c.state == "running" for c in regular):
+        return "Running"
+    return current
+
+
+NO_FAULTS = Faults()
+KUBELET_BACKOFF = Backoff()
