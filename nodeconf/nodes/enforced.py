@@ -56,9 +56,11 @@ class Stream(Protocol):
 
 
 class AgentTransport(Protocol):
-    """What the driver needs of a transport: commands with input, and one long-lived stream."""
+    """What the driver needs of a transport (SshTransport, LocalTransport): commands and one long-lived stream."""
 
     def run(self, argv: Sequence[str], *, input: bytes | None = None, timeout: float = ...) -> Any: ...
+
+    def open_stream(self, argv: Sequence[str]) -> Stream: ...
 
     def close(self) -> None: ...
 
@@ -84,38 +86,6 @@ def agent_bundle() -> bytes:
             with open(path, "rb") as handle:
                 archive.addfile(info, handle)
     return buffer.getvalue()
-
-
-class ChannelStream:
-    """A paramiko exec channel as a Stream."""
-
-    def __init__(self, channel: Any) -> None:
-        self.channel = channel
-        self.reader = channel.makefile("rb")
-
-    def write(self, data: bytes) -> None:
-        self.channel.sendall(data)
-
-    def readline(self) -> bytes:
-        line: bytes = self.reader.readline()
-        return line
-
-    def close(self) -> None:
-        self.channel.close()
-
-
-def open_stream(transport: Any, argv: Sequence[str]) -> Stream:
-    """A long-lived stream running argv on the node: the transport's own, or an SSH exec channel."""
-    if hasattr(transport, "open_stream"):
-        stream: Stream = transport.open_stream(argv)
-        return stream
-    # SshTransport has no public stream yet: one exec channel on its paramiko connection.
-    ssh = transport._client.get_transport()
-    if ssh is None or not ssh.is_active():
-        raise NodeError("the SSH connection to the node is closed")
-    channel = ssh.open_session(timeout=30)
-    channel.exec_command(shlex.join(argv))
-    return ChannelStream(channel)
 
 
 class AgentClient:
@@ -284,7 +254,7 @@ class EnforcedNode(Node):
         for fault in settings.faults:
             serve += ["--fault", fault]
         self._checked(self._agent_argv(*serve), timeout=START_TIMEOUT)
-        self._client = AgentClient(open_stream(self.transport, self._agent_argv("bridge", "--socket", self.socket)))
+        self._client = AgentClient(self.transport.open_stream(self._agent_argv("bridge", "--socket", self.socket)))
         self.client.call("ping")
         return self
 
