@@ -294,7 +294,7 @@ def _customize(recipe: Recipe, root: Path, work: Path) -> None:
     authorized.chmod(0o600)
     (root / "etc" / "hostname").write_text(recipe.hostname + "\n")
     (root / "etc" / "hosts").write_text(f"127.0.0.1 localhost\n127.0.1.1 {recipe.hostname}\n")
-    (root / "etc" / "fstab").write_text("# nodeconf reference VM: mounts are made by the init\n")
+    (root / "etc" / "fstab").write_text(recipe.scripts["fstab"])
     (root / "usr" / "local" / "bin").mkdir(parents=True, exist_ok=True)
 
 

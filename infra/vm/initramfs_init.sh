@@ -25,5 +25,6 @@ until [ -b "$root" ]; do
 done
 mkdir -p /newroot
 mount -t ext4 -o rw "$root" /newroot || { echo "initramfs: cannot mount $root" >/dev/console; exec sh; }
-umount /sys /proc /dev
+mount --move /dev /newroot/dev
+umount /sys /proc
 exec switch_root /newroot "$init"

@@ -11,6 +11,8 @@ GUEST_SSH_PORT = 22
 KERNEL_ARGS = (
     "console=ttyS0", "root=/dev/vda", "rw", f"init={GUEST_INIT_PATH}", "panic=-1", "quiet", "loglevel=4",
     "cgroup_no_v1=all", "psi=1", "random.trust_cpu=on", "tsc=reliable", "no_timer_check",
+    # Boot-time savings under TCG (≈0.9 s measured with initcall_debug): no crypto self-tests, no IPv6.
+    "cryptomgr.notests", "initcall_blacklist=crypto_kdf108_init", "ipv6.disable=1",
 )
 
 

@@ -55,7 +55,8 @@ def default_recipe() -> Recipe:
     return Recipe(scripts={
         "guest_init.sh": data_file("guest_init.sh"),
         "initramfs_init.sh": data_file("initramfs_init.sh"),
-        "sshd_config": data_file("sshd_config"),
+        "sshd_config": data_file("guest_sshd_config.txt"),
+        "fstab": data_file("guest_fstab.txt"),
     })
 
 

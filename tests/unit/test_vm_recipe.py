@@ -44,7 +44,10 @@ def test_cache_key_names_the_suite() -> None:
 
 def test_default_recipe_ships_its_scripts() -> None:
     scripts = default_recipe().scripts
-    assert "nsdelegate,memory_recursiveprot" in scripts["guest_init.sh"]
+    cgroup2 = [line.split() for line in scripts["fstab"].splitlines() if line.startswith("cgroup2 ")]
+    assert cgroup2 and cgroup2[0][1] == "/sys/fs/cgroup" and cgroup2[0][2] == "cgroup2"
+    assert {"nsdelegate", "memory_recursiveprot"} <= set(cgroup2[0][3].split(","))
+    assert "mount -a" in scripts["guest_init.sh"] and "swapon -a" in scripts["guest_init.sh"]
     assert "NODECONF-READY" in scripts["guest_init.sh"]
     assert "switch_root" in scripts["initramfs_init.sh"]
     assert "PermitRootLogin prohibit-password" in scripts["sshd_config"]
