@@ -200,6 +200,10 @@ class KubePod(PodHandle):
         except KubeApiError as err:
             if err.status in REJECTED_STATUSES:
                 return ResizeStatus(ResizeOutcome.REJECTED, err.message)
+            if err.status == 404:
+                self.read()  # the pod is there (else this raises): the API server has no resize subresource
+                raise NotApplicable(f"pod {self.pod.ref}: the API server does not serve pods/resize (in-place "
+                                    f"resize needs Kubernetes 1.33 or newer): {err.message}") from None
             raise
         self.resized = True
         deadline = self.node.clock() + self.node.timeouts.resize

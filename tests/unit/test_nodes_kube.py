@@ -261,8 +261,12 @@ class FakeKube:
         return list(reversed(out))  # the API does not promise an order
 
     def patch_pod_resize(self, namespace: str, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        if (namespace, name) not in self.pods:
+            raise KubeApiError(404, f'pods "{name}" not found')
         obj = self.pods[(namespace, name)]
         behaviour = self.resize_behaviour.get(name, "apply")
+        if behaviour == "no-subresource":
+            raise KubeApiError(404, "the server could not find the requested resource")
         if behaviour == "qos-change":
             raise KubeApiError(422, f'Pod "{name}" is invalid: spec: Invalid value: "Guaranteed": '
                                     "Pod QOS Class may not change as a result of resizing")
@@ -542,6 +546,16 @@ def test_resize(node: KubeNode, fake: FakeKube, behaviour: str, expected: Resize
     handle = node.run(RES_DEMO)
     fake.resize_behaviour["res-demo"] = behaviour
     assert handle.resize(RESIZE) == expected
+
+
+def test_resize_on_a_cluster_without_the_subresource_is_not_applicable(node: KubeNode, fake: FakeKube) -> None:
+    handle = node.run(RES_DEMO)
+    fake.resize_behaviour["res-demo"] = "no-subresource"
+    with pytest.raises(NotApplicable, match="does not serve pods/resize"):
+        handle.resize(RESIZE)
+    del fake.pods[(DEFAULT_NS, "res-demo")]
+    with pytest.raises(KubeApiError, match="not found"):  # a vanished pod stays an infrastructure error
+        handle.resize(RESIZE)
 
 
 def test_resize_status_stays_visible_in_the_pod_status(node: KubeNode, fake: FakeKube) -> None:
