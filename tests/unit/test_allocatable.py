@@ -36,6 +36,8 @@ def test_article_recommended_reserve() -> None:
                            eviction_hard={"memory.available": "200Mi"})
     assert allocatable_cpu_milli(ARTICLE_NODE, config) == 1600
     assert allocatable_memory(ARTICLE_NODE, config) == 3479660 * KI - 1224 * MI
+    # "memory would shrink by about another 1.1 GiB": 3377260Ki − allocatable = 1124Mi ≈ 1.1 GiB.
+    assert 3377260 * KI - allocatable_memory(ARTICLE_NODE, config) == 1124 * MI
     # kubepods holds capacity minus the reserves, never the eviction threshold.
     assert kubepods_memory_bytes(ARTICLE_NODE, config) == 3479660 * KI - 1024 * MI
     assert kubepods_cpu_milli(ARTICLE_NODE, config) == 1600
