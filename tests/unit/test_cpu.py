@@ -45,9 +45,10 @@ def test_nonlinear_weight(shares: int, weight: int) -> None:
     assert cpu.nonlinear_weight(shares) == weight
 
 
-# Hand-computed 1 + ((s-2)*9999)//262142: 256 → 10 and 2048 → 79 (article), 1024 → 39 (article "one core 39").
+# 1 + ((s-2)*9999)//262142: 256 → 10 and 2048 → 79 (article), 1024 → 39 (article "one core 39");
+# 51 → 2 and 102 → 4 (kubelet helpers_linux_test.go TestCPUSharesEqualAfterV2RoundTrip: still linear upstream).
 @pytest.mark.parametrize(
-    ("shares", "weight"), [(2, 1), (256, 10), (1024, 39), (2048, 79), (262144, 10000)]
+    ("shares", "weight"), [(2, 1), (51, 2), (102, 4), (256, 10), (1024, 39), (2048, 79), (262144, 10000)]
 )
 def test_linear_weight(shares: int, weight: int) -> None:
     assert cpu.linear_weight(shares) == weight
