@@ -15,6 +15,7 @@ import yaml
 from fixtures.compare import (
     ComparedValue,
     assert_matches,
+    compare_events,
     compare_node_cgroups,
     compare_pod,
     compare_value,
@@ -27,6 +28,7 @@ from nodeconf.nodes.base import CgroupFiles, ContainerState, Node, PodEvidence, 
 from nodeconf.semantics.expectation import Expected, NodeExpectation, PodExpectation, QosClass
 from suites.conftest import Kubelet, Oracle
 
+EVENTS_RULE = "pod events: KEP-5359 SwapNotSupported on a NoSwap node (the oracle's events)"
 METRICS_RULE = "node metrics: KEP-5359 kubelet_node_swap_allocated_bytes, Memory QoS v1.36 min/low sums"
 
 
@@ -89,9 +91,27 @@ def check_pod(handle: PodHandle, expected: PodExpectation, intended: QosClass | 
     check_admission(handle, expected)
     check_qos(handle, expected, intended)
     handle.wait_running()
-    evidence = handle.evidence()
-    assert_matches(f"pod {expected.pod.ref}", [*compare_pod(expected, evidence), *(seed(evidence) if seed else ())])
+    evidence = settled_evidence(handle)
+    assert_matches(f"pod {expected.pod.ref}", [
+        *compare_pod(expected, evidence),
+        *compare_events(expected.pod.name, expected.events, evidence.status.events, EVENTS_RULE),
+        *(seed(evidence) if seed else ()),
+    ])
     return evidence
+
+
+def settled_evidence(handle: PodHandle, timeout: float = 30.0) -> PodEvidence:
+    """The pod's evidence once every container (and the pause process) has a process in its cgroup: a runtime
+    reports a container started before a reader may see its process there."""
+    found: list[PodEvidence] = []
+
+    def settled() -> bool:
+        found[:] = [handle.evidence()]
+        every = [*found[0].containers.values(), *([found[0].pause] if found[0].pause else [])]
+        return all(c.pids and all(v is not None for v in c.oom_score_adj.values()) for c in every)
+
+    wait_until(f"pod {handle.pod.ref}: a process in every container cgroup", settled, timeout)
+    return found[0]
 
 
 def check_node(node: Node, expectation: NodeExpectation, subject: str = "node") -> None:

@@ -113,3 +113,12 @@ def scaled(p: Pod, divisor: int) -> Pod:
 def fit_to_node(p: Pod, node_memory: int) -> Pod:
     """The seed pod as deployed on this node: scaled down when its memory figures exceed an eighth of the node."""
     return scaled(p, memory_divisor(p, node_memory))
+
+
+# Where every node driver puts workloads/programs (nodes/enforced.py REMOTE_DIR, nodes/kube.py PROGRAMS_DIR).
+PROGRAMS_DIR = "/opt/nodeconf/workloads/programs"
+
+
+def memhog(mib: int) -> list[str]:
+    """The command of a container that allocates and touches `mib` MiB at once, then holds it."""
+    return ["python3", f"{PROGRAMS_DIR}/memhog.py", str(mib)]

@@ -211,3 +211,18 @@ def test_measured_value_is_checked_against_its_band() -> None:
         'was "0.5"; '
         'expected "[0.17, 0.2067] (quota 20000/100000, window 3000000us)" (rule: cpu.max quota)'
     )
+
+
+def test_events_expected_present_and_unexpected_warnings_named() -> None:
+    from fixtures.compare import compare_events
+    from nodeconf.semantics.expectation import Event
+
+    swap = Event("Warning", "SwapNotSupported", "the node does not support swap limits")
+    started = Event("Normal", "Started", "started container app")
+    assert all(r.ok for r in compare_events("p", [swap], [started, swap], "KEP-5359"))
+    [missing] = compare_events("p", [swap], [started], "KEP-5359")
+    assert not missing.ok and missing.line().startswith('event "SwapNotSupported" for pod "p" at (events) was (absent)')
+    [unexpected] = compare_events("p", [], [swap], "KEP-5359")
+    assert not unexpected.ok
+    assert unexpected.expected == "(none)"
+    assert unexpected.actual == "Warning SwapNotSupported: the node does not support swap limits"
