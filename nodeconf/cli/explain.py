@@ -119,6 +119,7 @@ def to_json(result: NodeExpectation) -> dict[str, Any]:
             "kubernetesVersion": n.kubernetes_version,
             "cpuWeightFormula": n.cpu_weight_formula,
             "pageSize": n.page_size,
+            "featureGates": dict(n.feature_gates),
         },
         "warnings": list(result.warnings),
         "cgroups": {path: {k: e.value for k, e in cg.files.items()} for path, cg in result.cgroups.items()},
@@ -156,6 +157,7 @@ def to_table(result: NodeExpectation) -> str:
         f"node: memory {n.memory_capacity} (allocatable {n.allocatable_memory}), swap {n.swap_capacity}, "
         f"cpu {n.cpu_capacity_milli}m (allocatable {n.allocatable_cpu_milli}m), {n.swap_behavior}, "
         f"Kubernetes {n.kubernetes_version}, {n.cpu_weight_formula} cpu.weight, page {n.page_size}",
+        "gates: " + ", ".join(f"{name}={'on' if on else 'off'}" for name, on in sorted(n.feature_gates.items())),
     ]
     lines += [f"warning: {w}" for w in result.warnings]
     for path, cg in result.cgroups.items():

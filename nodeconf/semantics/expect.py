@@ -184,6 +184,7 @@ def expect(
         kubernetes_version=profile.version,
         cpu_weight_formula=node.cpu_weight_formula,
         page_size=node.page_size,
+        feature_gates=dict(profile.gates),
     )
     metrics = {
         "kubelet_node_swap_allocated_bytes": swap.swap_allocated_bytes([p.pod for p in admitted], config, profile),

@@ -93,6 +93,7 @@ class NodeSummary:
     kubernetes_version: str
     cpu_weight_formula: str
     page_size: int
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
