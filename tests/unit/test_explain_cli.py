@@ -35,6 +35,8 @@ def test_json_contract_fields(article: dict[str, Any]) -> None:
     assert set(article) >= {"node", "cgroups", "pods", "metrics"}
     assert set(article["node"]) >= {"memoryCapacity", "swapCapacity", "cpuCapacityMilli", "allocatableMemory",
                                     "swapBehavior", "kubernetesVersion", "cpuWeightFormula", "pageSize"}
+    assert article["node"]["featureGates"]["PodLevelResources"] is True
+    assert article["node"]["featureGates"]["MemoryQoS"] is False  # 1.36: "still alpha and disabled by default"
     pod = article["pods"][0]
     assert set(pod) >= {"name", "namespace", "qosClass", "admitted", "errors", "warnings", "events", "cgroup",
                         "containers"}
