@@ -14,6 +14,7 @@ from nodeconf.nodes.base import NodeError
 
 REQUEST_TIMEOUT = 30.0
 PROBE_TIMEOUT = 2.0
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
 JsonObject = dict[str, Any]
 # Namespaced kinds besides Pod the driver creates, by the CoreV1Api method suffix.
@@ -226,7 +227,7 @@ class ClientKubeApi:
     def patch_pod_resize(self, namespace: str, name: str, patch: Mapping[str, Any]) -> JsonObject:
         method = getattr(self.core, "patch_namespaced_pod_resize", None)
         if method is not None:
-            return self._json(method, name, namespace, dict(patch))
+            return self._json(method, name, namespace, dict(patch), _content_type=STRATEGIC_MERGE)
         return self._json(self._legacy_resize_patch, name, namespace, dict(patch))
 
     def _legacy_resize_patch(self, name: str, namespace: str, body: JsonObject, **kwargs: Any) -> Any:
@@ -234,7 +235,7 @@ class ClientKubeApi:
         return self.api_client.call_api(
             "/api/v1/namespaces/{namespace}/pods/{name}/resize", "PATCH",
             path_params={"namespace": namespace, "name": name},
-            header_params={"Accept": "application/json", "Content-Type": "application/strategic-merge-patch+json"},
+            header_params={"Accept": "application/json", "Content-Type": STRATEGIC_MERGE},
             body=body, auth_settings=["BearerToken"], response_type=None, **kwargs,
         )
 
