@@ -77,13 +77,12 @@ def cpu_max(quota: int, period: int) -> str:
 
 
 def container_shares(pod: Pod, container: Container, profile: Profile) -> int:
-    """kuberuntime_container_linux.go calculateLinuxResources: the request's shares, or the limit's when
-    the request is zero (the pod-level limit stands in for a missing container limit)."""
+    """kuberuntime_container_linux.go calculateLinuxResources: the request's shares; the limit's (pod-level
+    limit standing in for a missing one) only when no request is given at all, so an explicit `0` gives 2."""
     request = container.resources.request(CPU)
-    limit = _container_cpu_limit(pod, container, profile)
-    if (request is None or request.is_zero()) and limit:
-        return milli_cpu_to_shares(limit)
-    return milli_cpu_to_shares(request.milli_value() if request is not None else 0)
+    if request is None:
+        return milli_cpu_to_shares(_container_cpu_limit(pod, container, profile))
+    return milli_cpu_to_shares(request.milli_value())
 
 
 def _container_cpu_limit(pod: Pod, container: Container, profile: Profile) -> int:
@@ -103,7 +102,8 @@ def container_files(
     quota = milli_cpu_to_quota(_container_cpu_limit(pod, container, profile), period)
     quota_rule = "kuberuntime calculateLinuxResources: MilliCPUToQuota(limit, period); no limit → max"
     if not config.cpu_cfs_quota:
-        quota, quota_rule = 0, "cpuCFSQuota: false → no quota (kuberuntime calculateLinuxResources)"
+        quota, period = 0, QUOTA_PERIOD
+        quota_rule = "cpuCFSQuota: false → no quota or period sent, kernel default (calculateLinuxResources)"
     return {
         "cpu.weight": Expected(
             str(weight(shares, node.cpu_weight_formula)),

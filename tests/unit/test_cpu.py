@@ -87,9 +87,16 @@ def test_limit_alone_gives_request_shares() -> None:
     assert cpu.container_files(p, p.containers[0], node, CONFIG, PROFILE)["cpu.weight"].value == "100"
 
 
-def test_explicit_zero_request_without_limit_is_minimum() -> None:
-    p = with_api_defaults(pod(ctr("a", {"cpu": "0"})))
+@pytest.mark.parametrize("limits", [None, {"cpu": "1"}], ids=["no-limit", "with-limit"])
+def test_explicit_zero_request_is_minimum(limits: dict[str, str] | None) -> None:
+    """calculateLinuxResources takes the limit's shares only when the request is absent (cpuRequest == nil)."""
+    p = with_api_defaults(pod(ctr("a", {"cpu": "0"}, limits)))
     assert cpu.container_shares(p, p.containers[0], PROFILE) == 2
+
+
+def test_pod_level_limit_gives_shares_to_a_container_without_request() -> None:
+    p = pod(ctr("a"), resources={"limits": {"cpu": "1", "memory": "1Gi"}})
+    assert cpu.container_shares(p, p.containers[0], PROFILE) == 1024
 
 
 def test_cpu_cfs_quota_off() -> None:
