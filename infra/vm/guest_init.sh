@@ -15,7 +15,8 @@ link set eth0 up
 route add default via 10.0.2.2
 NET
 mkdir -m 0755 /run/sshd
-/usr/sbin/sshd -D -e 2>>/run/sshd.log &
+# -r: no re-exec of sshd per connection (one exec less per login under TCG).
+/usr/sbin/sshd -D -e -r 2>>/run/sshd.log &
 sshd_pid=$!
 # sshd listens once port 22 (0016) shows state 0A (LISTEN) in /proc/net/tcp.
 until grep -q ':0016 00000000:0000 0A' /proc/net/tcp; do
