@@ -2,13 +2,16 @@
 
 Which cluster: `--node kube[:CONTEXT]`, else $NODECONF_KUBE_CONTEXT, else the kubeconfig's current context.
 Skipped with the reason (within about two seconds) when no kubeconfig or no reachable API server exists.
+The `vm` test runs the evidence reader on the reference VM's real kernel against a pod the enforcer runs.
 Expected values: the requests/limits article's res-demo (250m/500m cpu, 64Mi/128Mi memory).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -16,10 +19,12 @@ from nodeconf.kubelet_config import kubelet_config_from_dict
 from nodeconf.loader import objects_from_text
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import NotApplicable
-from nodeconf.nodes.kube import KubeletConfigNotApplicable, KubeNode, open_node
+from nodeconf.nodes.enforced import EnforcedNode
+from nodeconf.nodes.kube import KubeletConfigNotApplicable, KubeNode, open_node, reader_argv
 from nodeconf.nodes.kube_api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube_facts import live_kubelet_config
 from nodeconf.nodes.kube_pods import kube_namespace
+from nodeconf.semantics.cgroup_paths import container_id
 
 MI = 1024 * 1024
 RES_DEMO = """\
@@ -147,3 +152,40 @@ def test_close_removes_the_run_namespaces(kube_node: KubeNode) -> None:
                 assert err.status == 404
     finally:
         api_client.close()
+
+
+# Files the oracle sets (stable between two reads); usage files such as memory.current move.
+STABLE_FILES = ("cpu.weight", "cpu.max", "memory.max", "memory.swap.max", "memory.min", "memory.low",
+                "memory.high", "memory.oom.group")
+
+
+@pytest.mark.vm
+def test_reader_finds_an_enforced_pod_on_a_real_kernel(reference_vm: Any) -> None:
+    """The reader's discovery from /proc/<pid>/cgroup on the reference VM's kernel agrees with the enforcer,
+    which knows its paths: same cgroups, same files, same pids and oom_score_adj."""
+    node = EnforcedNode(reference_vm.ssh()).start()
+    try:
+        pod = res_demo()
+        handle = node.run(pod)
+        assert handle.admitted, handle.errors
+        known = handle.evidence()
+        request = {"op": "pod", "podUid": pod.uid, "containers": {"hello": container_id(pod.uid, "hello")},
+                   "cgroupRoot": "/sys/fs/cgroup", "files": [*STABLE_FILES, "memory.reclaim"]}
+        done = node.transport.run(reader_argv(request), timeout=120)
+        found = json.loads(done.stdout)
+        assert done.rc == 0, found
+        hello, expected = found["containers"]["hello"], known.container("hello")
+        assert found["pod"]["path"] == known.pod_cgroup.path
+        assert hello["path"] == expected.cgroup.path
+        assert {a["path"] for a in found["ancestors"]} == set(known.ancestors)
+        assert "memory.reclaim" not in hello["files"]  # write-only (0200): skipped, not an error
+        for name in STABLE_FILES:
+            assert hello["files"].get(name) == expected.cgroup.raw.get(name), name
+            assert found["pod"]["files"].get(name) == known.pod_cgroup.raw.get(name), name
+        assert tuple(hello["pids"]) == expected.pids
+        assert {int(p): adj for p, adj in hello["oomScoreAdj"].items()} == dict(expected.oom_score_adj)
+        assert known.pause is not None
+        assert [tuple(s["pids"]) for s in found["sandboxes"]] == [known.pause.pids]
+        handle.delete()
+    finally:
+        node.close()
