@@ -186,6 +186,20 @@ def test_reader_finds_an_enforced_pod_on_a_real_kernel(reference_vm: Any) -> Non
         assert {int(p): adj for p, adj in hello["oomScoreAdj"].items()} == dict(expected.oom_score_adj)
         assert known.pause is not None
         assert [tuple(s["pids"]) for s in found["sandboxes"]] == [known.pause.pids]
+
+        # As on a cluster, the reader runs inside a pod's container (kubectl exec) and finds kubepods above it.
+        inside = handle.exec("hello", reader_argv({"op": "node", "cgroupRoot": "/sys/fs/cgroup",
+                                                   "files": list(STABLE_FILES)}), timeout=120)
+        levels = json.loads(inside.stdout)
+        assert inside.rc == 0, levels
+        node_cgroups = node.node_cgroups()
+        for level in [levels["kubepods"], *levels["qos"].values()]:
+            for name in STABLE_FILES:
+                assert level["files"].get(name) == node_cgroups[level["path"]].raw.get(name), (level["path"], name)
+        facts_inside = handle.exec("hello", reader_argv({"op": "facts", "cgroupRoot": "/sys/fs/cgroup"}), timeout=120)
+        facts = json.loads(facts_inside.stdout)
+        assert (facts["pageSize"], facts["swapTotal"]) == (node.facts().page_size, node.facts().swap_capacity)
+        assert set(node.facts().cgroup_controllers) >= set(facts["controllers"]) >= {"cpu", "memory"}
         handle.delete()
     finally:
         node.close()
