@@ -31,6 +31,7 @@ from infra.vm.recipe import (
     kernel_package_from_depends,
     kernel_release,
 )
+from infra.vm.state import list_states
 
 Progress = Callable[[str], None]
 MANIFEST = "manifest.json"
@@ -108,8 +109,9 @@ def resolve_versions(recipe: Recipe) -> dict[str, str]:
     return versions
 
 
-def apt_lists_signature(lists_dir: Path = APT_LISTS) -> str:
+def apt_lists_signature(lists_dir: Path | None = None) -> str:
     """A hash of the apt package lists' names, sizes and times: it changes exactly when apt-get update does."""
+    lists_dir = lists_dir or APT_LISTS
     try:
         entries = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in lists_dir.iterdir() if e.is_file())
     except OSError:
@@ -308,13 +310,34 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def prune_images(keep: str, cache_dir: Path | None = None) -> list[str]:
+    """Remove cached images other than keep that no running VM uses; return the removed keys."""
+    images = paths.images_dir(cache_dir)
+    in_use = {Path(state.client_key).parent.name for state in list_states(cache_dir) if state.is_running()}
+    removed = []
+    for entry in sorted(images.iterdir()) if images.is_dir() else []:
+        key = entry.name.removesuffix(".lock")
+        if key in (keep, *in_use) or entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(key)
+        elif entry.suffix == ".lock":
+            entry.unlink(missing_ok=True)
+    return removed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m infra.vm.image`: build the reference image if needed and print its directory."""
     parser = argparse.ArgumentParser(prog="python -m infra.vm.image", description=main.__doc__)
     parser.add_argument("--cache-dir", type=Path, default=None, help="default: $XDG_CACHE_HOME/nodeconf")
+    parser.add_argument("--prune", action="store_true", help="then remove other cached images no VM uses")
     args = parser.parse_args(argv)
     try:
         image = ensure_image(args.cache_dir, progress=StepPrinter("image"))
+        if args.prune:
+            for key in prune_images(image.key, args.cache_dir):
+                print(f"nodeconf: removed image {key}", file=sys.stderr)
     except ImageBuildError as err:
         print(f"nodeconf: {err}", file=sys.stderr)
         return 2

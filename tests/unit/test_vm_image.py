@@ -1,0 +1,83 @@
+"""Image cache: a cached image is found without building, versions are remembered until apt lists change."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from infra.vm import image as image_module
+from infra.vm.image import MANIFEST, VmImage, apt_lists_signature, cached_versions, ensure_image, prune_images
+from infra.vm.recipe import cache_key, default_recipe
+
+VERSIONS = {"kernel-package": "linux-image-6.1.0-57-amd64", "linux-image-6.1.0-57-amd64": "6.1.192-3"}
+
+
+def fake_image(directory: Path, key: str) -> None:
+    directory.mkdir(parents=True)
+    (directory / MANIFEST).write_text(json.dumps({"key": key, "kernel_release": "6.1.0-57-amd64"}))
+    (directory / "ssh_host_ed25519_key.pub").write_text("ssh-ed25519 AAAAC3Nz host\n")
+
+
+@pytest.fixture()
+def resolver(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count apt resolutions; forbid building."""
+    calls: list[int] = []
+
+    def resolve(recipe: object) -> dict[str, str]:
+        calls.append(1)
+        return dict(VERSIONS)
+
+    def no_build(*args: object) -> None:
+        raise AssertionError("must not build")
+
+    monkeypatch.setattr(image_module, "resolve_versions", resolve)
+    monkeypatch.setattr(image_module, "_build", no_build)
+    return calls
+
+
+def test_a_cached_image_is_loaded_without_building(tmp_path: Path, resolver: list[int]) -> None:
+    key = cache_key(default_recipe(), VERSIONS)
+    fake_image(tmp_path / "images" / key, key)
+    found = ensure_image(tmp_path)
+    assert found == VmImage(
+        directory=tmp_path / "images" / key, key=key, kernel=tmp_path / "images" / key / "vmlinux",
+        initrd=tmp_path / "images" / key / "initrd.img", root_disk=tmp_path / "images" / key / "root.img",
+        client_key=tmp_path / "images" / key / "id_ed25519", host_public_key="ssh-ed25519 AAAAC3Nz host",
+        kernel_release="6.1.0-57-amd64",
+    )
+
+
+def test_versions_are_resolved_once_until_the_apt_lists_change(tmp_path: Path, resolver: list[int],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "deb.debian.org_dists_bookworm_main_binary-amd64_Packages.lz4").write_text("a")
+    monkeypatch.setattr(image_module, "APT_LISTS", lists)
+    images = tmp_path / "images"
+    assert cached_versions(default_recipe(), images) == VERSIONS
+    assert cached_versions(default_recipe(), images) == VERSIONS
+    assert len(resolver) == 1
+    (lists / "deb.debian.org_dists_bookworm_main_binary-amd64_Packages.lz4").write_text("ab")
+    cached_versions(default_recipe(), images)
+    assert len(resolver) == 2
+
+
+def test_apt_lists_signature_tracks_sizes(tmp_path: Path) -> None:
+    (tmp_path / "p").write_text("1")
+    first = apt_lists_signature(tmp_path)
+    (tmp_path / "p").write_text("12")
+    assert apt_lists_signature(tmp_path) != first
+    assert apt_lists_signature(tmp_path / "absent") == apt_lists_signature(tmp_path / "absent-too")
+
+
+def test_prune_keeps_the_current_image_and_builds_in_progress(tmp_path: Path) -> None:
+    images = tmp_path / "images"
+    for key in ("bookworm-new", "bookworm-old"):
+        fake_image(images / key, key)
+        (images / f"{key}.lock").write_text("")
+    (images / ".bookworm-next.build-1").mkdir()
+    assert prune_images("bookworm-new", tmp_path) == ["bookworm-old"]
+    assert sorted(p.name for p in images.iterdir()) == [".bookworm-next.build-1", "bookworm-new",
+                                                        "bookworm-new.lock"]
