@@ -255,8 +255,6 @@ class KubeNode(Node):
         self._facts: NodeFacts | None = None
         self._node_obj: dict[str, Any] | None = None
 
-    # --- set-up and tear-down -------------------------------------------------------------------------------
-
     def start(self) -> KubeNode:
         """Create the run namespace and the reader pod and wait for it; everything is removed on failure."""
         try:
@@ -296,8 +294,6 @@ class KubeNode(Node):
         names.label(namespace, "namespace")
         return self._ensure_namespace(kube_namespace(self.run_id, namespace))
 
-    # --- the reader pod -------------------------------------------------------------------------------------
-
     def read(self, op: str, **request: Any) -> dict[str, Any]:
         """One request to the reader pod (one exec round trip); NodeError with the reader's message on failure."""
         out = self.api.exec(self.base_namespace, HELPER_NAME, READER_CONTAINER, reader_argv({"op": op, **request}),
@@ -312,8 +308,6 @@ class KubeNode(Node):
         if "error" in doc or out.rc != 0:
             raise NodeError(f"evidence reader on node {self.node}: {doc.get('error', out.stderr.strip())}")
         return doc
-
-    # --- pods -----------------------------------------------------------------------------------------------
 
     def _wait_pod(self, namespace: str, name: str, timeout: float, what: str) -> dict[str, Any]:
         """Poll until the kubelet has admitted and started the pod, or refused it."""
@@ -405,8 +399,6 @@ class KubeNode(Node):
             if self.clock() > deadline:
                 raise NodeError(f"ResourceQuota {namespace}/{name}: no usage computed within {self.timeouts.quota:g} s")
             self.sleep(self.timeouts.poll)
-
-    # --- node-level reads -----------------------------------------------------------------------------------
 
     def node_object(self) -> dict[str, Any]:
         if self._node_obj is None:
