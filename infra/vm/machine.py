@@ -55,7 +55,11 @@ def _die_with_parent() -> None:
 
 
 class VirtualMachine:
-    """One qemu VM of the reference image; a context manager that stops it on exit, error or signal."""
+    """One qemu VM of the reference image; a context manager that stops it on exit, error or signal.
+
+    Unless persistent, qemu also dies with the thread that started it (PR_SET_PDEATHSIG), so even a SIGKILL
+    of this process leaves no qemu behind: start it from a thread that outlives the VM (normally the main one).
+    """
 
     def __init__(self, image: VmImage, *, memory_mib: int = DEFAULT_MEMORY_MIB, cpus: int = DEFAULT_CPUS,
                  swap_mib: int = DEFAULT_SWAP_MIB, name: str | None = None, cache_dir: Path | None = None,
@@ -74,6 +78,7 @@ class VirtualMachine:
         self._say = progress or (lambda _message: None)
         self._persistent = persistent
         self._detached = False
+        self._claimed = False
         self._proc: subprocess.Popen[bytes] | None = None
         self.ssh_port = 0
         self.boot_seconds = 0.0
@@ -153,7 +158,9 @@ class VirtualMachine:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        if self._claimed:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self._claimed = False
         _unregister(self)
 
     def detach(self) -> VmState:
@@ -184,6 +191,7 @@ class VirtualMachine:
                               f"stop it with: nodeconf node down {self.name}")
         shutil.rmtree(self.directory, ignore_errors=True)
         self.directory.mkdir(parents=True)
+        self._claimed = True
 
     def _make_swap_disk(self) -> None:
         """A sparse swap disk for this VM only (swapon refuses a sparse swap file inside the guest)."""
