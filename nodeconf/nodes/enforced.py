@@ -311,8 +311,8 @@ class EnforcedNode(Node):
         self._closed = True
         try:
             if self._client is not None:
-                self.final_log = self.logs()
                 try:
+                    self.final_log = self.logs()
                     self._client.call("shutdown")
                 except NodeError:
                     self._checked(self._agent_argv("cleanup", "--root", self.settings.cgroup_root))
