@@ -168,7 +168,9 @@ def test_reader_finds_an_enforced_pod_on_a_real_kernel(reference_vm: Any) -> Non
         pod = res_demo()
         handle = node.run(pod)
         assert handle.admitted, handle.errors
+        handle.wait_running()
         known = handle.evidence()
+        assert known.container("hello").pids
         request = {"op": "pod", "podUid": pod.uid, "containers": {"hello": container_id(pod.uid, "hello")},
                    "cgroupRoot": "/sys/fs/cgroup", "files": [*STABLE_FILES, "memory.reclaim"]}
         done = node.transport.run(reader_argv(request), timeout=120)
@@ -186,6 +188,12 @@ def test_reader_finds_an_enforced_pod_on_a_real_kernel(reference_vm: Any) -> Non
         assert {int(p): adj for p, adj in hello["oomScoreAdj"].items()} == dict(expected.oom_score_adj)
         assert known.pause is not None
         assert [tuple(s["pids"]) for s in found["sandboxes"]] == [known.pause.pids]
+
+        # In a private cgroup namespace (a container's, by default on cgroup v2) other processes' paths read
+        # as "/../..": the reader joins PID 1's namespace first and finds the same pod.
+        private = handle.exec("hello", ["unshare", "--cgroup", *reader_argv(request)], timeout=120)
+        assert private.rc == 0, private.stdout + private.stderr
+        assert json.loads(private.stdout)["containers"]["hello"]["path"] == expected.cgroup.path
 
         # As on a cluster, the reader runs inside a pod's container (kubectl exec) and finds kubepods above it.
         inside = handle.exec("hello", reader_argv({"op": "node", "cgroupRoot": "/sys/fs/cgroup",
