@@ -15,14 +15,16 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from infra.vm import paths
 from infra.vm.kernel import extract_vmlinux
 from infra.vm.progress import StepPrinter
+from infra.vm.qemu import kernel_cmdline
 from infra.vm.recipe import (
     GUEST_INIT_PATH,
+    READY_MARKER,
     Recipe,
     cache_key,
     candidate_versions,
@@ -47,7 +49,11 @@ class ImageBuildError(RuntimeError):
 
 @dataclass(frozen=True)
 class VmImage:
-    """A built reference image: boot files, root disk, the client key and the pinned guest host key."""
+    """A bootable image: boot files, root disk, the client key and the pinned guest host key.
+
+    The reference recipe makes one; another provider (a vendor's kernel and disk) fills the same fields,
+    with its own kernel command line and the console line its guest prints once SSH is up.
+    """
 
     directory: Path
     key: str
@@ -57,6 +63,8 @@ class VmImage:
     client_key: Path
     host_public_key: str
     kernel_release: str
+    cmdline: str = field(default_factory=kernel_cmdline)
+    ready_marker: str = READY_MARKER
 
     @classmethod
     def load(cls, directory: Path) -> VmImage:

@@ -19,8 +19,7 @@ from types import FrameType, TracebackType
 
 from infra.vm.accel import AccelChoice, detect_accel
 from infra.vm.image import VmImage
-from infra.vm.qemu import QemuSpec, kernel_cmdline, qemu_argv
-from infra.vm.recipe import READY_MARKER
+from infra.vm.qemu import QemuSpec, qemu_argv
 from infra.vm.state import VmState, prune_stale, terminate_pid, validate_name, vm_directory
 from nodeconf.nodes.ssh import HostKeyError, SshTarget, SshTransport, TransportError
 
@@ -223,7 +222,7 @@ class VirtualMachine:
             accel=accel, memory_mib=self.memory_mib, cpus=self.cpus, kernel=self.image.kernel,
             initrd=self.image.initrd, root_disk=self.image.root_disk,
             swap_disk=self.directory / "swap.img" if self.swap_mib else None,
-            console_log=self.console_log, ssh_port=self.ssh_port, cmdline=kernel_cmdline(),
+            console_log=self.console_log, ssh_port=self.ssh_port, cmdline=self.image.cmdline,
         )
         self.console_log.write_bytes(b"")
         self._say(f"VM {self.name}: booting ({self.memory_mib} MiB, {self.cpus} cpus, swap {self.swap_mib} MiB,"
@@ -238,7 +237,7 @@ class VirtualMachine:
     def _wait_ready(self, timeout: float) -> None:
         """Poll the console log for the readiness line; VmError if qemu exits or the deadline passes."""
         deadline = self._started + timeout
-        marker = READY_MARKER.encode()
+        marker = self.image.ready_marker.encode()
         while time.monotonic() < deadline:
             if marker in self.console_log.read_bytes():
                 self.boot_seconds = time.monotonic() - self._started

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 from infra.vm.accel import AccelChoice
 from infra.vm.image import VmImage
 from infra.vm.machine import VirtualMachine, VmError, free_loopback_port
-from infra.vm.state import VmState, vm_directory
+from infra.vm.state import VmState, qemu_pid_alive, vm_directory
 
 IMAGE = VmImage(directory=Path("/nonexistent"), key="k", kernel=Path("/nonexistent/vmlinux"),
                 initrd=Path("/nonexistent/initrd.img"), root_disk=Path("/nonexistent/root.img"),
@@ -26,8 +28,11 @@ def impostor(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """A process whose command line names the VM directory of `busy`, recorded as that VM's qemu."""
     directory = vm_directory("busy", tmp_path)
     directory.mkdir(parents=True)
-    proc = subprocess.Popen(["sh", "-c", "sleep 30", str(directory / "console.log")])
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", str(directory / "console.log")])
     VmState("busy", proc.pid, 40022, str(directory), "tcg", "/k", "ssh-ed25519 AAAA", 2048, 2, 1024).write()
+    deadline = time.monotonic() + 10
+    while not qemu_pid_alive(proc.pid, directory) and time.monotonic() < deadline:
+        time.sleep(0.01)
     yield proc
     proc.kill()
     proc.wait()
