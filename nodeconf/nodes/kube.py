@@ -424,6 +424,10 @@ class KubeNode(Node):
         self.api.create_pod(self.base_namespace, manifest)
         try:
             obj = self._wait_pod(self.base_namespace, PROBE_NAME, self.timeouts.pod, "cpu-weight probe pod")
+            admitted, errors = admission(obj) or (False, ())
+            if not admitted:
+                raise NodeError(f"cpu-weight probe pod ({PROBE_MILLI_CPU}m cpu) refused by node {self.node}: "
+                                + "; ".join(errors))
             uid = names.uid(str(obj["metadata"]["uid"]))
             doc = self.read("pod", podUid=uid, containers=container_ids(obj), files=["cpu.weight"])
             weight = int(doc["containers"]["probe"]["files"]["cpu.weight"])

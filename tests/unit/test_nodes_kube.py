@@ -603,6 +603,14 @@ def test_facts_measure_the_cpu_weight_formula(tmp_path: Path, clock: FakeClock, 
         assert kube.facts() is facts  # cached
 
 
+def test_a_refused_probe_pod_is_named(node: KubeNode, fake: FakeKube) -> None:
+    fake.behaviour[PROBE_NAME] = "reject"
+    with pytest.raises(NodeError, match=r"cpu-weight probe pod \(250m cpu\) refused by node kind-control-plane: "
+                                        "Pod was rejected"):
+        node.facts()
+    assert (BASE_NS, PROBE_NAME) not in fake.pods
+
+
 def test_configure_accepts_the_running_config(node: KubeNode) -> None:
     config = kubelet_config_from_dict({"kind": "KubeletConfiguration", "memorySwap": {"swapBehavior": "LimitedSwap"},
                                        "featureGates": {"MemoryQoS": True}})
