@@ -6,6 +6,12 @@ Source: issue 4 acceptance; expected behaviour from MEASURED.md ("Kernel behavio
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +19,7 @@ import pytest
 
 from fixtures.tolerance import Band, cpu_usage_band, limit_band, throttled_fraction_band
 from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB
+from infra.vm.paths import images_dir
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.facts_probe import probe_node_facts
 from nodeconf.nodes.ssh import SshTransport
@@ -142,3 +149,76 @@ def test_init_reaps_orphans(reference_vm_ssh: SshTransport) -> None:
     zombies = reference_vm_ssh.check_output(
         ["sh", "-c", "sleep 1; ps -eo stat=,ppid=,comm= | awk '$1 ~ /^Z/'"])
     assert zombies == ""
+
+
+def nodeconf_cli(*args: str, cache_dir: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "nodeconf", "node", "--cache-dir", str(cache_dir), *args],
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def qemu_pids_naming(text: str) -> list[int]:
+    """Live (not zombie) processes whose command line contains text."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if text.encode() in cmdline and b"qemu-system" in cmdline and state != "Z":
+                pids.append(int(entry.name))
+    return pids
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_node_cli_up_ssh_status_down(tmp_path: Path) -> None:
+    # Share the built image: the scratch cache links to the real one's images.
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "images").symlink_to(images_dir())
+    name = "e2e-cli"
+    try:
+        up = nodeconf_cli("up", name, "--memory", "1024", "--swap", "256", cache_dir=cache)
+        assert up.returncode == 0, up.stderr
+        assert "swap 255 MiB" in up.stdout and "accelerator" in up.stderr
+        status = nodeconf_cli("status", cache_dir=cache)
+        assert status.stdout.splitlines()[1].split()[:2] == [name, "running"]
+        ssh = nodeconf_cli("ssh", name, "--", "sh", "-c", 'echo "$1"; exit 7', "-", "a b", cache_dir=cache)
+        assert (ssh.returncode, ssh.stdout) == (7, "a b\n")
+    finally:
+        down = nodeconf_cli("down", name, cache_dir=cache)
+    assert down.returncode == 0 and down.stdout == f"{name}: down\n"
+    assert wait_until(lambda: not qemu_pids_naming(str(cache)), 10)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
+def test_no_qemu_outlives_an_interrupted_or_killed_owner(tmp_path: Path, sig: signal.Signals) -> None:
+    owner_code = (
+        "import sys; from pathlib import Path; from infra.vm.image import ensure_image;"
+        "from infra.vm.machine import VirtualMachine;"
+        "VirtualMachine(ensure_image(), name='e2e-owner', cache_dir=Path(sys.argv[1])).start()"
+    )
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "images").symlink_to(images_dir())
+    owner = subprocess.Popen([sys.executable, "-c", owner_code, str(cache)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert wait_until(lambda: bool(qemu_pids_naming(str(cache))), 60), "qemu never started"
+        owner.send_signal(sig)
+        owner.wait(timeout=30)
+        assert wait_until(lambda: not qemu_pids_naming(str(cache)), 10), "qemu outlived its owner"
+    finally:
+        owner.kill()
+        owner.wait()
+        for pid in qemu_pids_naming(str(cache)):
+            os.kill(pid, signal.SIGKILL)
