@@ -75,6 +75,7 @@ DEFAULT_WORKLOAD_IMAGE = "docker.io/library/busybox:1.37"
 ENV_NODE = "NODECONF_KUBE_NODE"
 ENV_HELPER_IMAGE = "NODECONF_KUBE_HELPER_IMAGE"
 ENV_WORKLOAD_IMAGE = "NODECONF_KUBE_WORKLOAD_IMAGE"
+ENV_KEEP_IMAGES = "NODECONF_KUBE_KEEP_IMAGES"
 PROGRAMS_DIR = f"/opt/nodeconf/{PROGRAMS}"
 READER_CONTAINER = "reader"
 PROBE_NAME = "nodeconf-cpu-weight-probe"
@@ -237,8 +238,8 @@ class KubeNode(Node):
 
     def __init__(self, api: KubeApi, node: str, *, spec: str = "", context: str = "", run_id: str | None = None,
                  helper_image: str = DEFAULT_HELPER_IMAGE, workload_image: str = DEFAULT_WORKLOAD_IMAGE,
-                 timeouts: Timeouts = Timeouts(), sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 keep_images: bool = False, timeouts: Timeouts = Timeouts(),
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
         self.api = api
         self.node = node
         self.spec = spec
@@ -246,6 +247,7 @@ class KubeNode(Node):
         self.run_id = run_id or secrets.token_hex(3)
         self.helper_image = helper_image
         self.workload_image = workload_image
+        self.keep_images = keep_images
         self.timeouts = timeouts
         self.sleep = sleep
         self.clock = clock
@@ -333,7 +335,8 @@ class KubeNode(Node):
         names.pod_name(pod.name)
         namespace = self.namespace_for(pod.namespace)
         manifest = pod_manifest(pod, namespace, self.node, self.run_id, default_image=self.workload_image,
-                                program_image=self.helper_image, programs_dir=PROGRAMS_DIR)
+                                program_image=self.helper_image, programs_dir=PROGRAMS_DIR,
+                                keep_images=self.keep_images)
         try:
             self.api.create_pod(namespace, manifest)
         except KubeApiError as err:
@@ -486,7 +489,8 @@ def open_node(context: str | None = None, *, node: str | None = None, config_fil
     """Connect with the kubeconfig's context (the current one when None), pick the node and start the run.
 
     The node, the reader image and the workload image can be set with NODECONF_KUBE_NODE,
-    NODECONF_KUBE_HELPER_IMAGE and NODECONF_KUBE_WORKLOAD_IMAGE.
+    NODECONF_KUBE_HELPER_IMAGE and NODECONF_KUBE_WORKLOAD_IMAGE; NODECONF_KUBE_KEEP_IMAGES=1 runs the
+    manifests' own images instead of the workload image.
     """
     api_client, chosen = load_kube_context(context, config_file)
     api = ClientKubeApi(api_client)
@@ -498,7 +502,8 @@ def open_node(context: str | None = None, *, node: str | None = None, config_fil
         target = choose_node(api.list_nodes(), node or os.environ.get(ENV_NODE))
         kube_node = KubeNode(api, node_name(target), spec=f"kube:{chosen}", context=chosen,
                              helper_image=os.environ.get(ENV_HELPER_IMAGE, DEFAULT_HELPER_IMAGE),
-                             workload_image=os.environ.get(ENV_WORKLOAD_IMAGE, DEFAULT_WORKLOAD_IMAGE))
+                             workload_image=os.environ.get(ENV_WORKLOAD_IMAGE, DEFAULT_WORKLOAD_IMAGE),
+                             keep_images=os.environ.get(ENV_KEEP_IMAGES, "") not in ("", "0"))
     except BaseException:
         api.close()
         raise

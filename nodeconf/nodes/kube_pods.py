@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nodeconf.enforcer.process import SLEEPER
 from nodeconf.manifest import Pod, pod_to_dict
 from nodeconf.nodes.base import ContainerState, ResizeStatus, Terminated
 from nodeconf.quantity import Quantity, QuantityError
@@ -76,11 +77,14 @@ def programs_configmap(namespace: str, run_id: str, programs: Mapping[str, str])
 
 
 def pod_manifest(pod: Pod, namespace: str, node: str, run_id: str, *, default_image: str, program_image: str,
-                 programs_dir: str) -> dict[str, Any]:
+                 programs_dir: str, keep_images: bool = False) -> dict[str, Any]:
     """The pod for the API: in the run namespace, bound to the node (the kubelet admits it, no scheduler).
 
-    A container without an image runs `default_image` (a sleeper when it has no command either); one whose
-    command names a workload program runs `program_image` with the programs mounted at `programs_dir`.
+    Like the enforcer, which runs a container's command + args or else a sleeper and never looks at its image
+    (nodeconf/enforcer/process.py container_argv), every container runs `default_image` (a sleeper when it has
+    neither command nor args): the seeds' images (`cache:latest`, `ghcr.io/example/hello:1.0`) are examples,
+    not part of the semantics. `keep_images` keeps the manifests' images instead. A container whose command
+    names a workload program runs `program_image` with the programs mounted at `programs_dir`.
     """
     doc = pod_to_dict(pod)
     meta = doc["metadata"]
@@ -97,10 +101,10 @@ def pod_manifest(pod: Pod, namespace: str, node: str, run_id: str, *, default_im
             uses_programs = True
             container["image"] = program_image
             container["volumeMounts"] = [{"name": "programs", "mountPath": programs_dir, "readOnly": True}]
-        elif not container.get("image"):
+        elif not keep_images or not container.get("image"):
             container["image"] = default_image
             if not words:
-                container["command"] = ["sleep", "infinity"]
+                container["command"] = list(SLEEPER)
     if uses_programs:
         spec["volumes"] = [{"name": "programs", "configMap": {"name": PROGRAMS_CONFIGMAP}}]
     return doc

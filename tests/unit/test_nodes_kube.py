@@ -391,13 +391,28 @@ def test_run_binds_the_pod_to_the_node_in_the_run_namespace(node: KubeNode, fake
     assert sent["metadata"]["labels"] == {"app": "x", "app.kubernetes.io/managed-by": "nodeconf",
                                           "nodeconf.io/run": RUN}
     app, idle, hog = sent["spec"]["containers"]
-    assert app["image"] == "busybox:1.37" and app["command"] == ["sleep", "3600"]
+    assert app["image"] == "docker.io/library/busybox:1.37" and app["command"] == ["sleep", "3600"]
     assert idle["image"] == "docker.io/library/busybox:1.37" and idle["command"] == ["sleep", "infinity"]
     assert hog["image"] == "docker.io/library/python:3.12-slim"
     assert hog["volumeMounts"] == [{"name": "programs", "mountPath": PROGRAMS_DIR, "readOnly": True}]
     assert sent["spec"]["volumes"] == [{"name": "programs", "configMap": {"name": PROGRAMS_CONFIGMAP}}]
     programs = fake.objects[("ConfigMap", DEFAULT_NS, PROGRAMS_CONFIGMAP)]["data"]
     assert {"memhog.py", "cpuburn.py"} <= set(programs)
+
+
+@pytest.mark.parametrize(("keep_images", "image", "command"), [
+    # As the enforcer: the command runs, or a sleeper; the seed's example image is not pulled.
+    pytest.param(False, "docker.io/library/busybox:1.37", ["sleep", "infinity"], id="stand-in"),
+    pytest.param(True, "ghcr.io/example/hello:1.0", None, id="keep-images"),
+])
+def test_image_policy(fake: FakeKube, clock: FakeClock, keep_images: bool, image: str,
+                      command: list[str] | None) -> None:
+    kube = make_node(fake, clock)
+    kube.keep_images = keep_images
+    with kube.start():
+        kube.run(Pod(name="hello", containers=(Container(name="hello", image="ghcr.io/example/hello:1.0"),)))
+        sent = fake.pods[(DEFAULT_NS, "hello")]["spec"]["containers"][0]
+        assert (sent["image"], sent.get("command")) == (image, command)
 
 
 def test_status_reads_phase_qos_containers_and_events(node: KubeNode) -> None:
@@ -439,7 +454,7 @@ def test_api_outage_is_an_infrastructure_error(node: KubeNode, fake: FakeKube) -
 
 def test_an_image_that_cannot_be_pulled_is_an_error_and_the_pod_is_deleted(node: KubeNode, fake: FakeKube) -> None:
     fake.behaviour["cache"] = "image"
-    with pytest.raises(NodeError, match=r'pod .*/cache .* cannot start: container c: ErrImagePull: .*"cache:latest"'):
+    with pytest.raises(NodeError, match=r'pod .*/cache .* cannot start: container c: ErrImagePull: .*busybox:1\.37"'):
         node.run(Pod(name="cache", containers=(ctr("c", image="cache:latest"),)))
     assert (DEFAULT_NS, "cache") not in fake.pods
 
