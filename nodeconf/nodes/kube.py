@@ -50,6 +50,7 @@ from nodeconf.nodes.kube_facts import (
     node_name,
 )
 from nodeconf.nodes.kube_kind import kind_advice
+from nodeconf.nodes.kube_paths import CgroupFrame
 from nodeconf.nodes.kube_pods import (
     HELPER_CGROUP_MOUNT,
     HELPER_NAME,
@@ -137,13 +138,24 @@ def choose_node(nodes: Sequence[Mapping[str, Any]], wanted: str | None) -> Mappi
     return sorted(workers or candidates, key=node_name)[0]
 
 
-def _cgroup(doc: Mapping[str, Any]) -> CgroupFiles:
-    return CgroupFiles(str(doc["path"]), dict(doc.get("files") or {}))
+class Framed:
+    """Reader answers turned into protocol values, their paths in the oracle's frame (kube_paths.py); every
+    real path seen is remembered so the node's log can name it."""
 
+    def __init__(self, frame: CgroupFrame, uids: Mapping[str, str], seen: dict[str, str]) -> None:
+        self.frame = frame
+        self.uids = uids
+        self.seen = seen
 
-def _container_evidence(name: str, doc: Mapping[str, Any]) -> ContainerEvidence:
-    return ContainerEvidence(name=name, cgroup=_cgroup(doc), pids=tuple(doc.get("pids") or ()),
-                             oom_score_adj={int(p): adj for p, adj in (doc.get("oomScoreAdj") or {}).items()})
+    def cgroup(self, doc: Mapping[str, Any]) -> CgroupFiles:
+        real = str(doc["path"])
+        path = self.frame.canonical(real, self.uids)
+        self.seen[path] = real
+        return CgroupFiles(path, dict(doc.get("files") or {}))
+
+    def container(self, name: str, doc: Mapping[str, Any]) -> ContainerEvidence:
+        return ContainerEvidence(name=name, cgroup=self.cgroup(doc), pids=tuple(doc.get("pids") or ()),
+                                 oom_score_adj={int(p): adj for p, adj in (doc.get("oomScoreAdj") or {}).items()})
 
 
 class KubePod(PodHandle):
@@ -186,11 +198,13 @@ class KubePod(PodHandle):
         doc = self.node.read("pod", podUid=names.uid(uid), containers=container_ids(obj),
                              files=evidence_files(extra_files))
         sandboxes = doc.get("sandboxes") or []
+        ancestors = doc.get("ancestors") or []
+        framed = Framed(self.node.frame(ancestors[0]["path"]), {uid: self.pod.uid}, self.node.paths)
         return PodEvidence(
-            status=self._status(obj), pod_cgroup=_cgroup(doc["pod"]),
-            containers={name: _container_evidence(name, c) for name, c in (doc.get("containers") or {}).items()},
-            pause=_container_evidence("POD", sandboxes[0]) if sandboxes else None,
-            ancestors={a["path"]: _cgroup(a) for a in doc.get("ancestors") or ()},
+            status=self._status(obj), pod_cgroup=framed.cgroup(doc["pod"]),
+            containers={name: framed.container(name, c) for name, c in (doc.get("containers") or {}).items()},
+            pause=framed.container("POD", sandboxes[0]) if sandboxes else None,
+            ancestors={level.path: level for level in map(framed.cgroup, ancestors)},
         )
 
     def resize(self, patch: Mapping[str, Any]) -> ResizeStatus:
@@ -254,6 +268,7 @@ class KubeNode(Node):
         self.base_namespace = f"nodeconf-{self.run_id}"
         self.namespaces: list[str] = []
         self.objects: list[tuple[str, str, str]] = []
+        self.paths: dict[str, str] = {}
         self._facts: NodeFacts | None = None
         self._node_obj: dict[str, Any] | None = None
 
@@ -460,8 +475,15 @@ class KubeNode(Node):
 
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         doc = self.read("node", files=evidence_files(extra_files))
-        levels = [doc["kubepods"], *(doc.get("qos") or {}).values()]
-        return {level["path"]: _cgroup(level) for level in levels}
+        framed = Framed(self.frame(doc["kubepods"]["path"]), {}, self.paths)
+        levels = [framed.cgroup(level) for level in [doc["kubepods"], *(doc.get("qos") or {}).values()]]
+        return {level.path: level for level in levels}
+
+    def frame(self, kubepods: str) -> CgroupFrame:
+        try:
+            return CgroupFrame(kubepods)
+        except ValueError as err:
+            raise NodeError(f"node {self.node}: {err}") from None
 
     def conditions(self) -> NodeConditions:
         """The Node object's conditions now, and the node's events (the kubelet records them in `default`)."""
@@ -475,8 +497,10 @@ class KubeNode(Node):
         return parse_metrics(self.api.node_proxy(self.node, "metrics"))
 
     def logs(self) -> str:
-        """The events of this run's namespaces (a cluster's kubelet log is not reachable through the API)."""
-        lines = []
+        """The events of this run's namespaces (a cluster's kubelet log is not reachable through the API) and
+        the real path of every cgroup the evidence named in the oracle's frame."""
+        lines = [f"cgroup {path} is {real} on node {self.node}" for path, real in sorted(self.paths.items())
+                 if path != real]
         for namespace in self.namespaces:
             for item in self.api.list_events(namespace, ""):
                 involved = item.get("involvedObject") or {}

@@ -24,7 +24,8 @@ from nodeconf.nodes.kube import KubeletConfigNotApplicable, KubeNode, open_node,
 from nodeconf.nodes.kube_api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube_facts import live_kubelet_config
 from nodeconf.nodes.kube_pods import kube_namespace
-from nodeconf.semantics.cgroup_paths import container_id
+from nodeconf.semantics.cgroup_paths import container_id, pod_cgroup
+from nodeconf.semantics.expectation import QosClass
 
 MI = 1024 * 1024
 RES_DEMO = """\
@@ -104,6 +105,8 @@ def test_res_demo_cgroups_and_scores(kube_node: KubeNode) -> None:
         assert hello.pids and all(adj == expected_adj for adj in hello.oom_score_adj.values())
         assert evidence.pause is not None and set(evidence.pause.oom_score_adj.values()) == {-998}
         assert evidence.pod_cgroup.path.rsplit("/", 1)[0] in evidence.ancestors
+        driver = "systemd" if "kubepods.slice" in evidence.ancestors else "cgroupfs"
+        assert evidence.pod_cgroup.path == pod_cgroup(handle.pod.uid, QosClass.BURSTABLE, driver)
         assert handle.exec("hello", ["sh", "-c", "exit 3"]).rc == 3
     finally:
         handle.delete()

@@ -33,6 +33,8 @@ from nodeconf.nodes.kube import (
 from nodeconf.nodes.kube_api import ExecOutput, KubeApiError
 from nodeconf.nodes.kube_pods import HELPER_NAME, PROGRAMS_CONFIGMAP, kube_namespace
 from nodeconf.quantity import Quantity
+from nodeconf.semantics.cgroup_paths import pod_cgroup
+from nodeconf.semantics.expectation import QosClass
 
 RUN = "abc123"
 BASE_NS = f"nodeconf-{RUN}"
@@ -497,11 +499,15 @@ def test_evidence_of_a_pod_in_one_reader_round_trip(node: KubeNode, fake: FakeKu
     before = len(fake.execs)
     evidence = handle.evidence(extra_files=["memory.swap.max"])
     assert len(fake.execs) == before + 1
-    uid_ = fake.pods[(DEFAULT_NS, "res-demo")]["metadata"]["uid"].replace("-", "_")
-    burstable = f"{KUBEPODS}/kubelet-kubepods-burstable.slice"
-    assert evidence.pod_cgroup.path == f"{burstable}/kubelet-kubepods-burstable-pod{uid_}.slice"
-    assert set(evidence.ancestors) == {KUBEPODS, burstable}
+    # Paths in the oracle's frame: kind's kubelet- prefix gone, the manifest's uid instead of the API's.
+    assert evidence.pod_cgroup.path == pod_cgroup(RES_DEMO.uid, QosClass.BURSTABLE, "systemd")
+    assert set(evidence.ancestors) == {"kubepods.slice", "kubepods.slice/kubepods-burstable.slice"}
+    assert evidence.cgroup("kubepods.slice/kubepods-burstable.slice")["cpu.weight"] == "100"
     hello = evidence.container("hello")
+    assert hello.cgroup.path.startswith(evidence.pod_cgroup.path + "/cri-containerd-")
+    real_uid = fake.pods[(DEFAULT_NS, "res-demo")]["metadata"]["uid"].replace("-", "_")
+    real_pod = f"{KUBEPODS}/kubelet-kubepods-burstable.slice/kubelet-kubepods-burstable-pod{real_uid}.slice"
+    assert f"cgroup {evidence.pod_cgroup.path} is {real_pod} on node {NODE}" in node.logs()
     assert hello.cgroup["cpu.weight"] == "35"
     assert hello.cgroup.limit("memory.max") == 128 * 1024 * 1024
     assert hello.cgroup["memory.swap.max"] == "0"
@@ -516,7 +522,8 @@ def test_guaranteed_pod_evidence_has_kubepods_as_its_only_ancestor(node: KubeNod
     pod = Pod(name="g", containers=(ctr("c", requests={"cpu": "1", "memory": "1Gi"},
                                         limits={"cpu": "1", "memory": "1Gi"}),))
     evidence = node.run(pod).evidence()
-    assert list(evidence.ancestors) == [KUBEPODS]
+    assert list(evidence.ancestors) == ["kubepods.slice"]
+    assert evidence.pod_cgroup.path == pod_cgroup(pod.uid, QosClass.GUARANTEED, "systemd")
     assert evidence.container("c").oom_score_adj == {evidence.container("c").pids[0]: -997}
 
 
@@ -537,9 +544,10 @@ def test_reader_errors_name_the_node(node: KubeNode, fake: FakeKube) -> None:
 
 def test_node_cgroups(node: KubeNode) -> None:
     cgroups = node.node_cgroups()
-    assert set(cgroups) == {KUBEPODS, f"{KUBEPODS}/kubelet-kubepods-burstable.slice",
-                            f"{KUBEPODS}/kubelet-kubepods-besteffort.slice"}
-    assert cgroups[KUBEPODS]["cpu.weight"] == "100"
+    assert set(cgroups) == {"kubepods.slice", "kubepods.slice/kubepods-burstable.slice",
+                            "kubepods.slice/kubepods-besteffort.slice"}
+    assert cgroups["kubepods.slice"]["cpu.weight"] == "100"
+    assert f"cgroup kubepods.slice is {KUBEPODS} on node {NODE}" in node.logs()
 
 
 # --- resize, exec, logs, delete ------------------------------------------------------------------------------
