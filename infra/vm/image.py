@@ -302,10 +302,21 @@ def _customize(recipe: Recipe, root: Path, work: Path) -> None:
     authorized = dot_ssh / "authorized_keys"
     shutil.copy2(work / "id_ed25519.pub", authorized)
     authorized.chmod(0o600)
+    _set_root_shell(root / "etc" / "passwd", recipe.root_shell)
     (root / "etc" / "hostname").write_text(recipe.hostname + "\n")
     (root / "etc" / "hosts").write_text(f"127.0.0.1 localhost\n127.0.1.1 {recipe.hostname}\n")
     (root / "etc" / "fstab").write_text(recipe.scripts["fstab"])
     (root / "usr" / "local" / "bin").mkdir(parents=True, exist_ok=True)
+
+
+def _set_root_shell(passwd: Path, shell: str) -> None:
+    """Give root the recipe's login shell (sshd runs every remote command through it)."""
+    lines = passwd.read_text().splitlines()
+    for index, line in enumerate(lines):
+        fields = line.split(":")
+        if fields[0] == "root" and len(fields) == 7:
+            lines[index] = ":".join([*fields[:6], shell])
+    passwd.write_text("\n".join(lines) + "\n")
 
 
 def _remove_tree(path: Path) -> None:

@@ -81,3 +81,12 @@ def test_prune_keeps_the_current_image_and_builds_in_progress(tmp_path: Path) ->
     assert prune_images("bookworm-new", tmp_path) == ["bookworm-old"]
     assert sorted(p.name for p in images.iterdir()) == [".bookworm-next.build-1", "bookworm-new",
                                                         "bookworm-new.lock"]
+
+
+def test_root_shell_is_replaced_only_for_root(tmp_path: Path) -> None:
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n")
+    image_module._set_root_shell(passwd, "/bin/sh")
+    assert passwd.read_text() == (
+        "root:x:0:0:root:/root:/bin/sh\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
+    )
