@@ -71,6 +71,7 @@ class Host:
     def __init__(self, proc: str, cgroup_root: str) -> None:
         self.proc = proc
         self.cgroup_root = cgroup_root
+        self.outside = 0
 
     def enter_host_cgroup_namespace(self) -> None:
         """Join PID 1's cgroup namespace so /proc/<pid>/cgroup paths are relative to the mounted root."""
@@ -94,7 +95,8 @@ class Host:
             return handle.read()
 
     def process_cgroups(self) -> dict[str, list[int]]:
-        """Every process's cgroup v2 path → its pids, from /proc/<pid>/cgroup."""
+        """Every process's cgroup v2 path → its pids, from /proc/<pid>/cgroup; paths outside our cgroup
+        namespace (shown as `/../..`) cannot be read below the mount and are counted in `outside`."""
         found: dict[str, list[int]] = {}
         for entry in os.listdir(self.proc):
             if not entry.isdigit():
@@ -107,9 +109,8 @@ class Host:
                 found.setdefault(path, []).append(int(entry))
         if not found:
             raise ReaderError(f"no process in {self.proc} has a cgroup v2 path (is the node on cgroup v2?)")
-        for path in found:
-            if path.startswith(".."):
-                raise ReaderError(f"cgroup path {path!r} lies outside our cgroup namespace")
+        outside = [path for path in found if path == ".." or path.startswith("../")]
+        self.outside = sum(len(found.pop(path)) for path in outside)
         return found
 
     def own_cgroup(self) -> str:
@@ -183,7 +184,8 @@ def pod_evidence(host: Host, pod_uid: str, container_ids: dict[str, str], names:
             pod_path = "/".join(parts[:-1])
             break
     if not pod_path:
-        raise ReaderError(f"no process of pod {pod_uid} found in {host.proc}/*/cgroup")
+        hint = f" ({host.outside} processes lie outside our cgroup namespace)" if host.outside else ""
+        raise ReaderError(f"no process of pod {pod_uid} found in {host.proc}/*/cgroup{hint}")
     leaves = host.children(pod_path)
     containers: dict[str, Any] = {}
     matched: set[str] = set()

@@ -244,10 +244,22 @@ def test_bad_requests_are_refused(node: FakeNode, request_doc: dict[str, object]
         answer(node.host, request_doc)
 
 
-def test_paths_outside_our_namespace_are_an_error(node: FakeNode) -> None:
+def test_paths_outside_our_namespace_are_skipped_and_counted(node: FakeNode) -> None:
+    node.pod(SYSTEMD)
     node.process(300, "../../kubepods.slice/x.scope")
-    with pytest.raises(ReaderError, match="outside our cgroup namespace"):
-        node.host.process_cgroups()
+    node.process(301, "..")
+    host = node.host
+    assert "../../kubepods.slice/x.scope" not in host.process_cgroups() and host.outside == 2
+    got = answer(host, {"op": "pod", "podUid": UID, "containers": {"app": CID_APP}})
+    assert got["containers"]["app"]["pids"] == [102, 103]
+
+
+def test_a_pod_seen_only_from_outside_our_namespace_says_so(node: FakeNode) -> None:
+    node.process(300, f"../../{SYSTEMD.container(CID_APP)}")
+    node.process(301, SYSTEMD.container(CID_SIDE).replace(UID_, "9" * 8 + "_" + "9" * 4 + "_" + "9" * 4 + "_"
+                                                           + "9" * 4 + "_" + "9" * 12))
+    with pytest.raises(ReaderError, match=r"no process of pod .* \(1 processes lie outside our cgroup namespace\)"):
+        answer(node.host, {"op": "pod", "podUid": UID, "containers": {"app": CID_APP}})
 
 
 def test_cgroup_v1_node_is_an_error(node: FakeNode) -> None:
