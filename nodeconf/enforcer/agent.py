@@ -41,12 +41,12 @@ APPLIED = "Applied"
 PENDING = ("InProgress", "Deferred")
 
 
-# Files read as a pod's evidence besides those the oracle expects (cgroup-v2.rst interface files).
+# Files read as a pod's evidence besides those the oracle expects (cgroup-v2.rst interface files). memory.stat
+# and the PSI files are costly to read (a stats flush per read): callers ask for them as extra files.
 OBSERVED_FILES = (
-    "cgroup.procs", "cpu.weight", "cpu.max", "cpu.stat", "cpu.pressure",
+    "cgroup.procs", "cpu.weight", "cpu.max", "cpu.stat",
     "memory.max", "memory.high", "memory.low", "memory.min", "memory.swap.max", "memory.oom.group",
-    "memory.current", "memory.swap.current", "memory.peak", "memory.events", "memory.events.local",
-    "memory.swap.events", "memory.stat", "memory.pressure", "pids.current",
+    "memory.current", "memory.swap.current", "memory.peak", "memory.events", "memory.swap.events", "pids.current",
 )
 TERMINAL = ("Succeeded", "Failed")
 # How often memory.available is checked (kubelet evictionMonitoringPeriod is 10 s; faster here for tests).
