@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from enforcer_support import (
     ARTICLE_NODE,
     container,
@@ -29,6 +30,7 @@ from nodeconf.errors import InputError
 from nodeconf.manifest import Pod, object_from_dict
 
 BURSTABLE = "kubepods.slice/kubepods-burstable.slice"
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 MI = 2**20
 
 
@@ -290,3 +292,19 @@ def test_old_kernel_warning_logged_at_start(tmp_path: Path, caplog: pytest.LogCa
         assert agent.run_pod(res_demo())["admitted"]
     finally:
         agent.shutdown()
+
+
+def _manifest_docs(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((WORKLOADS / "requests-limits" / name).read_text()) if d]
+
+
+def test_namespace_admission_through_the_oracle(agent: Agent) -> None:
+    """The article's LimitRange: `plain` gets 128Mi (default limit), `huge` (4Gi) and `tiny` (16Mi) are refused
+    with the article's messages and create nothing."""
+    agent.set_objects(_manifest_docs("limitrange.yaml"))
+    plain, huge, tiny = _manifest_docs("quota-test-pods.yaml")
+    status = agent.run_pod(plain)["status"]
+    assert read(agent, containers(status)["plain"]["cgroup"], "memory.max") == str(128 * MI)
+    assert "maximum memory usage per Container is 2Gi, but limit is 4Gi" in " ".join(agent.run_pod(huge)["errors"])
+    assert "minimum memory usage per Container is 32Mi, but request is 16Mi" in " ".join(agent.run_pod(tiny)["errors"])
+    assert [r.pod.name for r in agent.pods.values()] == ["plain"]
