@@ -11,6 +11,7 @@ import pytest
 
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
+from nodeconf.loader import load_kubelet_config
 from nodeconf.nodes.kube_facts import (
     COMPARED_FIELDS,
     NOT_COMPARED_FIELDS,
@@ -216,6 +217,17 @@ def test_kind_cluster_configs(name: str, swap: str, gates: dict[str, bool], rese
     header = (KIND_DIR / name).read_text().splitlines()[:3]
     assert any("kind create cluster --name nodeconf-" in line and f"--config infra/kind/{name}" in line
                for line in header)
+
+
+@pytest.mark.parametrize("kind_file", ["noswap.yaml", "limitedswap.yaml", "workloadcontrolledswap.yaml",
+                                       "memoryqos.yaml"])
+def test_each_kind_cluster_accepts_the_kubelet_config_its_header_names(kind_file: str) -> None:
+    """`nodeconf run --kubelet-config X` on the cluster the header creates: configure() finds no difference."""
+    run_line = next(line for line in (KIND_DIR / kind_file).read_text().splitlines() if line.startswith("# Run:"))
+    workload = KIND_DIR.parents[1] / run_line.split("--kubelet-config ")[1].strip()
+    wanted = load_kubelet_config(workload)
+    assert kubelet_config_differences(wanted, kind_configs()[KIND_DIR / kind_file]) == []
+    assert kind_file in kind_advice(wanted)
 
 
 def test_kind_advice_names_the_matching_config() -> None:
