@@ -25,8 +25,9 @@ TIERED = load_kubelet_config(QOS_DIR / "kubelet-tiered-reservation.yaml")
 THROTTLING_ONLY = load_kubelet_config(QOS_DIR / "kubelet-throttling-only.yaml")
 V136 = profile_for("1.36", TIERED)
 G, B, BE = QosClass.GUARANTEED, QosClass.BURSTABLE, QosClass.BEST_EFFORT
-# 8Gi − the default 100Mi eviction threshold = 8485076992; 0.9 × that = 7636569292.8 → 1864396 pages.
-BEST_EFFORT_HIGH = "7636566016"
+# Node allocatable for memory.high is capacity − reserves, without the eviction threshold
+# (GetNodeAllocatableAbsolute): 0.9 × 8Gi = 7730941132.8 → 1887436 pages.
+BEST_EFFORT_HIGH = "7730937856"
 # 512Mi + 0.9 × (1Gi − 512Mi) = 1020054732.8 → 249036 pages of 4096.
 BURSTABLE_HIGH = "1020051456"
 
@@ -126,10 +127,11 @@ def ctr(requests: dict[str, str], limits: dict[str, str]) -> Container:
 @pytest.mark.parametrize(
     "container, config, node, expected",
     [
-        # 512Mi + 0.9 × (8Gi − 1Gi − 200Mi − 512Mi) = 6629516902.4 → 1618534 pages.
+        # 512Mi + 0.9 × (8Gi − 1Gi − 512Mi) = 6818260582.4 → 1664614 pages; the eviction threshold is not
+        # subtracted (GetNodeAllocatableAbsolute).
         pytest.param(ctr({"memory": "512Mi"}, {}),
                      replace(TIERED, system_reserved={"memory": Quantity.parse("1Gi")},
-                             eviction_hard={"memory.available": "200Mi"}), NODE, "6629515264",
+                             eviction_hard={"memory.available": "200Mi"}), NODE, "6818258944",
                      id="no-limit-uses-allocatable-with-reserves"),
         # 1020054732.8 / 65536 = 15564.5 pages → 15564 × 65536.
         pytest.param(ctr({"memory": "512Mi"}, {"memory": "1Gi"}), TIERED, replace(NODE, page_size=65536),
