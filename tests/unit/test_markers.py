@@ -87,7 +87,7 @@ def node(request):
 
 def _suite(pytester: pytest.Pytester, body: str) -> None:
     pytester.makeconftest(FAKE_NODE)
-    pytester.mkpydir("suites")
+    pytester.mkdir("suites")
     pytester.path.joinpath("suites", "test_example.py").write_text("import pytest\n\n" + body)
 
 
@@ -141,7 +141,7 @@ def test_needs_swap_asks_the_node(pytester: pytest.Pytester, swap: int, outcome:
 
 def test_unmarked_test_never_touches_the_node(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(FAKE_NODE.replace("return FakeNode", "raise RuntimeError('booted'); return FakeNode"))
-    pytester.mkpydir("suites")
+    pytester.mkdir("suites")
     pytester.path.joinpath("suites", "test_example.py").write_text(
         "import pytest\n\n@pytest.mark.kep5359\ndef test_a():\n    pass\n"
     )
