@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord
+from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
 
 @dataclass(frozen=True)
@@ -32,16 +33,26 @@ class Faults:
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
+        """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1); ValueError otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")
-            if key == "cpu-weight-formula" and sep:
+            if key == "cpu-weight-formula" and value in CPU_WEIGHT_FORMULAS:
                 fields["cpu_weight_formula"] = value
-            elif key == "memory-throttling-factor" and sep:
-                fields["memory_throttling_factor"] = float(value)
+            elif key == "memory-throttling-factor" and sep and _fraction(value) is not None:
+                fields["memory_throttling_factor"] = _fraction(value)
             else:
-                raise ValueError(f"unknown fault {item!r} (cpu-weight-formula=F, memory-throttling-factor=X)")
+                raise ValueError(f"bad fault {item!r} (cpu-weight-formula={'|'.join(CPU_WEIGHT_FORMULAS)}, "
+                                 "memory-throttling-factor=X with 0 < X <= 1)")
         return cls(**fields)
+
+
+def _fraction(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 < value <= 1 else None
 
 
 def restarts(policy: str, kind: str, code: int) -> bool:

@@ -169,9 +169,11 @@ def test_cpu_weight_fault_writes_the_old_formula(tmp_path: Path) -> None:
         assert agent.facts.cpu_weight_formula == "nonlinear", "the faulty node still claims the true formula"
 
 
-def test_unknown_fault_refused() -> None:
-    with pytest.raises(ValueError, match="unknown fault"):
-        Faults.parse(["cpu-weight=linear"])
+@pytest.mark.parametrize("fault", ["cpu-weight=linear", "cpu-weight-formula=cubic", "memory-throttling-factor=2",
+                                   "memory-throttling-factor=x"], ids=["unknown", "formula", "factor-range", "factor"])
+def test_bad_fault_refused(fault: str) -> None:
+    with pytest.raises(ValueError, match="bad fault"):
+        Faults.parse([fault])
 
 
 def test_swap_decrease_waits_for_usage(agent: Agent) -> None:
