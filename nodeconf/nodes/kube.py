@@ -54,7 +54,11 @@ from nodeconf.nodes.kube_paths import CgroupFrame
 from nodeconf.nodes.kube_pods import (
     HELPER_CGROUP_MOUNT,
     HELPER_NAME,
+    READER_CONFIGMAP,
+    READER_DIR,
+    READER_FILE,
     admission,
+    configmap,
     container_ids,
     container_states,
     helper_pod_manifest,
@@ -108,10 +112,18 @@ def workload_programs() -> dict[str, str]:
     return {path.name: path.read_text(encoding="utf-8") for path in sorted((repo_root() / PROGRAMS).glob("*.py"))}
 
 
+def reader_source() -> str:
+    return inspect.getsource(kube_reader)
+
+
+def reader_request(request: Mapping[str, Any]) -> str:
+    """One JSON request for the reader, with the helper pod's /proc and cgroup mount unless given."""
+    return json.dumps({"proc": "/proc", "cgroupRoot": HELPER_CGROUP_MOUNT, **request}, sort_keys=True)
+
+
 def reader_argv(request: Mapping[str, Any]) -> list[str]:
-    """The reader's argv: its source and one JSON request as separate arguments (no shell)."""
-    doc = {"proc": "/proc", "cgroupRoot": HELPER_CGROUP_MOUNT, **request}
-    return ["python3", "-c", inspect.getsource(kube_reader), json.dumps(doc, sort_keys=True)]
+    """The reader's argv in the helper pod: the mounted program and one JSON request (no shell)."""
+    return ["python3", f"{READER_DIR}/{READER_FILE}", reader_request(request)]
 
 
 def evidence_files(extra_files: Sequence[str]) -> list[str]:
@@ -276,6 +288,8 @@ class KubeNode(Node):
         """Create the run namespace and the reader pod and wait for it; everything is removed on failure."""
         try:
             self._ensure_namespace(self.base_namespace)
+            self.api.create_object(self.base_namespace, configmap(
+                READER_CONFIGMAP, self.base_namespace, self.run_id, {READER_FILE: reader_source()}))
             manifest = helper_pod_manifest(self.base_namespace, self.node, self.run_id, self.helper_image)
             self.api.create_pod(self.base_namespace, manifest)
             self._wait_pod(self.base_namespace, HELPER_NAME, self.timeouts.start, "reader pod")

@@ -18,6 +18,9 @@ MANAGED_BY = ("app.kubernetes.io/managed-by", "nodeconf")
 RUN_LABEL = "nodeconf.io/run"
 HELPER_NAME = "nodeconf-reader"
 HELPER_CGROUP_MOUNT = "/host/cgroup"
+READER_CONFIGMAP = "nodeconf-reader"
+READER_DIR = "/opt/nodeconf/reader"
+READER_FILE = "kube_reader.py"
 PROGRAMS_CONFIGMAP = "nodeconf-programs"
 # Waiting reasons that mean the container will never start without outside help (kubelet images.go,
 # kuberuntime_container.go): an infrastructure fault, not a node behaviour under test.
@@ -52,7 +55,8 @@ def namespace_manifest(name: str, run_id: str) -> dict[str, Any]:
 
 
 def helper_pod_manifest(namespace: str, node: str, run_id: str, image: str) -> dict[str, Any]:
-    """The evidence reader's pod: on the node, host PIDs, the host's cgroup2 mount read-only, BestEffort."""
+    """The evidence reader's pod: on the node, host PIDs, the host's cgroup2 mount read-only, BestEffort; the
+    reader program comes from a ConfigMap (an exec's argv travels in the URL: it stays short)."""
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": HELPER_NAME, "namespace": namespace, "labels": labels(run_id)},
@@ -62,18 +66,24 @@ def helper_pod_manifest(namespace: str, node: str, run_id: str, image: str) -> d
             "containers": [{
                 "name": "reader", "image": image, "command": ["sleep", "infinity"],
                 "securityContext": {"privileged": True},
-                "volumeMounts": [{"name": "cgroup", "mountPath": HELPER_CGROUP_MOUNT, "readOnly": True}],
+                "volumeMounts": [{"name": "cgroup", "mountPath": HELPER_CGROUP_MOUNT, "readOnly": True},
+                                 {"name": "reader", "mountPath": READER_DIR, "readOnly": True}],
             }],
-            "volumes": [{"name": "cgroup", "hostPath": {"path": "/sys/fs/cgroup", "type": "Directory"}}],
+            "volumes": [{"name": "cgroup", "hostPath": {"path": "/sys/fs/cgroup", "type": "Directory"}},
+                        {"name": "reader", "configMap": {"name": READER_CONFIGMAP}}],
         },
     }
 
 
-def programs_configmap(namespace: str, run_id: str, programs: Mapping[str, str]) -> dict[str, Any]:
-    """The workload programs (memhog.py, cpuburn.py) as a ConfigMap, mounted where the enforcer puts them."""
+def configmap(name: str, namespace: str, run_id: str, files: Mapping[str, str]) -> dict[str, Any]:
+    """A ConfigMap of text files (the reader, the workload programs), mounted read-only into pods."""
     return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": PROGRAMS_CONFIGMAP, "namespace": namespace, "labels": labels(run_id)},
-            "data": dict(programs)}
+            "metadata": {"name": name, "namespace": namespace, "labels": labels(run_id)}, "data": dict(files)}
+
+
+def programs_configmap(namespace: str, run_id: str, programs: Mapping[str, str]) -> dict[str, Any]:
+    """The workload programs (memhog.py, cpuburn.py), mounted where the enforcer puts them."""
+    return configmap(PROGRAMS_CONFIGMAP, namespace, run_id, programs)
 
 
 def pod_manifest(pod: Pod, namespace: str, node: str, run_id: str, *, default_image: str, program_image: str,

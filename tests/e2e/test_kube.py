@@ -20,7 +20,7 @@ from nodeconf.loader import objects_from_text
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import NotApplicable
 from nodeconf.nodes.enforced import EnforcedNode
-from nodeconf.nodes.kube import KubeletConfigNotApplicable, KubeNode, open_node, reader_argv
+from nodeconf.nodes.kube import KubeletConfigNotApplicable, KubeNode, open_node, reader_request, reader_source
 from nodeconf.nodes.kube_api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube_facts import live_kubelet_config
 from nodeconf.nodes.kube_pods import kube_namespace
@@ -160,6 +160,11 @@ def test_close_removes_the_run_namespaces(kube_node: KubeNode) -> None:
 # Files the oracle sets (stable between two reads); usage files such as memory.current move.
 STABLE_FILES = ("cpu.weight", "cpu.max", "memory.max", "memory.swap.max", "memory.min", "memory.low",
                 "memory.high", "memory.oom.group")
+
+
+def reader_argv(request: dict[str, Any]) -> list[str]:
+    """The reader as the helper pod runs it, its source given inline (the VM has no ConfigMap mount)."""
+    return ["python3", "-c", reader_source(), reader_request(request)]
 
 
 @pytest.mark.vm

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from test_nodes_kube_facts import CONFIGZ, node_doc
@@ -302,8 +303,11 @@ class FakeKube:
         self.execs.append((namespace, name, container, list(argv)))
         if name != HELPER_NAME:
             return self.exec_answers.get(argv[0], ExecOutput(0, "", ""))
-        assert argv[:2] == ["python3", "-c"] and argv[2] == inspect.getsource(kube_reader) and len(argv) == 4
-        request = json.loads(argv[3])
+        assert argv[:2] == ["python3", "/opt/nodeconf/reader/kube_reader.py"] and len(argv) == 3
+        mounted = self.pods[(namespace, name)]["spec"]["volumes"][1]["configMap"]["name"]
+        assert self.objects[("ConfigMap", namespace, mounted)]["data"] == {
+            "kube_reader.py": inspect.getsource(kube_reader)}
+        request = json.loads(argv[2])
         assert (request["proc"], request["cgroupRoot"]) == ("/proc", "/host/cgroup")
         request.update(proc=str(self.tree.proc), cgroupRoot=str(self.tree.cgroup))
         out = io.StringIO()
@@ -357,8 +361,9 @@ def test_start_creates_the_reader_pod_on_the_node(node: KubeNode, fake: FakeKube
     spec = helper["spec"]
     assert spec["nodeName"] == NODE and spec["hostPID"] is True
     assert spec["containers"][0]["securityContext"] == {"privileged": True}
-    assert spec["containers"][0]["volumeMounts"] == [{"name": "cgroup", "mountPath": "/host/cgroup",
-                                                      "readOnly": True}]
+    assert spec["containers"][0]["volumeMounts"] == [
+        {"name": "cgroup", "mountPath": "/host/cgroup", "readOnly": True},
+        {"name": "reader", "mountPath": "/opt/nodeconf/reader", "readOnly": True}]
     assert spec["volumes"][0]["hostPath"]["path"] == "/sys/fs/cgroup"
     assert "resources" not in spec["containers"][0]  # BestEffort: adds nothing to the QoS-level sums
     assert helper["metadata"]["labels"]["nodeconf.io/run"] == RUN
@@ -494,6 +499,12 @@ def test_namespaces_map_into_the_run() -> None:
 
 # --- evidence ------------------------------------------------------------------------------------------------
 
+def test_reader_requests_stay_short(node: KubeNode, fake: FakeKube) -> None:
+    """An exec's argv travels in the request URL (command=...): the program is mounted, only JSON is sent."""
+    node.run(RES_DEMO).evidence(extra_files=["memory.swap.max"])
+    assert len(urlencode([("command", word) for word in fake.execs[-1][3]])) < 4096
+
+
 def test_evidence_of_a_pod_in_one_reader_round_trip(node: KubeNode, fake: FakeKube) -> None:
     handle = node.run(RES_DEMO)
     before = len(fake.execs)
@@ -514,7 +525,7 @@ def test_evidence_of_a_pod_in_one_reader_round_trip(node: KubeNode, fake: FakeKu
     assert len(hello.pids) == 1 and hello.oom_score_adj == {hello.pids[0]: 500}
     assert evidence.pause is not None and list(evidence.pause.oom_score_adj.values()) == [-998]
     assert evidence.status.qos_class == "Burstable"
-    request = json.loads(fake.execs[-1][3][3])
+    request = json.loads(fake.execs[-1][3][2])
     assert request["op"] == "pod" and "memory.events" in request["files"] and "memory.swap.max" in request["files"]
 
 
@@ -621,7 +632,7 @@ def test_facts_measure_the_cpu_weight_formula(tmp_path: Path, clock: FakeClock, 
         assert (facts.memory_capacity, facts.swap_capacity) == (3479660 * 1024, 4 * 1024**3)
         assert facts.cgroup_controllers == ("cpu", "memory", "pids")
         assert (BASE_NS, PROBE_NAME) not in fake.pods
-        probe = [e for e in fake.execs if json.loads(e[3][3]).get("op") == "pod"]
+        probe = [e for e in fake.execs if json.loads(e[3][2]).get("op") == "pod"]
         assert len(probe) == 1
         assert kube.facts() is facts  # cached
 
