@@ -3,7 +3,8 @@
 Which cluster: `--node kube[:CONTEXT]`, else $NODECONF_KUBE_CONTEXT, else the kubeconfig's current context.
 Skipped with the reason (within about two seconds) when no kubeconfig or no reachable API server exists.
 The `vm` test runs the evidence reader on the reference VM's real kernel against a pod the enforcer runs.
-Expected values: the requests/limits article's res-demo (250m/500m cpu, 64Mi/128Mi memory).
+Expected values: the requests/limits article's res-demo (workloads/requests-limits/res-demo.yaml: 250m/500m cpu,
+128Mi memory; cpu.max 50000 100000, cpu.weight 35 with new runc or 10 with old, oom_score_adj from the request).
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nodeconf.kubelet_config import kubelet_config_from_dict
-from nodeconf.loader import objects_from_text
+from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import NotApplicable
 from nodeconf.nodes.enforced import EnforcedNode
@@ -28,20 +30,7 @@ from nodeconf.semantics.cgroup_paths import container_id, pod_cgroup
 from nodeconf.semantics.expectation import QosClass
 
 MI = 1024 * 1024
-RES_DEMO = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: res-demo
-spec:
-  containers:
-  - name: hello
-    image: busybox:1.37
-    command: ["sleep", "3600"]
-    resources:
-      requests: {cpu: 250m, memory: 64Mi}
-      limits: {cpu: 500m, memory: 128Mi}
-"""
+RES_DEMO = Path(__file__).resolve().parents[2] / "workloads" / "requests-limits" / "res-demo.yaml"
 
 
 def wanted_context(config: pytest.Config) -> str | None:
@@ -77,7 +66,7 @@ def kube_node(request: pytest.FixtureRequest) -> Iterator[KubeNode]:
 
 
 def res_demo() -> Pod:
-    (pod,) = objects_from_text(RES_DEMO, "res-demo")
+    (pod,) = load_objects([RES_DEMO])
     assert isinstance(pod, Pod)
     return pod
 
@@ -101,7 +90,7 @@ def test_res_demo_cgroups_and_scores(kube_node: KubeNode) -> None:
         assert hello.cgroup["cpu.max"] == "50000 100000"
         assert hello.cgroup.limit("memory.max") == 128 * MI
         assert hello.cgroup["cpu.weight"] == {"nonlinear": "35", "linear": "10"}[facts.cpu_weight_formula]
-        expected_adj = 1000 - (1000 * 64 * MI) // facts.memory_capacity
+        expected_adj = 1000 - (1000 * 128 * MI) // facts.memory_capacity
         assert hello.pids and all(adj == expected_adj for adj in hello.oom_score_adj.values())
         assert evidence.pause is not None and set(evidence.pause.oom_score_adj.values()) == {-998}
         assert evidence.pod_cgroup.path.rsplit("/", 1)[0] in evidence.ancestors
@@ -116,7 +105,7 @@ def test_cpu_limit_resize_without_restart(kube_node: KubeNode) -> None:
     handle = kube_node.run(res_demo())
     try:
         patch = {"spec": {"containers": [{"name": "hello", "resources": {
-            "requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "1", "memory": "128Mi"}}}]}}
+            "requests": {"cpu": "250m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "128Mi"}}}]}}
         try:
             outcome = handle.resize(patch)
         except NotApplicable as err:
