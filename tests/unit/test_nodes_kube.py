@@ -350,7 +350,7 @@ def ctr(name: str, image: str = "busybox:1.37", command: tuple[str, ...] = ("sle
         limits={k: Quantity.parse(v) for k, v in (limits or {}).items()}))
 
 
-RES_DEMO = Pod(name="res-demo", containers=(ctr("hello", requests={"cpu": "250m", "memory": "64Mi"},
+RES_DEMO = Pod(name="res-demo", containers=(ctr("hello", requests={"cpu": "250m", "memory": "128Mi"},
                                                  limits={"cpu": "500m", "memory": "128Mi"}),))
 
 
@@ -563,7 +563,7 @@ def test_node_cgroups(node: KubeNode) -> None:
 
 # --- resize, exec, logs, delete ------------------------------------------------------------------------------
 
-RESIZE = {"spec": {"containers": [{"name": "hello", "resources": {"requests": {"cpu": "250m", "memory": "64Mi"},
+RESIZE = {"spec": {"containers": [{"name": "hello", "resources": {"requests": {"cpu": "250m", "memory": "128Mi"},
                                                                   "limits": {"cpu": "1", "memory": "128Mi"}}}]}}
 
 
