@@ -17,8 +17,10 @@ from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree
 from nodeconf.enforcer.facts import detect, node_memory_used
 from nodeconf.enforcer.lifecycle import Backoff, Faults
-from nodeconf.enforcer.server import AgentServer
+from nodeconf.enforcer.server import ALREADY_RUNNING, AgentServer, agent_answers
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
+
+PID_FILE = "agent.pid"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,8 +39,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--daemon", action="store_true", help="detach; exit once the socket accepts requests")
     bridge = sub.add_parser("bridge", help="relay stdin/stdout to the agent's socket")
     bridge.add_argument("--socket", type=Path, required=True)
-    cleanup = sub.add_parser("cleanup", help="kill and remove what an agent left behind (no agent running)")
+    cleanup = sub.add_parser("cleanup", help="kill the agent and remove everything it started and created")
     cleanup.add_argument("--root", type=Path, default=Path("/sys/fs/cgroup"))
+    cleanup.add_argument("--state-dir", type=Path, help="where the agent keeps its pid file")
     return parser
 
 
@@ -59,6 +62,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
              tree.kernel, agent.faults)
     agent.recover()
     server = AgentServer(args.socket, agent)
+    (args.state_dir / PID_FILE).write_text(str(os.getpid()))
 
     def supervise() -> None:
         while not server.stopping.wait(args.tick):
@@ -85,6 +89,18 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
         args.socket.unlink()
     log.info("agent stopped")
     return 0
+
+
+def _kill_agent(pid_file: Path) -> None:
+    """SIGKILL the agent named by its pid file, if that pid still runs `nodeconf.enforcer` (no pid reuse)."""
+    try:
+        pid = int(pid_file.read_text())
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return
+    if b"nodeconf.enforcer" in command:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _daemonize(args: argparse.Namespace) -> int:
@@ -123,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "bridge":
         return relay(args.socket)
     if args.command == "cleanup":
+        if args.state_dir is not None:
+            _kill_agent(args.state_dir / PID_FILE)
         tree = CgroupTree(args.root, OWNED)
         for top in tree.owned_roots():
             tree.kill(top)
@@ -133,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         print(f"nodeconf agent: {err}", file=sys.stderr)
         return 2
+    if agent_answers(args.socket):
+        print(f"nodeconf agent: another agent is running at {args.socket}", file=sys.stderr)
+        return ALREADY_RUNNING
     return _daemonize(args) if args.daemon else _serve(args, None)
 
 

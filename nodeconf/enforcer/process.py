@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 # A container without a command runs a sleeper; the pause process is one too (kubernetes/build/pause).
 SLEEPER: tuple[str, ...] = ("sleep", "infinity")
 # The child shell sets its oom_score_adj, then moves itself into the cgroup (so no process shows up there with
 # the agent's score), then exec's the command, whose first page is charged to its own cgroup. Arguments pass as
 # argv, never as shell text. A refused oom_score_adj is reported on stderr, not fatal: the evidence shows it.
+# Before exec it says "ready" on its stdin, a pipe to the agent, and swaps stdin for /dev/null: the agent returns
+# only once the process is in place (dash takes single-digit fds only, hence stdin).
 _TRAMPOLINE = (
     'echo "$2" 2>/dev/null >/proc/self/oom_score_adj || echo "nodeconf: oom_score_adj $2 refused" >&2; '
     'echo $$ > "$1" || exit 126; '
-    'shift 2; exec "$@"'
+    'echo ready >&0; exec 0</dev/null; shift 2; exec "$@"'
 )
 _ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+READY_TIMEOUT = 30.0
 
 
 def container_argv(command: Sequence[str], args: Sequence[str]) -> tuple[str, ...]:
@@ -28,28 +33,33 @@ def container_argv(command: Sequence[str], args: Sequence[str]) -> tuple[str, ..
     return argv or SLEEPER
 
 
-def spawn(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int, log: Path,
-          env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def _start(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int, name: str,
+           **popen: Any) -> subprocess.Popen[bytes]:
+    """Start argv through the trampoline and wait until it sits in its cgroup with its oom_score_adj."""
+    ready_read, ready_write = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", _TRAMPOLINE, name, str(cgroup_dir / "cgroup.procs"), str(oom_score_adj), *argv],
+            stdin=ready_write, env=dict(_ENV), start_new_session=True, **popen,
+        )
+    finally:
+        os.close(ready_write)
+    with os.fdopen(ready_read, "rb") as ready:
+        select.select([ready], [], [], READY_TIMEOUT)
+    return proc
+
+
+def spawn(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int, log: Path) -> subprocess.Popen[bytes]:
     """Start argv in its own session inside cgroup_dir with oom_score_adj; output appended to log."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        return subprocess.Popen(
-            ["/bin/sh", "-c", _TRAMPOLINE, "nodeconf-start", str(cgroup_dir / "cgroup.procs"),
-             str(oom_score_adj), *argv],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=out, env={**_ENV, **(env or {})},
-            start_new_session=True, close_fds=True,
-        )
+        return _start(argv, cgroup_dir, oom_score_adj, "nodeconf-start", stdout=out, stderr=out)
 
 
 def run_in(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int,
            timeout: float) -> tuple[int, bytes, bytes]:
     """Run argv to completion inside cgroup_dir (an exec into a container); rc 124 on timeout."""
-    proc = subprocess.Popen(
-        ["/bin/sh", "-c", _TRAMPOLINE, "nodeconf-exec", str(cgroup_dir / "cgroup.procs"),
-         str(oom_score_adj), *argv],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(_ENV),
-        start_new_session=True, close_fds=True,
-    )
+    proc = _start(argv, cgroup_dir, oom_score_adj, "nodeconf-exec", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import socketserver
 import threading
 import traceback
@@ -16,6 +17,8 @@ from nodeconf.enforcer.facts import facts_to_dict
 from nodeconf.enforcer.names import UnsafeName
 
 Handler = Callable[[Agent, dict[str, Any]], Any]
+# Exit status of `serve` when another agent already answers on the socket (the driver must not clean up then).
+ALREADY_RUNNING = 3
 
 
 def _strings(request: dict[str, Any], key: str) -> list[str]:
@@ -117,3 +120,13 @@ class AgentServer(socketserver.ThreadingUnixStreamServer):
         self.stopping.set()
         threading.Thread(target=self.shutdown, daemon=True).start()
         return result
+
+
+def agent_answers(path: Path) -> bool:
+    """True when an agent accepts connections on the socket (a stale socket file does not count)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nodeconf.enforcer.facts import facts_from_dict
+from nodeconf.enforcer.server import ALREADY_RUNNING
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_to_dict
 from nodeconf.manifest import LimitRange, NamespaceObject, Pod, pod_to_dict
 from nodeconf.node_facts import NodeFacts
@@ -247,15 +248,26 @@ class EnforcedNode(Node):
         """Push the agent and the workload programs, start the agent as a daemon, open the stream to it."""
         script = 'rm -rf "$1" && mkdir -p "$1" && tar -x -f - -C "$1" --no-same-owner'
         settings = self.settings
-        self._checked(["sh", "-c", script, "push", settings.remote_dir], input=agent_bundle())
         serve = ["serve", "--daemon", "--root", settings.cgroup_root, "--state-dir", settings.state_dir,
                  "--socket", self.socket, "--cpu-weight-formula", settings.cpu_weight_formula,
                  "--backoff", str(settings.backoff)]
         for fault in settings.faults:
             serve += ["--fault", fault]
-        self._checked(self._agent_argv(*serve), timeout=START_TIMEOUT)
-        self._client = AgentClient(self.transport.open_stream(self._agent_argv("bridge", "--socket", self.socket)))
-        self.client.call("ping")
+        try:
+            self._checked(["sh", "-c", script, "push", settings.remote_dir], input=agent_bundle())
+            started = self.transport.run(self._agent_argv(*serve), timeout=START_TIMEOUT)
+            if started.rc == ALREADY_RUNNING:
+                self._closed = True
+                self.transport.close()
+                raise NodeError(f"{started.stderr.decode(errors='replace').strip()}; stop it first")
+            if started.rc != 0:
+                raise NodeError(f"the enforcer did not start: {started.stderr.decode(errors='replace').strip()}")
+            self._client = AgentClient(self.transport.open_stream(self._agent_argv("bridge", "--socket",
+                                                                                   self.socket)))
+            self.client.call("ping")
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def _checked(self, argv: Sequence[str], *, input: bytes | None = None, timeout: float = 60.0) -> str:
@@ -314,16 +326,24 @@ class EnforcedNode(Node):
                 try:
                     self.final_log = self.logs()
                     self._client.call("shutdown")
+                    stopped_itself = True
                 except NodeError:
-                    self._checked(self._agent_argv("cleanup", "--root", self.settings.cgroup_root))
+                    self._checked(self._cleanup_argv())
+                    stopped_itself = False
                 self._client.close()
                 self._client = None
-                self._wait_stopped()
+                if stopped_itself:
+                    self._wait_stopped()
+            else:
+                self.transport.run(self._cleanup_argv(), timeout=60)
             self._checked(["rm", "-rf", self.settings.remote_dir, self.settings.state_dir])
         finally:
             self.transport.close()
             for action in self.after_close:
                 action()
+
+    def _cleanup_argv(self) -> list[str]:
+        return self._agent_argv("cleanup", "--root", self.settings.cgroup_root, "--state-dir", self.settings.state_dir)
 
     def _wait_stopped(self, timeout: float = 15.0) -> None:
         deadline = time.monotonic() + timeout

@@ -30,12 +30,15 @@ def pod(doc: dict[str, object]) -> Pod:
     return obj
 
 
+def local_settings(tmp_path: Path, faults: tuple[str, ...] = ()) -> EnforcerSettings:
+    (tmp_path / "cgroup").mkdir(exist_ok=True)
+    return EnforcerSettings(cgroup_root=str(tmp_path / "cgroup"), remote_dir=str(tmp_path / "opt"),
+                            state_dir=str(tmp_path / "state"), python=sys.executable, backoff=0.1, faults=faults)
+
+
 @pytest.fixture
 def local_node(tmp_path: Path) -> Iterator[EnforcedNode]:
-    (tmp_path / "cgroup").mkdir()
-    settings = EnforcerSettings(cgroup_root=str(tmp_path / "cgroup"), remote_dir=str(tmp_path / "opt"),
-                                state_dir=str(tmp_path / "state"), python=sys.executable, backoff=0.1)
-    node = EnforcedNode(LocalTransport(), settings, spec="local").start()
+    node = EnforcedNode(LocalTransport(), local_settings(tmp_path), spec="local").start()
     try:
         yield node
     finally:
@@ -109,3 +112,17 @@ def test_bad_requests_answered() -> None:
     assert answer(agent, b"[1]")["error"] == "request must be a JSON object"
     reply = answer(agent, json.dumps({"id": 7, "op": "run", "pod": "text"}).encode())
     assert reply == {"id": 7, "ok": False, "error": "'pod' must be an object"}
+
+
+def test_a_second_agent_is_refused_and_leaves_the_first_alone(tmp_path: Path, local_node: EnforcedNode) -> None:
+    handle = local_node.run(pod(res_demo()))
+    with pytest.raises(NodeError, match=r"another agent is running at .*; stop it first"):
+        EnforcedNode(LocalTransport(), local_settings(tmp_path)).start()
+    assert handle.status().container("hello").running
+    assert (tmp_path / "state" / "state.json").exists()
+
+
+def test_failed_start_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    with pytest.raises(NodeError, match="the enforcer did not start: nodeconf agent: bad fault 'colour=blue'"):
+        EnforcedNode(LocalTransport(), local_settings(tmp_path, ("colour=blue",))).start()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cgroup"]
