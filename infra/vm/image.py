@@ -38,7 +38,7 @@ from infra.vm.state import list_states
 Progress = Callable[[str], None]
 MANIFEST = "manifest.json"
 APT_LISTS = Path("/var/lib/apt/lists")
-BUILD_TOOLS = ("apt-get", "apt-cache", "dpkg-deb", "debootstrap", "depmod", "modprobe", "cpio", "mkfs.ext4",
+BUILD_TOOLS = ("apt-get", "apt-cache", "dpkg-deb", "mmdebstrap", "depmod", "modprobe", "cpio", "mkfs.ext4",
                "ssh-keygen")
 INITRAMFS_APPLETS = ("sh", "mount", "umount", "insmod", "switch_root", "sleep", "cat", "mkdir")
 
@@ -98,7 +98,7 @@ def check_host() -> None:
     if missing:
         raise ImageBuildError(f"missing host tools: {' '.join(missing)}; run: bash infra/install-host.sh")
     if os.geteuid() != 0:
-        raise ImageBuildError("building the reference image needs root (debootstrap, mkfs.ext4 -d ownership)")
+        raise ImageBuildError("building the reference image needs root (mmdebstrap --mode=root, file ownership)")
 
 
 def resolve_versions(recipe: Recipe) -> dict[str, str]:
@@ -182,11 +182,11 @@ def _build(recipe: Recipe, versions: dict[str, str], key: str, target: Path, say
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:
-        say(f"building image {key} (debootstrap {recipe.suite} and kernel in parallel)")
+        say(f"building image {key} (root file system and kernel in parallel)")
         _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "nodeconf-client", "-f",
               str(work / "id_ed25519")])
         with ThreadPoolExecutor(max_workers=2) as pool:
-            rootfs = pool.submit(_debootstrap, recipe, work / "rootfs", say)
+            rootfs = pool.submit(_bootstrap_rootfs, recipe, work / "rootfs", say)
             boot = pool.submit(_build_boot, recipe, versions, work, say)
             release = boot.result()
             rootfs.result()
@@ -205,11 +205,13 @@ def _build(recipe: Recipe, versions: dict[str, str], key: str, target: Path, say
             _remove_tree(work)
 
 
-def _debootstrap(recipe: Recipe, root: Path, say: Progress) -> None:
-    """A minimal Debian root file system with the recipe's packages (network-bound, ≈50 s)."""
-    say(f"debootstrap --variant=minbase {recipe.suite} ({', '.join(recipe.include)})")
-    _run(["debootstrap", "--variant=minbase", f"--include={','.join(recipe.include)}", "--components=main",
-          recipe.suite, str(root), recipe.mirror])
+def _bootstrap_rootfs(recipe: Recipe, root: Path, say: Progress) -> None:
+    """A minimal Debian root file system with the recipe's packages (mmdebstrap: ≈30 s, debootstrap ≈60 s)."""
+    say(f"mmdebstrap --variant=minbase {recipe.suite} ({', '.join(recipe.include)})")
+    excludes = [f"--dpkgopt=path-exclude=/{pattern}" for pattern in recipe.dpkg_path_excludes]
+    hooks = [f"--hook-dir=/usr/share/mmdebstrap/hooks/{hook}" for hook in recipe.bootstrap_hooks]
+    _run(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(recipe.include)}",
+          "--components=main", *hooks, *excludes, recipe.suite, str(root), recipe.mirror])
     say("root file system ready")
 
 

@@ -32,8 +32,12 @@ class Recipe:
     boot_modules: tuple[str, ...] = (
         "virtio_pci", "virtio_blk", "virtio_net", "crc32c_generic", "ext4", "virtio_rng",
     )
+    # merged-usr: /usr merged by mmdebstrap itself, as debootstrap does, instead of the usrmerge package (+perl).
+    bootstrap_hooks: tuple[str, ...] = ("merged-usr",)
+    dpkg_path_excludes: tuple[str, ...] = (
+        "usr/share/doc/*", "usr/share/man/*", "usr/share/info/*", "usr/share/locale/*", "usr/share/lintian/*",
+    )
     trim_paths: tuple[str, ...] = (
-        "usr/share/doc", "usr/share/man", "usr/share/info", "usr/share/locale", "usr/share/lintian",
         "var/cache/apt", "var/lib/apt/lists", "var/cache/debconf/templates.dat-old", "var/log",
     )
     root_disk_mib: int = 1024
