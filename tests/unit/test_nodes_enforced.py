@@ -126,3 +126,10 @@ def test_failed_start_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(NodeError, match="the enforcer did not start: nodeconf agent: bad fault 'colour=blue'"):
         EnforcedNode(LocalTransport(), local_settings(tmp_path, ("colour=blue",))).start()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cgroup"]
+
+
+def test_bridge_without_an_agent_says_so(tmp_path: Path) -> None:
+    result = LocalTransport().run([sys.executable, "-m", "nodeconf.enforcer", "bridge", "--socket",
+                                   str(tmp_path / "none.sock")])
+    assert result.rc == 1
+    assert result.stderr_text.startswith(f"nodeconf bridge: cannot reach the agent at {tmp_path / 'none.sock'}")
