@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from fixtures.tolerance import Band, cpu_usage_band, limit_band, throttled_fraction_band
+from infra.vm.image import ensure_image
 from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB
 from infra.vm.paths import images_dir
 from nodeconf.node_facts import NodeFacts
@@ -38,6 +39,16 @@ def run_in_cgroup(node: SshTransport, name: str, settings: dict[str, str], workl
     result: dict[str, Any] = json.loads(node.check_output(["python3", "-", spec], input=GUEST_PROBE, timeout=180))
     assert not result["timed_out"], f"workload in {name} did not finish: {result}"
     return result
+
+
+@pytest.fixture()
+def scratch_cache(tmp_path: Path) -> Path:
+    """An empty nodeconf cache directory that shares the built reference image (built here if needed)."""
+    ensure_image()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "images").symlink_to(images_dir())
+    return cache
 
 
 @pytest.fixture(scope="module")
@@ -180,11 +191,8 @@ def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
     return True
 
 
-def test_node_cli_up_ssh_status_down(tmp_path: Path) -> None:
-    # Share the built image: the scratch cache links to the real one's images.
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "images").symlink_to(images_dir())
+def test_node_cli_up_ssh_status_down(scratch_cache: Path) -> None:
+    cache = scratch_cache
     name = "e2e-cli"
     try:
         up = nodeconf_cli("up", name, "--memory", "1024", "--swap", "256", cache_dir=cache)
@@ -201,15 +209,13 @@ def test_node_cli_up_ssh_status_down(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
-def test_no_qemu_outlives_an_interrupted_or_killed_owner(tmp_path: Path, sig: signal.Signals) -> None:
+def test_no_qemu_outlives_an_interrupted_or_killed_owner(scratch_cache: Path, sig: signal.Signals) -> None:
     owner_code = (
         "import sys; from pathlib import Path; from infra.vm.image import ensure_image;"
         "from infra.vm.machine import VirtualMachine;"
         "VirtualMachine(ensure_image(), name='e2e-owner', cache_dir=Path(sys.argv[1])).start()"
     )
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    (cache / "images").symlink_to(images_dir())
+    cache = scratch_cache
     owner = subprocess.Popen([sys.executable, "-c", owner_code, str(cache)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
     try:
