@@ -233,3 +233,18 @@ def test_restart_after_a_crash_restores_pods_and_cleans_the_rest(machine: Virtua
     finally:
         restarted.close()
     assert_nothing_left(machine)
+
+
+def test_a_faulty_node_is_caught(machine: VirtualMachine) -> None:
+    """Self-test: an enforcer computing with the old runc formula while claiming the new one writes cpu.weight 10
+    where the oracle (and the article) expect 35; the comparison names exactly that file."""
+    faulty = EnforcedNode(machine.ssh(), EnforcerSettings(faults=("cpu-weight-formula=linear",))).start()
+    try:
+        handle = faulty.run(manifest("requests-limits/res-demo.yaml"))
+        handle.wait_running()
+        expected = expect([handle.pod], faulty.facts(), KubeletConfig(), profile_for("1.38")).pod("res-demo")
+        wrong = [r for r in compare_pod(expected, handle.evidence()) if not r.ok]
+        assert [(r.container, r.file, r.expected, r.actual) for r in wrong] == [("hello", "cpu.weight", "35", "10")]
+    finally:
+        faulty.close()
+    assert_nothing_left(machine)
