@@ -44,6 +44,8 @@ BUNDLE_MODULES = ("__init__.py", "errors.py", "quantity.py", "manifest.py", "kub
 BUNDLE_PACKAGES = ("semantics", "enforcer")
 PROGRAMS = "workloads/programs"
 START_TIMEOUT = 60.0
+# Longest wait for one answer of the agent (an exec may run this long); a hung agent fails the run, not hangs it.
+ANSWER_TIMEOUT = 300.0
 
 
 class Stream(Protocol):
@@ -61,7 +63,7 @@ class AgentTransport(Protocol):
 
     def run(self, argv: Sequence[str], *, input: bytes | None = None, timeout: float = ...) -> Any: ...
 
-    def open_stream(self, argv: Sequence[str]) -> Stream: ...
+    def open_stream(self, argv: Sequence[str], *, timeout: float | None = ...) -> Stream: ...
 
     def close(self) -> None: ...
 
@@ -100,8 +102,11 @@ class AgentClient:
     def call(self, op: str, **args: Any) -> Any:
         with self.lock:
             ident = next(self.ids)
-            self.stream.write(json.dumps({"id": ident, "op": op, **args}).encode() + b"\n")
-            line = self.stream.readline()
+            try:
+                self.stream.write(json.dumps({"id": ident, "op": op, **args}).encode() + b"\n")
+                line = self.stream.readline()
+            except (TimeoutError, OSError) as err:
+                raise NodeError(f"the enforcer did not answer {op!r}: {err}") from None
         if not line:
             raise NodeError(f"the enforcer closed the connection during {op!r} (see its log)")
         reply = json.loads(line)
@@ -262,8 +267,8 @@ class EnforcedNode(Node):
                 raise NodeError(f"{started.stderr.decode(errors='replace').strip()}; stop it first")
             if started.rc != 0:
                 raise NodeError(f"the enforcer did not start: {started.stderr.decode(errors='replace').strip()}")
-            self._client = AgentClient(self.transport.open_stream(self._agent_argv("bridge", "--socket",
-                                                                                   self.socket)))
+            bridge = self._agent_argv("bridge", "--socket", self.socket)
+            self._client = AgentClient(self.transport.open_stream(bridge, timeout=ANSWER_TIMEOUT))
             self.client.call("ping")
         except BaseException:
             self.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import select
 import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -11,19 +13,34 @@ from nodeconf.nodes.ssh import DEFAULT_TIMEOUT, CommandResult, TransportError
 
 
 class PipeStream:
-    """A local process's stdin/stdout as a Stream."""
+    """A local process's stdin/stdout as a Stream; a read waits at most `timeout` seconds (None: forever)."""
 
-    def __init__(self, argv: Sequence[str]) -> None:
-        self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    def __init__(self, argv: Sequence[str], timeout: float | None = None) -> None:
+        self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        self.timeout = timeout
+        self.command = argv[0]
+        self.buffer = bytearray()
 
     def write(self, data: bytes) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write(data)
-        self.proc.stdin.flush()
 
     def readline(self) -> bytes:
+        """One line of stdout (b"" at its end); TimeoutError when nothing arrives within the timeout."""
         assert self.proc.stdout is not None
-        return self.proc.stdout.readline()
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            if not select.select([fd], [], [], self.timeout)[0]:
+                raise TimeoutError(f"no answer from `{self.command}` within {self.timeout} s")
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                line, self.buffer = bytes(self.buffer), bytearray()
+                return line
+            self.buffer += chunk
+        end = self.buffer.index(b"\n") + 1
+        line = bytes(self.buffer[:end])
+        del self.buffer[:end]
+        return line
 
     def close(self) -> None:
         for pipe in (self.proc.stdin, self.proc.stdout):
@@ -71,8 +88,8 @@ class LocalTransport:
             raise ValueError(f"put_tree: {local_dir} is not a directory")
         shutil.copytree(local_dir, remote_dir, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
 
-    def open_stream(self, argv: Sequence[str]) -> PipeStream:
-        return PipeStream(argv)
+    def open_stream(self, argv: Sequence[str], *, timeout: float | None = None) -> PipeStream:
+        return PipeStream(argv, timeout)
 
     def close(self) -> None:
         """Nothing to release."""
