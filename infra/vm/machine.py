@@ -281,8 +281,8 @@ def _stop_all() -> None:
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    """Turn SIGTERM into SystemExit so context managers and atexit stop the VMs."""
-    raise SystemExit(128 + signum)
+    """Treat SIGTERM like Ctrl-C, so pytest and the CLI unwind (fixtures, context managers) and stop the VMs."""
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _register(machine: VirtualMachine) -> None:
