@@ -6,7 +6,8 @@ of `--pods` pods (the article's res-demo shape, and the KEP's four-container pod
 (1) `run()`: admission by the oracle, every cgroup written, pause and container processes started (one round
 trip), (2) admit-to-running: from the `run()` call until a status read shows every container running, and
 (3) `evidence()`: all files of the pod's containers, pause, pod, QoS and kubepods cgroups with pids and
-oom_score_adj in one round trip. Everything is deleted and the node released at the end.
+oom_score_adj in one round trip, and of that the time spent inside the enforcer (the rest is SSH and the
+bridge). Everything is deleted and the node released at the end.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod, object_from_dict, pod_to_dict
 from nodeconf.nodes.base import Node
+from nodeconf.nodes.enforced import EnforcedNode
 from nodeconf.nodes.registry import open_node
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
@@ -56,10 +58,16 @@ def summary(samples: list[float]) -> dict[str, float]:
             "min_ms": 1000 * ordered[0], "max_ms": 1000 * ordered[-1]}
 
 
+def agent_seconds(node: Node) -> float | None:
+    """Time the enforcer itself spent on the node's last request (None for other drivers)."""
+    return node.client.last_agent_ms / 1000 if isinstance(node, EnforcedNode) else None
+
+
 def measure_shape(node: Node, path: Path, pods: int, reads: int) -> dict[str, dict[str, float]]:
     run_times: list[float] = []
     running_times: list[float] = []
     read_times: list[float] = []
+    agent_read_times: list[float] = []
     for index in range(pods):
         pod = renamed(path, index)
         start = time.perf_counter()
@@ -69,10 +77,17 @@ def measure_shape(node: Node, path: Path, pods: int, reads: int) -> dict[str, di
             raise SystemExit(f"pod {pod.name} rejected: {'; '.join(handle.errors)}")
         handle.wait_running(timeout=60)
         running_times.append(time.perf_counter() - start)
-        read_times += [timed(handle.evidence) for _ in range(reads)]
+        for _ in range(reads):
+            read_times.append(timed(handle.evidence))
+            agent_time = agent_seconds(node)
+            if agent_time is not None:
+                agent_read_times.append(agent_time)
         handle.delete()
-    return {"run": summary(run_times), "admit_to_running": summary(running_times),
-            "evidence": summary(read_times)}
+    results = {"run": summary(run_times), "admit_to_running": summary(running_times),
+               "evidence": summary(read_times)}
+    if agent_read_times:
+        results["evidence_in_agent"] = summary(agent_read_times)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,7 @@ import os
 import socket
 import socketserver
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -64,7 +65,7 @@ OPERATIONS: dict[str, Handler] = {
 
 
 def answer(agent: Agent, line: bytes, operations: dict[str, Handler] = OPERATIONS) -> dict[str, Any]:
-    """The reply to one request line: {"id", "ok": true, "result"} or {"id", "ok": false, "error"}."""
+    """The reply to one request line: {"id", "ok": true, "result", "agentMs"} or {"id", "ok": false, "error"}."""
     try:
         request = json.loads(line)
     except ValueError as err:
@@ -75,8 +76,10 @@ def answer(agent: Agent, line: bytes, operations: dict[str, Handler] = OPERATION
     handler = operations.get(str(request.get("op")))
     if handler is None:
         return {"id": ident, "ok": False, "error": f"unknown op {request.get('op')!r}"}
+    started = time.perf_counter()
     try:
-        return {"id": ident, "ok": True, "result": handler(agent, request)}
+        result = handler(agent, request)
+        return {"id": ident, "ok": True, "result": result, "agentMs": 1000 * (time.perf_counter() - started)}
     except (AgentError, UnsafeName) as err:
         return {"id": ident, "ok": False, "error": str(err)}
     except Exception as err:

@@ -92,12 +92,14 @@ def agent_bundle() -> bytes:
 
 
 class AgentClient:
-    """JSON-lines requests to the agent over one stream; one request at a time."""
+    """JSON-lines requests to the agent over one stream; one request at a time (`last_agent_ms`: time the agent
+    spent on the last answer, the rest of a call's time is transport)."""
 
     def __init__(self, stream: Stream) -> None:
         self.stream = stream
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
+        self.last_agent_ms = 0.0
 
     def call(self, op: str, **args: Any) -> Any:
         with self.lock:
@@ -114,6 +116,7 @@ class AgentClient:
             raise NodeError(f"the enforcer answered request {reply.get('id')} to request {ident}")
         if not reply["ok"]:
             raise NodeError(f"enforcer: {reply['error']}")
+        self.last_agent_ms = float(reply["agentMs"])
         return reply["result"]
 
     def close(self) -> None:
