@@ -191,11 +191,12 @@ def _build(recipe: Recipe, versions: dict[str, str], key: str, target: Path, say
             release = boot.result()
             rootfs.result()
         _customize(recipe, work / "rootfs", work)
+        installed = installed_versions((work / "rootfs" / "var/lib/dpkg/status").read_text(), recipe.include)
         say(f"making root disk ({recipe.root_disk_mib} MiB ext4)")
         _run(["mkfs.ext4", "-q", "-F", *recipe.mkfs_options, "-L", "nodeconf-root", "-d",
               str(work / "rootfs"), str(work / "root.img"), f"{recipe.root_disk_mib}M"])
         _remove_tree(work / "rootfs")
-        manifest = {"key": key, "kernel_release": release, "versions": versions,
+        manifest = {"key": key, "kernel_release": release, "versions": versions, "installed": installed,
                     "build_seconds": round(time.monotonic() - started, 1)}
         (work / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         work.rename(target)
@@ -210,9 +211,20 @@ def _bootstrap_rootfs(recipe: Recipe, root: Path, say: Progress) -> None:
     say(f"mmdebstrap --variant=minbase {recipe.suite} ({', '.join(recipe.include)})")
     excludes = [f"--dpkgopt=path-exclude=/{pattern}" for pattern in recipe.dpkg_path_excludes]
     hooks = [f"--hook-dir=/usr/share/mmdebstrap/hooks/{hook}" for hook in recipe.bootstrap_hooks]
+    sources = [line.format(suite=recipe.suite) for line in recipe.sources]
     _run(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(recipe.include)}",
-          "--components=main", *hooks, *excludes, recipe.suite, str(root), recipe.mirror])
+          *hooks, *excludes, recipe.suite, str(root), *sources])
     say("root file system ready")
+
+
+def installed_versions(dpkg_status: str, packages: Sequence[str]) -> dict[str, str]:
+    """Package → installed version for the given packages, from the text of /var/lib/dpkg/status."""
+    found: dict[str, str] = {}
+    for stanza in dpkg_status.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines() if ": " in line and line[0] != " ")
+        if fields.get("Package") in packages and "installed" in fields.get("Status", ""):
+            found[fields["Package"]] = fields["Version"]
+    return found
 
 
 def _build_boot(recipe: Recipe, versions: dict[str, str], work: Path, say: Progress) -> str:

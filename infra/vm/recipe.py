@@ -25,7 +25,13 @@ class Recipe:
     """A reference image: Debian suite, packages, boot modules, disk size (source: MEASURED.md build facts)."""
 
     suite: str = "bookworm"
-    mirror: str = "http://deb.debian.org/debian"
+    # The suite with its updates and security fixes, as a Debian host's apt sees it (so the versions the
+    # cache key is made of are the ones installed).
+    sources: tuple[str, ...] = (
+        "deb http://deb.debian.org/debian {suite} main",
+        "deb http://deb.debian.org/debian {suite}-updates main",
+        "deb http://deb.debian.org/debian-security {suite}-security main",
+    )
     include: tuple[str, ...] = ("openssh-server", "python3", "procps", "iproute2", "kmod", "util-linux")
     kernel_metapackage: str = "linux-image-amd64"
     busybox_package: str = "busybox-static"

@@ -90,3 +90,15 @@ def test_root_shell_is_replaced_only_for_root(tmp_path: Path) -> None:
     assert passwd.read_text() == (
         "root:x:0:0:root:/root:/bin/sh\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n"
     )
+
+
+def test_installed_versions_from_dpkg_status() -> None:
+    status = (
+        "Package: python3\nStatus: install ok installed\nPriority: optional\nVersion: 3.11.2-1+b1\n"
+        "Description: interactive\n high-level language\n\n"
+        "Package: openssh-server\nStatus: deinstall ok config-files\nVersion: 1:9.2p1-2\n\n"
+        "Package: procps\nStatus: install ok installed\nVersion: 2:4.0.2-3\n"
+    )
+    assert image_module.installed_versions(status, ["python3", "openssh-server", "kmod"]) == {
+        "python3": "3.11.2-1+b1",
+    }
