@@ -1,0 +1,85 @@
+"""Node-pressure eviction order: pods over their memory request first, the largest excess first; Failed, Evicted.
+
+Source: requests-limits-qos article, "Eviction under node resource pressure" (the order, phase Failed with reason
+Evicted, the MemoryPressure condition); the oracle's ranking (pkg/kubelet/eviction/helpers.go rankMemoryPressure).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import pytest
+
+from fixtures.compare import ComparedValue, assert_matches, compare_value
+from fixtures.node import Deploy
+from nodeconf.manifest import MEMORY
+from nodeconf.nodes.base import CgroupFiles, PodHandle
+from nodeconf.semantics.eviction import PodMemoryUsage, rank_for_memory_pressure
+from nodeconf.semantics.expectation import Expected
+from suites.checks import check_admission, deploy_pods
+from suites.conftest import Kubelet, Oracle
+from suites.pods import memhog, pod, renamed, with_container
+from suites.pressure import watch_hogs
+
+pytestmark = [pytest.mark.requests_limits, pytest.mark.disruptive]
+
+ORDER = "requests-limits-qos article: usage above request first, by priority and by the size of the excess"
+EVICTED = "requests-limits-qos article: an evicted pod moves to phase Failed with reason Evicted"
+HOG_MIB = 48
+# A threshold no node meets: memory.available is below 99 % of capacity from the first check, so the node evicts
+# pod after pod, one per pass, in its ranking order.
+ALWAYS_PRESSURE = "99%"
+
+
+def _working_set(files: CgroupFiles) -> int:
+    """memory.current − inactive_file (the kubelet's working set)."""
+    return files.number("memory.current") - files.keyed("memory.stat").get("inactive_file", 0)
+
+
+def test_memory_pressure_evicts_in_the_articles_order(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) -> None:
+    """BestEffort (above its zero request) first, then Burstable above its request, Burstable within it last."""
+    besteffort = with_container(pod("requests-limits/qos-classes.yaml", "qos-besteffort"), "app",
+                                command=memhog(HOG_MIB))
+    burstable = pod("requests-limits/qos-classes.yaml", "qos-burstable")
+    over = with_container(renamed(burstable, "over-request"), "app", command=memhog(HOG_MIB),
+                          requests={MEMORY: "16Mi"})
+    within = with_container(renamed(burstable, "within-request"), "app", command=memhog(HOG_MIB),
+                            requests={MEMORY: "128Mi"})
+    workloads = [within, over, besteffort]
+    deployed = deploy_pods(deploy, oracle, kubelet, workloads)
+    for h in deployed.handles:
+        check_admission(h, deployed.expected(h.pod.name))
+    for h in deployed.handles:
+        watch_hogs(h, ["app"], HOG_MIB)
+    held = {h.pod.name: h.evidence(["memory.stat"]) for h in deployed.handles}
+    usages = [PodMemoryUsage(p, {"app": _working_set(held[p.name].container("app").cgroup)}) for p in workloads]
+    oracle_order = [u.pod.name for u in rank_for_memory_pressure(usages)]
+
+    kubelet.use(replace(kubelet.config, eviction_hard={"memory.available": ALWAYS_PRESSURE}))
+    order = _eviction_order(deployed.handles, timeout=60)
+    rows: list[ComparedValue] = [
+        compare_value("", "", "(eviction)", "eviction order", Expected(
+            "qos-besteffort, over-request, within-request", ORDER), ", ".join(order)),
+        compare_value("", "", "(eviction)", "eviction order (oracle)", Expected(", ".join(oracle_order), ORDER),
+                      ", ".join(order)),
+        compare_value("", "", "(node)", "MemoryPressure condition", Expected("True", ORDER),
+                      str(kubelet.node.conditions().memory_pressure)),
+    ]
+    for h in deployed.handles:
+        status = h.status()
+        rows.append(compare_value(h.pod.name, "", "(status)", "phase and reason", Expected("Failed/Evicted", EVICTED),
+                                  f"{status.phase}/{status.reason}"))
+    assert_matches("node under memory pressure", rows)
+
+
+def _eviction_order(handles: tuple[PodHandle, ...], timeout: float) -> list[str]:
+    """Pod names in the order they were seen evicted (polled; each pass evicts one pod)."""
+    order: list[str] = []
+    deadline = time.monotonic() + timeout
+    while len(order) < len(handles) and time.monotonic() < deadline:
+        for h in handles:
+            if h.pod.name not in order and h.status().reason == "Evicted":
+                order.append(h.pod.name)
+        time.sleep(0.2)
+    return order

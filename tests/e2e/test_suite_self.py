@@ -1,0 +1,100 @@
+"""The suites judge a deliberately wrong node: exactly the right tests fail, and their messages name what is wrong.
+
+Each case starts the reference VM's enforcer with one fault (it computes with the fault yet reports true facts),
+runs a selection of the suites against it in a subprocess, and reads the JUnit results. Which tests must fail is
+worked out by hand from the seeds below, not taken from the code under test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.vm
+
+ROOT = Path(__file__).resolve().parents[2]
+RES_DEMO = "suites/resources/test_res_demo.py"
+HIGH = "suites/memory_qos/test_memory_qos.py::test_memory_high_formula"
+RATIOS_WITH_HIGH = ("32Mi-128Mi", "64Mi-128Mi", "96Mi-128Mi", "64Mi-nolimit")
+
+
+@dataclass(frozen=True)
+class FaultCase:
+    """A fault, the tests to run against it, and the ones that must fail with what their messages must name."""
+
+    fault: str
+    selection: tuple[str, ...]
+    must_fail: dict[str, tuple[str, ...]]
+
+
+CPU_WEIGHT = 'value of cgroup "cpu.weight" for container'
+MEMORY_HIGH = ('value of cgroup "memory.high" for container "app"', "; expected ", "(rule: ")
+
+
+CASES = {
+    # Linear weights (SEMANTICS.md CPU): 250m → 10 instead of 35 (the article's table), 500m → 20 instead of 59;
+    # containers without a cpu request have 2 shares, weight 1 in both formulas, so memory-only pods pass.
+    "other-cpu-weight-formula": FaultCase("cpu-weight-formula=linear", (RES_DEMO, HIGH), {
+        "test_res_demo_container_pod_and_pause": (CPU_WEIGHT, 'was "10"; expected "35"', "(rule: "),
+        "test_qos_class_slice_and_oom_score_adj[guaranteed]": (CPU_WEIGHT, 'was "20"; expected "59"', "(rule: "),
+    }),
+    # Throttling factor 0.5 whatever the config says: every written memory.high differs (the suite's factors are
+    # 0.9, 0.6, 0.3); request == limit keeps max. Under profile 1.38 the factor is unset by default, so the
+    # QoS-class pods with Memory QoS on get a memory.high they must not have, except Guaranteed (request == limit);
+    # res-demo runs with Memory QoS off, as on the article's node.
+    "wrong-throttling-factor": FaultCase("memory-throttling-factor=0.5", (RES_DEMO, HIGH), {
+        **{f"test_memory_high_formula[{ratio}-factor{factor}]": MEMORY_HIGH
+           for ratio in RATIOS_WITH_HIGH for factor in (0.9, 0.6, 0.3)},
+        "test_qos_class_slice_and_oom_score_adj[burstable]": (*MEMORY_HIGH[:2], '; expected "max"'),
+        "test_qos_class_slice_and_oom_score_adj[besteffort]": (*MEMORY_HIGH[:2], '; expected "max"'),
+    }),
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    status: str
+    message: str
+
+
+def _run_suites(case: FaultCase, tmp_path: Path) -> tuple[int, list[Outcome], str]:
+    junit = tmp_path / "junit.xml"
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", f"--node=vm?fault={case.fault}",
+            f"--junitxml={junit}", *case.selection]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False)
+    if not junit.exists():
+        raise AssertionError(f"no JUnit results from {' '.join(argv)}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    outcomes = []
+    for testcase in ET.parse(junit).iter("testcase"):
+        status, message = "passed", ""
+        for kind in ("failure", "error", "skipped"):
+            found = testcase.find(kind)
+            if found is not None:
+                status, message = kind, (found.get("message") or "") + "\n" + (found.text or "")
+        outcomes.append(Outcome(testcase.get("name", ""), status, message))
+    return proc.returncode, outcomes, proc.stdout[-3000:]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_wrong_node_fails_exactly_the_right_tests(case: str, tmp_path: Path) -> None:
+    spec = CASES[case]
+    code, outcomes, tail = _run_suites(spec, tmp_path)
+    failed = {o.name for o in outcomes if o.status == "failure"}
+    broken = [o for o in outcomes if o.status == "error"]
+    assert not broken, f"{case}: infrastructure errors, not check failures:\n" + "\n".join(
+        f"{o.name}: {o.message[:500]}" for o in broken)
+    assert failed == set(spec.must_fail), (
+        f"{case}: failed {sorted(failed)}; expected exactly {sorted(spec.must_fail)}\n{tail}")
+    assert code == 1, f"{case}: pytest exit code {code}, expected 1 (some check failed)"
+    for o in outcomes:
+        if o.status == "failure":
+            first = o.message.strip().splitlines()[0]
+            assert "compared values differ from the oracle" in first, f"{o.name}: unstable first line {first!r}"
+            for name in spec.must_fail[o.name]:
+                assert name in o.message, f"{o.name}: the message does not say {name!r}:\n{o.message[:2000]}"
