@@ -91,7 +91,7 @@ class Agent:
         """Write the state file atomically (it lets the agent's pods survive its own restart)."""
         doc = {
             "config": kubelet_config_to_dict(self.config), "version": self.version,
-            "objects": self.object_docs, "pods": [self._status(p) for p in self.pods.values()],
+            "objects": self.object_docs, "pods": [self._saved(p) for p in self.pods.values()],
             "nodeEvents": self.node_events,
         }
         tmp = self.state_dir / (STATE_FILE + ".tmp")
@@ -265,7 +265,7 @@ class Agent:
             self._start_due(record, time.monotonic())
             self.save()
             self.log.info("pod %s admitted (%s)", pod.ref, record.qos_class)
-            return {"admitted": True, "errors": [], "status": self._status(record)}
+            return {"admitted": True, "errors": [], "status": record.to_dict()}
 
     def _record(self, ref: str) -> PodRecord:
         record = self.pods.get(ref)
@@ -275,9 +275,10 @@ class Agent:
 
     def status(self, ref: str) -> dict[str, Any]:
         with self.lock:
-            return self._status(self._record(ref))
+            return self._record(ref).to_dict()
 
-    def _status(self, record: PodRecord) -> dict[str, Any]:
+    def _saved(self, record: PodRecord) -> dict[str, Any]:
+        """The record for the state file: with each process's start time, to tell a reused pid apart later."""
         out = record.to_dict()
         for c in out["containers"]:
             c["pidStart"] = _process_start(c["pid"]) if c["pid"] else None
@@ -285,7 +286,7 @@ class Agent:
 
     def pods_status(self) -> dict[str, Any]:
         with self.lock:
-            return {"pods": [self._status(r) for r in self.pods.values()], "nodeEvents": self.node_events}
+            return {"pods": [r.to_dict() for r in self.pods.values()], "nodeEvents": self.node_events}
 
     def evidence(self, ref: str, extra_files: Sequence[str] = ()) -> dict[str, Any]:
         """One pod's evidence at once: every file of its containers, pause, pod, QoS and kubepods cgroups,
@@ -294,24 +295,23 @@ class Agent:
             record = self._record(ref)
             files = tuple(dict.fromkeys((*OBSERVED_FILES, *(names.cgroup_file(f) for f in extra_files))))
             paths = _ancestors(record.cgroup) + [record.cgroup] + [c.cgroup for c in record.containers]
-            cgroups = {path: self._read_files(path, files) for path in paths if self.tree.exists(path)}
+            read = {path: self.tree.read_many(path, files) for path in paths}
+            cgroups = {path: found for path, found in read.items() if found is not None}
             processes = {}
             for c in record.containers:
-                pids = self.tree.pids(c.cgroup) if self.tree.kernel else ([c.pid] if c.pid else [])
+                procs = (cgroups.get(c.cgroup) or {}).get("cgroup.procs") or ""
+                pids = [int(p) for p in procs.split()] if self.tree.kernel else ([c.pid] if c.pid else [])
                 processes[c.name if c.kind != PAUSE else "POD"] = {
                     "pids": pids, "oomScoreAdj": {str(p): process.read_oom_score_adj(p) for p in pids},
                 }
-            return {"status": self._status(record), "cgroups": cgroups, "processes": processes}
-
-    def _read_files(self, path: str, files: Sequence[str]) -> dict[str, str | None]:
-        return {f: self.tree.read(path, f) for f in files}
+            return {"status": record.to_dict(), "cgroups": cgroups, "processes": processes}
 
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> dict[str, Any]:
         """The node-level cgroups the oracle describes (kubepods and QoS slices) as read back now."""
         with self.lock:
             files = tuple(dict.fromkeys((*OBSERVED_FILES, *(names.cgroup_file(f) for f in extra_files))))
-            paths = sorted(self._expect().cgroups)
-            return {p: self._read_files(p, files) for p in paths if self.tree.exists(p)}
+            read = {p: self.tree.read_many(p, files) for p in sorted(self._expect().cgroups)}
+            return {p: found for p, found in read.items() if found is not None}
 
     def exec_in(self, ref: str, container: str, argv: Sequence[str], timeout: float) -> dict[str, Any]:
         """Run argv inside a container's cgroup with its oom_score_adj (kubectl exec)."""

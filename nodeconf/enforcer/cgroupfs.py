@@ -7,6 +7,7 @@ import errno
 import os
 import signal
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from nodeconf.enforcer import names
@@ -77,6 +78,18 @@ class CgroupTree:
             return (self.dir(path) / names.cgroup_file(file)).read_text().rstrip("\n")
         except OSError:
             return None
+
+    def read_many(self, path: str, files: Sequence[str]) -> dict[str, str | None] | None:
+        """Several files of one cgroup through one directory handle (names checked by the caller with
+        names.cgroup_file); None when the cgroup does not exist, None for a file that does not."""
+        try:
+            directory = os.open(self.dir(path), os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return None
+        try:
+            return {name: _read_at(directory, name) for name in files}
+        finally:
+            os.close(directory)
 
     def exists(self, path: str) -> bool:
         return self.dir(path).is_dir()
@@ -150,3 +163,20 @@ class CgroupTree:
     def owned_roots(self) -> list[str]:
         """The owned top-level cgroups that exist now."""
         return [name for name in self.owned if (self.root / name).is_dir()]
+
+
+def _read_at(directory: int, name: str) -> str | None:
+    """A file below an open directory as text without the final newline; None when it cannot be read."""
+    try:
+        handle = os.open(name, os.O_RDONLY, dir_fd=directory)
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(handle, 65536):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+    return b"".join(chunks).decode(errors="replace").rstrip("\n")
