@@ -44,7 +44,7 @@ class CommandError(TransportError):
 
 @dataclass(frozen=True)
 class CommandResult:
-    """What one remote command gave back: exit status and raw output bytes."""
+    """What one remote command gave back: exit status (-1 when a signal killed it) and raw output bytes."""
 
     argv: tuple[str, ...]
     rc: int
@@ -175,7 +175,10 @@ class SshTransport:
             stdout, stderr = _collect(channel, deadline, command)
             if not channel.status_event.wait(max(0.0, deadline - time.monotonic())):
                 raise TransportError(f"`{command}` did not finish within {timeout:g} s")
-            return CommandResult(tuple(argv), channel.recv_exit_status(), stdout, stderr)
+            rc = channel.recv_exit_status()
+            if rc == -1 and not transport.is_active():
+                raise TransportError(f"`{command}`: connection to {self.target.known_hosts_name} lost")
+            return CommandResult(tuple(argv), rc, stdout, stderr)
         finally:
             channel.close()
 
@@ -329,7 +332,8 @@ def _collect(channel: paramiko.Channel, deadline: float, command: str) -> tuple[
             stdout += channel.recv(65536)
         while channel.recv_stderr_ready():
             stderr += channel.recv_stderr(65536)
-        if channel.eof_received and not channel.recv_ready() and not channel.recv_stderr_ready():
+        if (channel.eof_received or channel.closed) and not channel.recv_ready() \
+                and not channel.recv_stderr_ready():
             return bytes(stdout), bytes(stderr)
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -80,7 +80,9 @@ def _execute(channel: paramiko.Channel, command: str) -> None:
             channel.sendall(chunk)
     threads[1].join()
     with contextlib.suppress(OSError, EOFError):
-        channel.send_exit_status(proc.wait())
+        status = proc.wait()
+        if status >= 0:  # like OpenSSH, a signal is reported as exit-signal, which paramiko does not read
+            channel.send_exit_status(status)
         channel.shutdown_write()
         channel.close()
 
@@ -282,3 +284,19 @@ def test_stream_read_past_its_timeout_raises(node: SshTransport) -> None:
             stream.readline()
     finally:
         stream.close()
+
+
+def test_a_command_killed_by_a_signal_has_status_minus_one(node: SshTransport) -> None:
+    assert node.run(["exec", "sh", "-c", "kill -9 $$"]).rc == -1
+
+
+def test_a_dropped_connection_during_a_command_raises(server: Server) -> None:
+    transport = server.connect()
+    ssh = transport._client.get_transport()
+    assert ssh is not None
+    threading.Timer(0.3, ssh.close).start()
+    started = time.monotonic()
+    with pytest.raises(TransportError, match="lost"):
+        transport.run(["sleep", "3"], timeout=10)
+    assert time.monotonic() - started < 2, "a lost connection must not wait for the command's deadline"
+    transport.close()
