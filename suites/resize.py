@@ -1,0 +1,51 @@
+"""In-place resize steps the suites share: the patch, the oracle's decision, the rows comparing the node's answer.
+
+Source: requests-limits-qos article "Changing resources on the fly"; nodeconf/semantics/resize.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fixtures.compare import ComparedValue, compare_value
+from nodeconf.manifest import Pod
+from nodeconf.nodes.base import ResizeStatus
+from nodeconf.semantics.expectation import Expected
+from nodeconf.semantics.resize import decide_resize
+from suites.conftest import Kubelet, Oracle
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Current usage as the oracle's resize decision reads it."""
+
+    memory: int | None
+    swap: int | None
+
+
+def patch(container: str, resources: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
+    """A resize patch for one container (the article's `kubectl patch --subresource resize` body)."""
+    return {"spec": {"containers": [{"name": container, "resources": {k: dict(v) for k, v in resources.items()}}]}}
+
+
+def _usage_masked(message: str) -> str:
+    """A deferral message without the usage figure it quotes (usage moves between our sample and the node's)."""
+    return re.sub(r"usage \(\d+\)", "usage (N)", message)
+
+
+def status_rows(name: str, got: ResizeStatus, status: str, message: str, rule: str) -> list[ComparedValue]:
+    """The node's resize status and message against the oracle's decision."""
+    return [compare_value(name, "", "(resize)", "resize status", Expected(status, rule), got.status),
+            compare_value(name, "", "(resize)", "resize message", Expected(_usage_masked(message), rule),
+                          _usage_masked(got.message))]
+
+
+def decision(oracle: Oracle, kubelet: Kubelet, current: Pod, desired: Pod,
+              usage: Mapping[str, Usage] | None = None) -> tuple[str, str]:
+    """The oracle's status and message for resizing `current` to `desired` on this node."""
+    decided = decide_resize(current, desired, usage or {}, oracle.facts, kubelet.config,
+                             oracle.profile(kubelet.config))
+    return decided.status.value, decided.message
