@@ -165,8 +165,8 @@ class Agent:
         return [r.pod for r in self.pods.values() if r.phase not in TERMINAL]
 
     def _expect(self, extra: Sequence[Pod] = ()) -> NodeExpectation:
-        return self.expect_fn([*self._active(), *extra], self.oracle_facts(), self.oracle_config(),
-                              self.profile(), self.objects)
+        return self.expect_fn(self.faults.pods_seen([*self._active(), *extra], self.config.swap_behavior),
+                              self.oracle_facts(), self.oracle_config(), self.profile(), self.objects)
 
     # --- writing the tree -----------------------------------------------------------------------------
 

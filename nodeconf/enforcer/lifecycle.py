@@ -5,11 +5,13 @@ Source: core/v1 restartPolicy and init/sidecar containers (KEP-753); kubelet bac
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord
+from nodeconf.manifest import SWAP, Pod, Resources
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
 
@@ -30,10 +32,12 @@ class Faults:
 
     cpu_weight_formula: str | None = None
     memory_throttling_factor: float | None = None
+    limited_swap_ignores_explicit: bool = False
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
-        """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1); ValueError otherwise."""
+        """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1),
+        `limited-swap=ignore-explicit`; ValueError otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")
@@ -41,10 +45,28 @@ class Faults:
                 fields["cpu_weight_formula"] = value
             elif key == "memory-throttling-factor" and sep and _fraction(value) is not None:
                 fields["memory_throttling_factor"] = _fraction(value)
+            elif item == "limited-swap=ignore-explicit":
+                fields["limited_swap_ignores_explicit"] = True
             else:
                 raise ValueError(f"bad fault {item!r} (cpu-weight-formula={'|'.join(CPU_WEIGHT_FORMULAS)}, "
-                                 "memory-throttling-factor=X with 0 < X <= 1)")
+                                 "memory-throttling-factor=X with 0 < X <= 1, limited-swap=ignore-explicit)")
         return cls(**fields)
+
+    def pods_seen(self, pods: Sequence[Pod], swap_behavior: str) -> list[Pod]:
+        """The pods as the faulty agent computes with them: on LimitedSwap, without their limits.swap."""
+        if not (self.limited_swap_ignores_explicit and swap_behavior == "LimitedSwap"):
+            return list(pods)
+        return [_without_swap_limits(p) for p in pods]
+
+
+def _without_swap_limits(pod: Pod) -> Pod:
+    def strip(r: Resources) -> Resources:
+        return Resources(requests=r.requests, limits={k: v for k, v in r.limits.items() if k != SWAP})
+
+    return dataclasses.replace(
+        pod.with_containers([dataclasses.replace(c, resources=strip(c.resources)) for c in pod.containers],
+                            [dataclasses.replace(c, resources=strip(c.resources)) for c in pod.init_containers]),
+        resources=strip(pod.resources) if pod.resources is not None else None)
 
 
 def _fraction(text: str) -> float | None:
