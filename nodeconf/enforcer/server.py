@@ -43,11 +43,18 @@ def _doc(request: dict[str, Any], key: str) -> dict[str, Any]:
     return value
 
 
+def _docs(request: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    value = request.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise AgentError(f"{key!r} must be a list of objects")
+    return value
+
+
 OPERATIONS: dict[str, Handler] = {
     "ping": lambda agent, r: {"pong": True, "pid": os.getpid()},
     "facts": lambda agent, r: facts_to_dict(agent.facts),
     "configure": lambda agent, r: agent.configure(_doc(r, "config"), r.get("version")),
-    "objects": lambda agent, r: agent.set_objects([_doc({"o": o}, "o") for o in r.get("objects", [])]),
+    "objects": lambda agent, r: agent.set_objects(_docs(r, "objects")),
     "run": lambda agent, r: agent.run_pod(_doc(r, "pod")),
     "status": lambda agent, r: agent.status(_text(r, "pod")),
     "pods": lambda agent, r: agent.pods_status(),
