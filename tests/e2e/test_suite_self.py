@@ -34,6 +34,13 @@ class FaultCase:
 
 CPU_WEIGHT = 'value of cgroup "cpu.weight" for container'
 MEMORY_HIGH = ('value of cgroup "memory.high" for container "app"', "; expected ", "(rule: ")
+SWAP_MAX = ('value of cgroup "memory.swap.max" for container', "; expected ", "(rule: ")
+TABLE = "suites/swap/test_semantics_table.py"
+# KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
+# use-case-1 (swap "0" on a pod whose memory request equals its limit, which LimitedSwap also gives 0).
+EXPLICIT_SWAP_EXAMPLES = ("limits-memory-unset", "limits-memory-lt-swap", "limits-memory-eq-swap",
+                          "limits-memory-gt-swap", "limits-only-model", "guaranteed-with-swap",
+                          "use-case-2-swap-enabled", "use-case-3-unlimited-swap", "use-case-4-pod-level-swap-mixed")
 
 
 CASES = {
@@ -52,6 +59,13 @@ CASES = {
            for ratio in RATIOS_WITH_HIGH for factor in (0.9, 0.6, 0.3)},
         "test_qos_class_slice_and_oom_score_adj[burstable]": (*MEMORY_HIGH[:2], '; expected "max"'),
         "test_qos_class_slice_and_oom_score_adj[besteffort]": (*MEMORY_HIGH[:2], '; expected "max"'),
+    }),
+    # LimitedSwap that ignores explicit limits (KEP-5359 "workload swap wins"): on LimitedSwap nodes, every row
+    # that sets limits.swap (container, pod, or "0") gets the calculated share instead; other modes are untouched.
+    "limited-swap-ignores-explicit": FaultCase("limited-swap=ignore-explicit", (TABLE, "-k", "limitedswap"), {
+        **{f"test_semantics_table_cell[{row}-limitedswap]": SWAP_MAX
+           for row in ("set-container", "set-pod", "set-zero")},
+        **{f"test_kep_example[{example}-limitedswap]": SWAP_MAX for example in EXPLICIT_SWAP_EXAMPLES},
     }),
 }
 
