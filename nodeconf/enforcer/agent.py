@@ -528,25 +528,32 @@ class Agent:
             c.state, c.reason = "terminated", reason
 
     def _start_due(self, record: PodRecord, now: float) -> bool:
-        started = False
+        """Start every container whose turn has come, together; return once each sits in its cgroup."""
+        attempted = False
+        ready: list[int] = []
         for c in record.containers:
             if c.state == "waiting" and c.next_start <= now and ready_to_start(record.containers, c):
-                self._spawn(record, c)
-                started = True
-        return started
+                attempted = True
+                fd = self._spawn(record, c)
+                if fd is not None:
+                    ready.append(fd)
+        process.await_ready(ready)
+        return attempted
 
-    def _spawn(self, record: PodRecord, c: ContainerRecord) -> None:
+    def _spawn(self, record: PodRecord, c: ContainerRecord) -> int | None:
+        """Launch one container's process; its ready fd, or None when it could not start."""
         if c.started_at is not None:
             c.restarts += 1
         c.oom_kills_at_start = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0)
         log = self._container_log(record, c.name)
         try:
-            c.proc = process.spawn(c.argv, self.tree.dir(c.cgroup), c.oom_score_adj, log)
+            c.proc, ready = process.spawn(c.argv, self.tree.dir(c.cgroup), c.oom_score_adj, log)
         except OSError as err:
             c.state, c.reason, c.exit_code = "terminated", "StartError", 128
             record.event("Warning", "Failed", f"Error: failed to start container {c.name}: {err}")
-            return
+            return None
         c.state, c.reason, c.exit_code, c.started_at = "running", "", None, time.time()
+        return ready
 
     def _update_phase(self, record: PodRecord) -> bool:
         before = record.phase

@@ -7,6 +7,7 @@ import os
 import select
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,33 +34,51 @@ def container_argv(command: Sequence[str], args: Sequence[str]) -> tuple[str, ..
     return argv or SLEEPER
 
 
-def _start(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int, name: str,
-           **popen: Any) -> subprocess.Popen[bytes]:
-    """Start argv through the trampoline and wait until it sits in its cgroup with its oom_score_adj."""
+def _launch(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int, name: str,
+            **popen: Any) -> tuple[subprocess.Popen[bytes], int]:
+    """Start argv through the trampoline; the returned fd becomes readable once it sits in its cgroup."""
     ready_read, ready_write = os.pipe()
     try:
         proc = subprocess.Popen(
             ["/bin/sh", "-c", _TRAMPOLINE, name, str(cgroup_dir / "cgroup.procs"), str(oom_score_adj), *argv],
             stdin=ready_write, env=dict(_ENV), start_new_session=True, **popen,
         )
+    except BaseException:
+        os.close(ready_read)
+        raise
     finally:
         os.close(ready_write)
-    with os.fdopen(ready_read, "rb") as ready:
-        select.select([ready], [], [], READY_TIMEOUT)
-    return proc
+    return proc, ready_read
 
 
-def spawn(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int, log: Path) -> subprocess.Popen[bytes]:
-    """Start argv in its own session inside cgroup_dir with oom_score_adj; output appended to log."""
+def await_ready(fds: Sequence[int], timeout: float = READY_TIMEOUT) -> None:
+    """Wait until every started process said ready (or died), then close the fds: containers start together."""
+    pending = list(fds)
+    deadline = time.monotonic() + timeout
+    try:
+        while pending and (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select(pending, [], [], left)
+            pending = [fd for fd in pending if fd not in readable]
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def spawn(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int,
+          log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """Start argv in its own session inside cgroup_dir with oom_score_adj, output appended to log; pass the
+    returned fd to await_ready."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        return _start(argv, cgroup_dir, oom_score_adj, "nodeconf-start", stdout=out, stderr=out)
+        return _launch(argv, cgroup_dir, oom_score_adj, "nodeconf-start", stdout=out, stderr=out)
 
 
 def run_in(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int,
            timeout: float) -> tuple[int, bytes, bytes]:
     """Run argv to completion inside cgroup_dir (an exec into a container); rc 124 on timeout."""
-    proc = _start(argv, cgroup_dir, oom_score_adj, "nodeconf-exec", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc, ready = _launch(argv, cgroup_dir, oom_score_adj, "nodeconf-exec", stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    await_ready([ready])
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
