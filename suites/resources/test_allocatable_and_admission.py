@@ -70,7 +70,7 @@ def test_limitrange_defaults_a_pod_without_resources(deploy: Deploy, oracle: Ora
 @pytest.mark.parametrize(("name", "message"), [
     ("huge", 'pods "huge" is forbidden: maximum memory usage per Container is 2Gi, but limit is 4Gi'),
     ("tiny", 'pods "tiny" is forbidden: minimum memory usage per Container is 32Mi, but request is 16Mi'),
-])
+], ids=["huge", "tiny"])
 def test_limitrange_refuses_with_the_articles_message(deploy: Deploy, oracle: Oracle, kubelet: Kubelet,
                                                       name: str, message: str) -> None:
     deployed = deploy_pods(deploy, oracle, kubelet, [pod("requests-limits/quota-test-pods.yaml", name)], NAMESPACE)

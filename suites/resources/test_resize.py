@@ -59,7 +59,7 @@ def test_cpu_limit_to_one_core_without_restart(deploy: Deploy, oracle: Oracle, k
     ("infeasible", {"requests": {"cpu": "3"}, "limits": {"cpu": "4"}},
      'pods "res-demo" is forbidden: node didn\'t have enough allocatable resources: cpu, requested: 3000, '
      "allocatable: 2000"),
-])
+], ids=["qos-change", "infeasible"])
 def test_resize_refused_with_the_articles_message(deploy: Deploy, oracle: Oracle, kubelet: Kubelet,
                                                   node_facts: NodeFacts, case: str,
                                                   resources: dict[str, dict[str, str]], message: str) -> None:
