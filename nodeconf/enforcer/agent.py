@@ -212,6 +212,11 @@ class Agent:
                 profile_for(version or self.version, config)
             except InputError as err:
                 raise AgentError(str(err)) from None
+            if config.cgroup_driver != self.config.cgroup_driver and self._active():
+                raise AgentError(f"configure: cgroupDriver cannot change from {self.config.cgroup_driver} to "
+                                 f"{config.cgroup_driver} while pods run (delete them first)")
+            if config.cgroup_driver != self.config.cgroup_driver:
+                self._remove_tree()
             self.config, self.version = config, version or self.version
             warnings = self._apply_logged()
             self.save()
@@ -426,14 +431,18 @@ class Agent:
         with self.lock:
             for record in self.pods.values():
                 self._teardown(record)
-            for top in self.tree.owned_roots():
-                self.tree.kill(top)
-                self.tree.remove(top)
+            self._remove_tree()
             self.pods.clear()
-            self.written.clear()
             with contextlib.suppress(FileNotFoundError):
                 (self.state_dir / STATE_FILE).unlink()
             return {"stopped": True}
+
+    def _remove_tree(self) -> None:
+        """Kill whatever runs in our cgroups and remove them all."""
+        for top in self.tree.owned_roots():
+            self.tree.kill(top)
+            self.tree.remove(top)
+        self.written.clear()
 
     def reset(self) -> dict[str, Any]:
         """Delete every pod and namespace object and go back to the default configuration."""
@@ -441,6 +450,7 @@ class Agent:
             self.shutdown()
             self.config, self.version, self.objects, self.object_docs = KubeletConfig(), DEFAULT_VERSION, [], []
             self.node_events.clear()
+            self._apply_logged()
             self.save()
             return {"reset": True}
 

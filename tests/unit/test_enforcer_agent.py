@@ -310,3 +310,18 @@ def test_namespace_admission_through_the_oracle(agent: Agent) -> None:
     assert "maximum memory usage per Container is 2Gi, but limit is 4Gi" in " ".join(agent.run_pod(huge)["errors"])
     assert "minimum memory usage per Container is 32Mi, but request is 16Mi" in " ".join(agent.run_pod(tiny)["errors"])
     assert [r.pod.name for r in agent.pods.values()] == ["plain"]
+
+
+def test_cgroup_driver_switch(agent: Agent) -> None:
+    """cgroupfs driver: kubepods/burstable/pod<uid> (SEMANTICS.md Cgroup layout); no switch under running pods."""
+    cgroupfs = {"kind": "KubeletConfiguration", "cgroupDriver": "cgroupfs"}
+    agent.run_pod(res_demo())
+    with pytest.raises(AgentError, match="cgroupDriver cannot change from systemd to cgroupfs while pods run"):
+        agent.configure(cgroupfs)
+    agent.delete("default/res-demo")
+    agent.configure(cgroupfs)
+    assert agent.tree.owned_roots() == ["kubepods"]
+    status = agent.run_pod(res_demo())["status"]
+    assert status["cgroup"] == f"kubepods/burstable/pod{agent.pods['default/res-demo'].pod.uid}"
+    agent.reset()
+    assert agent.tree.owned_roots() == ["kubepods.slice"] and not agent.pods
