@@ -23,7 +23,8 @@ from suites.checks import check_admission, check_node, check_pod, deploy_pods, s
 from suites.conftest import Kubelet, Oracle
 from suites.pods import fit_to_node, pod, with_container
 
-pytestmark = [pytest.mark.kep5359, pytest.mark.min_profile("1.38")]
+pytestmark = [pytest.mark.kep5359]
+KEP_5359 = pytest.mark.min_profile("1.38")
 
 TABLE = "KEP-5359 swap limit semantics table"
 COMBINATIONS = ("KEP-5359 limits.memory vs limits.swap: memory.max = limits.memory (or max), "
@@ -82,8 +83,19 @@ def _cell_value(cell: str, p: Pod, container: str, facts: NodeFacts) -> str:
                           facts.page_size))
 
 
-@pytest.mark.parametrize("mode", SWAP_BEHAVIORS, ids=MODE_IDS.get)
-@pytest.mark.parametrize("row", list(ROWS))
+def _cell_marks(row: str, mode: str) -> list[pytest.MarkDecorator]:
+    """Rows without limits.swap on NoSwap and LimitedSwap are KEP-2400's and hold before 1.38; the rest need
+    KEP-5359 (WorkloadControlledSwap, limits.swap)."""
+    if row.startswith("omitted-") and mode != WORKLOAD:
+        return [pytest.mark.kep2400]
+    return [KEP_5359]
+
+
+CELLS_PARAMS = [pytest.param(row, mode, marks=_cell_marks(row, mode), id=f"{row}-{MODE_IDS[mode]}")
+                for row in ROWS for mode in SWAP_BEHAVIORS]
+
+
+@pytest.mark.parametrize(("row", "mode"), CELLS_PARAMS)
 def test_semantics_table_cell(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, node_facts: NodeFacts,
                               row: str, mode: str) -> None:
     """One cell: the row's workload on a node in `mode` gets the cell's memory.swap.max (and the oracle's rest)."""
@@ -124,6 +136,7 @@ KEP_EXAMPLES = [
 ]
 
 
+@KEP_5359
 @pytest.mark.parametrize("mode", SWAP_BEHAVIORS, ids=MODE_IDS.get)
 @pytest.mark.parametrize("manifest", KEP_EXAMPLES, ids=lambda m: m.removeprefix("kep-5359/").removesuffix(".yaml"))
 def test_kep_example(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, node_facts: NodeFacts, manifest: str,
@@ -164,6 +177,7 @@ REFUSALS = {
 REQUESTS_SWAP = "swap may only be specified in limits, not requests"
 
 
+@KEP_5359
 @pytest.mark.parametrize("case", list(REFUSALS))
 def test_validation_refusal(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, case: str) -> None:
     """Invalid swap is refused with the oracle's message and nothing runs; requests.swap with the KEP's words."""
@@ -179,6 +193,7 @@ def test_validation_refusal(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, ca
             f"got {list(deployed.handle(workload.name).errors)}")
 
 
+@KEP_5359
 def test_swap_allocated_bytes_metric(deploy: Deploy, oracle: Oracle, kubelet: Kubelet,
                                      node_facts: NodeFacts) -> None:
     """kubelet_node_swap_allocated_bytes: the sum of limits.swap of the containers on the node, with and without
