@@ -160,6 +160,7 @@ def test_hierarchy_sums_as_pods_come_and_go(deploy: Deploy, oracle: Oracle, kube
 
 
 @pytest.mark.needs_swap
+@pytest.mark.needs_kernel("5.9")  # memory.high may livelock below 5.9 (the post's kernel check)
 @pytest.mark.min_profile("1.38")
 def test_memory_high_events_rise_without_oom_kill(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) -> None:
     """A hog above memory.high (below memory.max) is throttled and reclaimed to swap: memory.events high rises,
