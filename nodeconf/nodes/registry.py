@@ -100,12 +100,15 @@ def _int_option(spec: NodeSpec, name: str) -> dict[str, int]:
 
 def _open_vm(spec: NodeSpec) -> Node:
     from infra.vm.image import ensure_image
-    from infra.vm.machine import VirtualMachine
+    from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine
+    from infra.vm.progress import StepPrinter
     from nodeconf.nodes.enforced import EnforcedNode
 
     sizes = {**_int_option(spec, "memory"), **_int_option(spec, "swap"), **_int_option(spec, "cpus")}
-    machine = VirtualMachine(ensure_image(), memory_mib=sizes.get("memory", 2048), swap_mib=sizes.get("swap", 1024),
-                             cpus=sizes.get("cpus", 2))
+    progress = StepPrinter("vm")
+    machine = VirtualMachine(ensure_image(progress=progress), memory_mib=sizes.get("memory", DEFAULT_MEMORY_MIB),
+                             swap_mib=sizes.get("swap", DEFAULT_SWAP_MIB), cpus=sizes.get("cpus", DEFAULT_CPUS),
+                             progress=progress)
     machine.start()
     try:
         node = EnforcedNode(machine.ssh(), enforcer_settings(spec), spec=spec.text, after_close=(machine.stop,))
