@@ -42,6 +42,7 @@ class _Applied:
     """What this session last sent to the node, so a test only pays for a change."""
 
     config: KubeletConfig | None = None
+    version: str = ""
     warnings: tuple[str, ...] = ()
     objects: tuple[NamespaceObject, ...] = ()
 
@@ -55,13 +56,15 @@ class Kubelet:
     base: KubeletConfig
     applied: _Applied = field(default_factory=_Applied)
 
-    def use(self, config: KubeletConfig) -> KubeletConfig:
-        if self.applied.config != config:
+    def use(self, config: KubeletConfig, version: str | None = None) -> KubeletConfig:
+        """Configure the node (a kubelet restart); `version` runs another profile's kubelet for this test only."""
+        wanted = version or self.version
+        if self.applied.config != config or self.applied.version != wanted:
             try:
-                self.applied.warnings = tuple(self.node.configure(config, self.version))
+                self.applied.warnings = tuple(self.node.configure(config, wanted))
             except NotApplicable as err:
                 pytest.skip(str(err))
-            self.applied.config = config
+            self.applied.config, self.applied.version = config, wanted
         return config
 
     def file(self, relative: str) -> KubeletConfig:

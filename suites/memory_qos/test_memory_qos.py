@@ -21,7 +21,7 @@ from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.checks import check_admission, check_node, check_pod, check_qos, deploy_pods, seed_files
 from suites.conftest import Kubelet, Oracle
-from suites.pods import memhog, pod, renamed, with_container
+from suites.pods import memhog, pod, pods, renamed, scaled, with_container
 from suites.pressure import watch_hogs
 
 pytestmark = [pytest.mark.memory_qos, pytest.mark.min_profile("1.36")]
@@ -227,3 +227,32 @@ def test_kernel_version_warning(oracle: Oracle, kubelet: Kubelet, node_facts: No
         compare_value("", "", "(kubelet log)", "start-up warnings", Expected(" | ".join(expected), rule),
                       " | ".join(kubelet.warnings)),
     ])
+
+
+SCHEMES = "Memory QoS v1.36 post, \"v1.27 동작과의 비교\": Burstable requests locked as memory.min before 1.36, " \
+          "memory.low with TieredReservation"
+
+
+@pytest.mark.parametrize("scheme", ["before-1.36", "tiered"])
+def test_seven_gib_of_burstable_requests(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, node_facts: NodeFacts,
+                                         scheme: str) -> None:
+    """The post's 7 GiB of Burstable requests on an 8 GiB node (scaled by 4 to the 2 GiB reference node): the old
+    scheme locks them as memory.min, TieredReservation turns them into memory.low."""
+    old = scheme == "before-1.36"
+    config = kubelet.file(POLICIES["tiered"])
+    version = "1.35" if old else oracle.version
+    if old:
+        config = kubelet.use(replace(config, feature_gates={**config.feature_gates, "MemoryQoS": True}), version)
+    at_version = Oracle(oracle.facts, version)
+    workloads = [scaled(p, 4) for p in pods("memory-qos/seven-gib-burstable.yaml")]
+    deployed = deploy_pods(deploy, at_version, kubelet, workloads)
+    for p in workloads:
+        request = _request(p)
+
+        def post(evidence: PodEvidence, request: int = request, name: str = p.name) -> list[ComparedValue]:
+            values = {"memory.min": str(request if old else 0), "memory.low": str(0 if old else request)}
+            return [*seed_files(name, "", evidence.pod_cgroup, values, SCHEMES),
+                    *seed_files(name, "app", evidence.container("app").cgroup, values, SCHEMES)]
+
+        check_pod(deployed.handle(p.name), deployed.expected(p.name), QosClass.BURSTABLE, seed=post)
+    check_node(kubelet.node, deployed.expectation, f"node with 7 GiB (scaled) of Burstable requests, {scheme}")
