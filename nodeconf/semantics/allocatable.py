@@ -49,7 +49,7 @@ def threshold_bytes(text: str, capacity: int, source: str = "") -> int:
 
 
 def eviction_memory_bytes(config: KubeletConfig, capacity: int) -> int:
-    """The hard `memory.available` threshold in bytes (0 when none applies)."""
+    """The hard `memory.available` threshold in bytes (0 when none applies); seed requests-limits-qos allocatable."""
     threshold = effective_eviction_hard(config).get(MEMORY_AVAILABLE)
     return threshold_bytes(threshold, capacity, config.source) if threshold is not None else 0
 
@@ -72,7 +72,8 @@ def allocatable_memory(node: NodeFacts, config: KubeletConfig) -> int:
 
 
 def allocatable_cpu_milli(node: NodeFacts, config: KubeletConfig) -> int:
-    """cpu capacity − systemReserved − kubeReserved in millicores, never below 0."""
+    """cpu capacity − systemReserved − kubeReserved in millicores, never below 0
+    (pkg/kubelet/cm/node_container_manager_linux.go GetNodeAllocatableReservation)."""
     return max(node.cpu_capacity_milli - Quantity(reserved(config, CPU)).milli_value(), 0)
 
 

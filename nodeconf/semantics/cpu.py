@@ -1,4 +1,4 @@
-"""CPU: shares, CFS quota, `cpu.max` and the two shares→`cpu.weight` formulas."""
+"""CPU: shares, CFS quota, `cpu.max` and the two shares→`cpu.weight` formulas (SEMANTICS.md "CPU")."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def nonlinear_weight(shares: int) -> int:
 
 
 def weight(shares: int, formula: str) -> int:
-    """The runtime's conversion named by NodeFacts.cpu_weight_formula."""
+    """The runtime's conversion named by NodeFacts.cpu_weight_formula (SEMANTICS.md "CPU": two formulas)."""
     return nonlinear_weight(shares) if formula == "nonlinear" else linear_weight(shares)
 
 

@@ -30,7 +30,7 @@ BESTEFFORT = "besteffort"
 
 
 def enabled(profile: Profile) -> bool:
-    """The MemoryQoS gate (cgroup v2 only; every nodeconf node is cgroup v2)."""
+    """The MemoryQoS gate (cgroup v2 only; every nodeconf node is cgroup v2). Source: post "featureGates: MemoryQoS"."""
     return profile.gate(GATE)
 
 
@@ -45,7 +45,10 @@ def _tiered(config: KubeletConfig, profile: Profile) -> bool:
 
 
 def throttling_factor(config: KubeletConfig, profile: Profile) -> float | None:
-    """memoryThrottlingFactor: the config's, else the version default (0.9 to 1.36, null from 1.37)."""
+    """memoryThrottlingFactor: the config's, else the version default (0.9 to 1.36, null from 1.37).
+
+    Source: post "기본값은 0.9" (1.36); SEMANTICS.md "Memory QoS".
+    """
     if config.memory_throttling_factor is not None:
         return config.memory_throttling_factor
     return profile.default_memory_throttling_factor
@@ -148,7 +151,7 @@ def pod_request_bytes(pod: Pod, profile: Profile) -> int:
 def pod_files(
     pod: Pod, qos: QosClass, node: NodeFacts, config: KubeletConfig, profile: Profile
 ) -> dict[str, Expected]:
-    """Pod cgroup memory.min/memory.low = the sum of requests per tier, and the pod's memory.high."""
+    """Pod cgroup memory.min/memory.low = the sum of requests per tier, and the pod's memory.high (post table)."""
     return {
         **_reservation(qos, pod_request_bytes(pod, profile), node, config, profile, "pod"),
         HIGH: pod_memory_high(pod, node, config, profile),
