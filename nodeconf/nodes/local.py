@@ -6,10 +6,10 @@ import os
 import select
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from nodeconf.nodes.ssh import DEFAULT_TIMEOUT, CommandResult, TransportError
+from nodeconf.nodes.ssh import DEFAULT_TIMEOUT, CommandResult, CommandRunner, TransportError
 
 
 class PipeStream:
@@ -53,7 +53,7 @@ class PipeStream:
             self.proc.wait()
 
 
-class LocalTransport:
+class LocalTransport(CommandRunner):
     """Run argv lists and copy files on the local machine."""
 
     def run(self, argv: Sequence[str], *, input: bytes | None = None,
@@ -67,16 +67,6 @@ class LocalTransport:
         except OSError as err:
             return CommandResult(tuple(argv), 127, b"", str(err).encode())
         return CommandResult(tuple(argv), done.returncode, done.stdout, done.stderr)
-
-    def run_expect(self, codes: Iterable[int], argv: Sequence[str], *, input: bytes | None = None,
-                   timeout: float = DEFAULT_TIMEOUT) -> CommandResult:
-        __tracebackhide__ = True
-        return self.run(argv, input=input, timeout=timeout).expect(codes)
-
-    def check_output(self, argv: Sequence[str], *, input: bytes | None = None,
-                     timeout: float = DEFAULT_TIMEOUT) -> str:
-        __tracebackhide__ = True
-        return self.run(argv, input=input, timeout=timeout).check().text.rstrip("\n")
 
     def put(self, remote_path: str, data: bytes, mode: int = 0o644) -> None:
         path = Path(remote_path)

@@ -11,6 +11,7 @@ import shlex
 import tarfile
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,6 +104,27 @@ class SshTarget:
         return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
 
 
+class CommandRunner(ABC):
+    """testinfra's layered command API over one `run`: raw result, expected codes, strict output (STYLE.md)."""
+
+    @abstractmethod
+    def run(self, argv: Sequence[str], *, input: bytes | None = None,
+            timeout: float = DEFAULT_TIMEOUT) -> CommandResult:
+        """Run argv and return its status and output; TransportError when it does not finish in time."""
+
+    def run_expect(self, codes: Iterable[int], argv: Sequence[str], *, input: bytes | None = None,
+                   timeout: float = DEFAULT_TIMEOUT) -> CommandResult:
+        """Run argv and require its exit status to be one of codes."""
+        __tracebackhide__ = True
+        return self.run(argv, input=input, timeout=timeout).expect(codes)
+
+    def check_output(self, argv: Sequence[str], *, input: bytes | None = None,
+                     timeout: float = DEFAULT_TIMEOUT) -> str:
+        """Run argv, require success, and return its standard output without the final newline."""
+        __tracebackhide__ = True
+        return self.run(argv, input=input, timeout=timeout).check().text.rstrip("\n")
+
+
 class _RefuseUnknownHost(paramiko.MissingHostKeyPolicy):
     """Refuse any host key that is not pinned (no blind auto-add)."""
 
@@ -112,7 +134,7 @@ class _RefuseUnknownHost(paramiko.MissingHostKeyPolicy):
         )
 
 
-class SshTransport:
+class SshTransport(CommandRunner):
     """One SSH connection to a node: run argv lists, put files, push directory trees."""
 
     def __init__(self, client: paramiko.SSHClient, target: SshTarget) -> None:
@@ -181,18 +203,6 @@ class SshTransport:
             return CommandResult(tuple(argv), rc, stdout, stderr)
         finally:
             channel.close()
-
-    def run_expect(self, codes: Iterable[int], argv: Sequence[str], *, input: bytes | None = None,
-                   timeout: float = DEFAULT_TIMEOUT) -> CommandResult:
-        """Run argv and require its exit status to be one of codes."""
-        __tracebackhide__ = True
-        return self.run(argv, input=input, timeout=timeout).expect(codes)
-
-    def check_output(self, argv: Sequence[str], *, input: bytes | None = None,
-                     timeout: float = DEFAULT_TIMEOUT) -> str:
-        """Run argv, require success, and return its standard output without the final newline."""
-        __tracebackhide__ = True
-        return self.run(argv, input=input, timeout=timeout).check().text.rstrip("\n")
 
     def open_stream(self, argv: Sequence[str], *, timeout: float | None = None) -> SshStream:
         """Start a long-lived command whose stdin/stdout are a byte stream (reads wait at most timeout)."""
