@@ -24,7 +24,7 @@ from fixtures.compare import (
 from fixtures.evidence import attach_manifest
 from fixtures.node import Deploy
 from nodeconf.manifest import NamespaceObject, Pod, pod_to_dict
-from nodeconf.nodes.base import CgroupFiles, ContainerState, Node, PodEvidence, PodHandle
+from nodeconf.nodes.base import CgroupFiles, Node, PodEvidence, PodHandle
 from nodeconf.semantics.expectation import Expected, NodeExpectation, PodExpectation, QosClass
 from suites.conftest import Kubelet, Oracle
 
@@ -138,13 +138,3 @@ def wait_until(what: str, condition: Callable[[], bool], timeout: float = 60.0, 
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not reached within {timeout:g} s")
         time.sleep(interval)
-
-
-def wait_terminated(handle: PodHandle, container: str, timeout: float = 90.0) -> ContainerState:
-    """The container's last termination (the current state, or the last one before a restart)."""
-    def ended(state: ContainerState) -> bool:
-        return state.state == "terminated" or state.last_terminated is not None
-
-    status = handle.wait_for(lambda s: ended(s.container(container)), timeout,
-                             what=f"container {container} terminated")
-    return status.container(container)
