@@ -17,6 +17,7 @@ from nodeconf.semantics.profile import Profile
 # pkg/kubelet/qos/policy.go and the seed's oom_score_adj table.
 GUARANTEED_OOM_SCORE_ADJ = -997
 BEST_EFFORT_OOM_SCORE_ADJ = 1000
+KUBELET_OOM_SCORE_ADJ = -999
 PAUSE_OOM_SCORE_ADJ = -998
 # pkg/apis/scheduling/types.go SystemCriticalPriority: priority at or above it makes a pod critical.
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
