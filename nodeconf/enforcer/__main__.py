@@ -51,9 +51,10 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
                         format="%(asctime)s %(levelname)s %(message)s")
     log = logging.getLogger("nodeconf.enforcer")
     from nodeconf.enforcer.oracle import decide_resize, expect
+    from nodeconf.semantics.oom import KUBELET_OOM_SCORE_ADJ
 
     with contextlib.suppress(OSError):
-        Path("/proc/self/oom_score_adj").write_text("-999")
+        Path("/proc/self/oom_score_adj").write_text(str(KUBELET_OOM_SCORE_ADJ))
     tree = CgroupTree(args.root, OWNED)
     agent = Agent(tree, args.state_dir, detect(args.root, args.cpu_weight_formula), expect, decide_resize,
                   node_memory_used=node_memory_used, faults=Faults.parse(args.fault),
