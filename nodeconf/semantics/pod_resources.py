@@ -128,6 +128,13 @@ def _aggregate(pod: Pod, limits: bool) -> Amounts:
     return total
 
 
+def _pod_level_override(total: Amounts, declared: Mapping[str, Quantity]) -> None:
+    """Pod-level amounts replace the containers' sum for the resources they name (PodRequests / PodLimits)."""
+    for name in POD_LEVEL_RESOURCES:
+        if name in declared:
+            total[name] = declared[name].amount
+
+
 def pod_requests(pod: Pod, profile: Profile) -> Amounts:
     """Pod requests: pod-level where set, else aggregated containers, plus overhead
     (component-helpers resource PodRequests)."""
@@ -137,9 +144,7 @@ def pod_requests(pod: Pod, profile: Profile) -> Amounts:
 def _requests(pod: Pod, profile: Profile) -> Amounts:
     total = aggregate_containers(pod, limits=False)
     if pod_level_requests_set(pod, profile) and pod.resources is not None:
-        for name in POD_LEVEL_RESOURCES:
-            if name in pod.resources.requests:
-                total[name] = pod.resources.requests[name].amount
+        _pod_level_override(total, pod.resources.requests)
     _add(total, pod.overhead)
     return total
 
@@ -153,9 +158,7 @@ def pod_limits(pod: Pod, profile: Profile) -> Amounts:
 def _limits(pod: Pod, profile: Profile) -> Amounts:
     total = aggregate_containers(pod, limits=True)
     if pod_level_limits_set(pod, profile) and pod.resources is not None:
-        for name in POD_LEVEL_RESOURCES:
-            if name in pod.resources.limits:
-                total[name] = pod.resources.limits[name].amount
+        _pod_level_override(total, pod.resources.limits)
     for name, q in pod.overhead.items():
         if name in total:
             total[name] += q.amount
