@@ -77,6 +77,14 @@ class KubeApi(Protocol):
     def close(self) -> None: ...
 
 
+def dig(doc: Mapping[str, Any], *path: str) -> Any:
+    """The value at a key path of a JSON object; None where a level is missing or not an object."""
+    value: Any = doc
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
+
+
 def status_message(body: str | bytes | None, fallback: str) -> str:
     """The `message` of a Kubernetes Status body, else the fallback text."""
     if body:

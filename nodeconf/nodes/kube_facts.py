@@ -9,6 +9,7 @@ from typing import Any
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig, kubelet_config_from_dict
 from nodeconf.node_facts import NodeFacts
+from nodeconf.nodes.kube_api import dig
 from nodeconf.quantity import Quantity, QuantityError
 from nodeconf.semantics.cpu import linear_weight, nonlinear_weight
 from nodeconf.semantics.profile import profile_for
@@ -33,22 +34,15 @@ NOT_COMPARED_FIELDS = {"feature_gates", "eviction_hard", "merge_default_eviction
 EVICTION_MEMORY_SIGNAL = "memory.available"
 
 
-def _dig(doc: Mapping[str, Any], *path: str) -> Any:
-    value: Any = doc
-    for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None
-    return value
-
-
 def node_name(node: Mapping[str, Any]) -> str:
-    name = _dig(node, "metadata", "name")
+    name = dig(node, "metadata", "name")
     if not isinstance(name, str) or not name:
         raise InputError("node object without a name", obj="Node", field="metadata.name")
     return name
 
 
 def _quantity(node: Mapping[str, Any], *path: str) -> Quantity:
-    raw = _dig(node, *path)
+    raw = dig(node, *path)
     try:
         return Quantity.parse(raw)
     except QuantityError as err:
@@ -57,7 +51,7 @@ def _quantity(node: Mapping[str, Any], *path: str) -> Quantity:
 
 def node_swap_capacity(node: Mapping[str, Any]) -> int | None:
     """`status.nodeInfo.swap.capacity` in bytes (NodeSwapStatus, Kubernetes ≥ 1.32), None when absent."""
-    capacity = _dig(node, "status", "nodeInfo", "swap", "capacity")
+    capacity = dig(node, "status", "nodeInfo", "swap", "capacity")
     if capacity is None:
         return None
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 0:
@@ -68,7 +62,7 @@ def node_swap_capacity(node: Mapping[str, Any]) -> int | None:
 
 def kubelet_minor_version(node: Mapping[str, Any]) -> str:
     """`status.nodeInfo.kubeletVersion` as `X.Y` (`v1.34.2` → `1.34`)."""
-    raw = _dig(node, "status", "nodeInfo", "kubeletVersion")
+    raw = dig(node, "status", "nodeInfo", "kubeletVersion")
     parts = str(raw or "").lstrip("v").split(".")
     if len(parts) < 2 or not parts[0].isdigit() or not "".join(c for c in parts[1] if c.isdigit()):
         raise InputError(f"unreadable kubelet version {raw!r}", obj=f"Node/{node_name(node)}",
@@ -78,7 +72,7 @@ def kubelet_minor_version(node: Mapping[str, Any]) -> str:
 
 def is_kind_node(node: Mapping[str, Any]) -> bool:
     """kind sets `spec.providerID` to `kind://<runtime>/<cluster>/<node>`."""
-    return str(_dig(node, "spec", "providerID") or "").startswith("kind://")
+    return str(dig(node, "spec", "providerID") or "").startswith("kind://")
 
 
 def cpu_weight_formula(shares: int, observed_weight: int) -> str:
@@ -100,7 +94,7 @@ def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], formula: str) 
     Swap comes from `status.nodeInfo.swap` when the kubelet reports it, else from the node's /proc/meminfo.
     """
     swap = node_swap_capacity(node)
-    kernel = _dig(node, "status", "nodeInfo", "kernelVersion") or probe.get("kernelRelease") or ""
+    kernel = dig(node, "status", "nodeInfo", "kernelVersion") or probe.get("kernelRelease") or ""
     try:
         return NodeFacts(
             memory_capacity=_quantity(node, "status", "capacity", "memory").value(),

@@ -10,6 +10,7 @@ from typing import Any
 from nodeconf.enforcer.process import SLEEPER
 from nodeconf.manifest import Pod, pod_to_dict
 from nodeconf.nodes.base import ContainerState, ResizeStatus, Terminated
+from nodeconf.nodes.kube_api import dig
 from nodeconf.quantity import Quantity, QuantityError
 from nodeconf.semantics.expectation import Event
 from nodeconf.semantics.resize import ResizeStatus as Outcome
@@ -120,13 +121,6 @@ def pod_manifest(pod: Pod, namespace: str, node: str, run_id: str, *, default_im
     return doc
 
 
-def _dig(doc: Mapping[str, Any], *path: str) -> Any:
-    value: Any = doc
-    for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None
-    return value
-
-
 def _statuses(pod_obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     status = pod_obj.get("status") or {}
     return [*(status.get("initContainerStatuses") or ()), *(status.get("containerStatuses") or ())]
@@ -147,7 +141,7 @@ def container_state(status: Mapping[str, Any]) -> ContainerState:
     state = status.get("state") or {}
     kind = next((k for k in ("running", "terminated", "waiting") if k in state), "waiting")
     detail = state.get(kind) or {}
-    last = _dig(status, "lastState", "terminated")
+    last = dig(status, "lastState", "terminated")
     return ContainerState(
         name=str(status["name"]), state=kind, reason=str(detail.get("reason") or ""),
         exit_code=detail.get("exitCode") if kind == "terminated" else None,
@@ -162,7 +156,7 @@ def container_states(pod_obj: Mapping[str, Any]) -> dict[str, ContainerState]:
 
 def _started(status: Mapping[str, Any]) -> bool:
     state = status.get("state") or {}
-    return "running" in state or "terminated" in state or bool(_dig(status, "lastState", "terminated"))
+    return "running" in state or "terminated" in state or bool(dig(status, "lastState", "terminated"))
 
 
 def admission(pod_obj: Mapping[str, Any]) -> tuple[bool, tuple[str, ...]] | None:
@@ -179,7 +173,7 @@ def admission(pod_obj: Mapping[str, Any]) -> tuple[bool, tuple[str, ...]] | None
         return False, (str(status.get("message") or status.get("reason") or "rejected by the kubelet"),)
     if phase in ("Succeeded", "Failed"):
         return True, ()
-    expected = len(_dig(pod_obj, "spec", "containers") or ())
+    expected = len(dig(pod_obj, "spec", "containers") or ())
     if phase == "Running" and len(statuses) >= expected and all(_started(s) for s in statuses):
         return True, ()
     return None
@@ -188,7 +182,7 @@ def admission(pod_obj: Mapping[str, Any]) -> tuple[bool, tuple[str, ...]] | None
 def start_failure(pod_obj: Mapping[str, Any]) -> str | None:
     """Why a container cannot start (image pull, config error), or None."""
     for status in _statuses(pod_obj):
-        waiting = _dig(status, "state", "waiting") or {}
+        waiting = dig(status, "state", "waiting") or {}
         if waiting.get("reason") in START_FAILURES:
             return f"container {status['name']}: {waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
     return None
@@ -199,7 +193,7 @@ def pod_events(items: Iterable[Mapping[str, Any]]) -> tuple[Event, ...]:
 
     def when(item: Mapping[str, Any]) -> str:
         return str(item.get("eventTime") or item.get("lastTimestamp") or item.get("firstTimestamp")
-                   or _dig(item, "metadata", "creationTimestamp") or "")
+                   or dig(item, "metadata", "creationTimestamp") or "")
 
     return tuple(Event(str(e.get("type") or ""), str(e.get("reason") or ""), str(e.get("message") or ""))
                  for e in sorted(items, key=when))
@@ -215,8 +209,8 @@ def _same_quantities(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:
 
 def resources_actuated(pod_obj: Mapping[str, Any]) -> bool:
     """True when every container's status resources equal its spec resources (KEP-1287 status.resources)."""
-    status_of = {s["name"]: s for s in (_dig(pod_obj, "status", "containerStatuses") or ())}
-    for container in _dig(pod_obj, "spec", "containers") or ():
+    status_of = {s["name"]: s for s in (dig(pod_obj, "status", "containerStatuses") or ())}
+    for container in dig(pod_obj, "spec", "containers") or ():
         actual = (status_of.get(container["name"]) or {}).get("resources")
         if actual is None:
             continue
@@ -246,7 +240,7 @@ def resize_status(pod_obj: Mapping[str, Any], requested: bool) -> ResizeStatus |
         return ResizeStatus(str(legacy))
     if not requested:
         return ResizeStatus("")
-    generation, observed = _dig(pod_obj, "metadata", "generation"), status.get("observedGeneration")
+    generation, observed = dig(pod_obj, "metadata", "generation"), status.get("observedGeneration")
     if legacy == "Proposed" or (isinstance(generation, int) and isinstance(observed, int) and observed < generation):
         return None
     return ResizeStatus(Outcome.APPLIED) if resources_actuated(pod_obj) else None
