@@ -114,8 +114,11 @@ def test_enforcer_imports_only_stdlib_model_semantics(path: Path) -> None:
         (("nodeconf/semantics",), "nodeconf.enforcer"),
         (("suites",), "nodeconf.enforcer"),
         (("fixtures",), "suites"),
+        (("nodeconf", "infra"), "fixtures"),
+        (("nodeconf", "infra", "fixtures"), "suites"),
     ],
-    ids=["oracle-and-enforcer-not-nodes", "oracle-not-enforcer", "suites-not-enforcer", "fixtures-not-suites"],
+    ids=["oracle-and-enforcer-not-nodes", "oracle-not-enforcer", "suites-not-enforcer", "fixtures-not-suites",
+         "library-not-fixtures", "library-not-suites"],
 )
 def test_never_imported(packages: tuple[str, ...], forbidden: str) -> None:
     files = python_files(*packages)
