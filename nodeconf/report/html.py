@@ -13,6 +13,10 @@ from nodeconf.report.results import STATUS_ORDER, Attachment, Check, RunResults,
 
 MAX_EMBEDDED_CHARS = 200_000
 TEXT_MIMES = ("application/json", "application/yaml", "application/xml", "application/x-yaml")
+COMPARISON_HEAD = (
+    '<colgroup><col class="where"><col class="file"><col class="value"><col class="value"><col class="rule"></colgroup>'
+    "<thead><tr><th>pod/container</th><th>file</th><th>expected</th><th>actual</th><th>rule</th></tr></thead>"
+)
 
 
 def _e(text: object) -> str:
@@ -117,23 +121,46 @@ def _evidence(check: Check) -> list[tuple[str, Attachment]]:
     return found
 
 
-def _comparison_table(rows: list[dict[str, str]]) -> str:
-    body = []
+def _matches(row: dict[str, str]) -> bool:
+    return row.get("ok", "").lower() not in ("no", "false", "0")
+
+
+def _where(row: dict[str, str]) -> str:
+    return f"{row.get('pod', '')}/{row.get('container', '')}".rstrip("/")
+
+
+def _comparison_table(cls: str, rows: list[dict[str, str]]) -> str:
+    """Rows grouped by cgroup path: the path once as a group's sub-header, then pod/container, file, values, rule."""
+    groups: dict[str, list[dict[str, str]]] = {}
     for row in rows:
-        ok = row.get("ok", "").lower() not in ("no", "false", "0")
-        where = f"{row.get('pod', '')}/{row.get('container', '')}".rstrip("/")
-        body.append(
-            f'<tr class="{"ok" if ok else "mismatch"}"><td>{_e(where)}</td>'
-            f"<td><code>{_e(row.get('cgroup_path', ''))}</code></td><td><code>{_e(row.get('file', ''))}</code></td>"
+        groups.setdefault(row.get("cgroup_path", ""), []).append(row)
+    bodies = []
+    for path, members in groups.items():
+        body = "".join(
+            f'<tr class="{cls}"><td>{_e(_where(row))}</td>'
+            f"<td><code>{_e(row.get('file', ''))}</code></td>"
             f'<td class="expected"><code>{_e(row.get("expected", ""))}</code></td>'
-            f'<td class="actual"><code>{_e(row.get("actual", ""))}</code></td>'
-            f"<td>{_e(row.get('rule', ''))}</td><td>{'✔' if ok else '✘'}</td></tr>"
+            f'<td class="actual"><code>{_e(row.get("actual", ""))}</code></td><td>{_e(row.get("rule", ""))}</td></tr>'
+            for row in members
         )
-    return (
-        '<table class="comparison"><thead><tr><th>pod/container</th><th>cgroup path</th><th>file</th>'
-        "<th>expected</th><th>actual</th><th>rule</th><th>ok</th></tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table>"
+        bodies.append(
+            f'<tbody><tr class="path"><th colspan="5" scope="rowgroup"><code>{_e(path)}</code></th></tr>{body}</tbody>'
+        )
+    return f'<table class="comparison {cls}">{COMPARISON_HEAD}{"".join(bodies)}</table>'
+
+
+def _comparison(rows: list[dict[str, str]]) -> str:
+    """Mismatching rows first, in full; the matching rows below, collapsed."""
+    mismatches = [row for row in rows if not _matches(row)]
+    matching = [row for row in rows if _matches(row)]
+    shown = _comparison_table("mismatch", mismatches) if mismatches else ""
+    collapsed = (
+        f'<details class="matching"><summary>{len(matching)} matching value{"" if len(matching) == 1 else "s"}'
+        f"</summary>{_comparison_table('ok', matching)}</details>"
+        if matching
+        else ""
     )
+    return shown + collapsed
 
 
 def _attachment_block(origin: str, attachment: Attachment) -> str:
@@ -144,7 +171,7 @@ def _attachment_block(origin: str, attachment: Attachment) -> str:
     if attachment.mime == COMPARISON_MIME:
         rows = parse_comparison(text)
         if rows is not None:
-            return f'<div class="evidence"><h4>{title}</h4>{_comparison_table(rows)}</div>'
+            return f'<div class="evidence"><h4>{title}</h4>{_comparison(rows)}</div>'
     return f'<details class="attachment"><summary>{title}</summary><pre>{_e(text)}</pre></details>'
 
 
@@ -166,10 +193,10 @@ def _check(check: Check) -> str:
     category = category_name(check.status.value)
     params = "".join(f"<span class=\"param\">{_e(name)}={_e(value)}</span>" for name, value in check.parameters)
     params += f'<span class="category {check.status.value}">{_e(category)}</span>' if category else ""
-    message = f'<p class="message">{_e(check.first_line)}</p>' if check.first_line else ""
+    message = f'<pre class="message">{_e(check.message.strip())}</pre>' if check.message.strip() else ""
     trace = (
-        f'<details class="trace"><summary>details</summary><pre>{_e(check.trace or check.message)}</pre></details>'
-        if check.trace or check.message.strip() != check.first_line
+        f'<details class="trace"><summary>details</summary><pre>{_e(check.trace)}</pre></details>'
+        if check.trace
         else ""
     )
     is_open = " open" if check.status in (Status.FAILED, Status.BROKEN) else ""

@@ -15,11 +15,14 @@ from nodeconf.report.allure_html import allure_cli, without_analytics, write_all
 from nodeconf.report.html import render_html
 from nodeconf.report.results import ReportError, Status, load_results
 
+POD_PATH = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice"
+CONTAINER_PATH = f"{POD_PATH}/cri-containerd-c1.scope"
 COMPARISON = (
     "pod,container,cgroup_path,file,expected,actual,rule,ok\n"
-    "res-demo,hello,kubepods.slice/kubepods-burstable.slice/pod1,memory.high,510025728,max,"
+    f"res-demo,,{POD_PATH},memory.max,max,max,pod memory.max without pod-level limit,yes\n"
+    f"res-demo,hello,{CONTAINER_PATH},memory.max,536870912,536870912,limits.memory,yes\n"
+    f"res-demo,hello,{CONTAINER_PATH},memory.high,510025728,max,"
     "Memory QoS: floor((req + 0.9*(lim-req))/page)*page,no\n"
-    "res-demo,hello,kubepods.slice/kubepods-burstable.slice/pod1,memory.max,536870912,536870912,limits.memory,yes\n"
 )
 
 
@@ -80,19 +83,21 @@ def results_dir(tmp_path: Path) -> Path:
 @dataclass
 class Table:
     cls: str
+    inside: str = ""
     caption: str = ""
     rows: list[list[str]] = field(default_factory=list)
     row_classes: list[str] = field(default_factory=list)
 
 
 class ReportParser(HTMLParser):
-    """Tables (class, caption, cell texts) and the checks' (status, name) in document order."""
+    """Tables (class, enclosing <details>, caption, cell texts) and the checks' (status, name) in document order."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tables: list[Table] = []
         self.checks: list[tuple[str, str]] = []
         self.external: list[str] = []
+        self._details: list[str] = []
         self._text: list[str] | None = None
         self._target = ""
         self._status = ""
@@ -103,8 +108,10 @@ class ReportParser(HTMLParser):
         self.external += [value for name, value in attrs if name in ("src", "href") and value and "//" in value]
         if tag in ("script", "link", "img", "iframe"):
             self.external.append(tag)
+        if tag == "details":
+            self._details.append(cls)
         if tag == "table":
-            self.tables.append(Table(cls))
+            self.tables.append(Table(cls, self._details[-1] if self._details else ""))
         elif tag == "tr" and self.tables:
             self.tables[-1].rows.append([])
             self.tables[-1].row_classes.append(cls)
@@ -120,6 +127,8 @@ class ReportParser(HTMLParser):
             self._text.append(data)
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "details":
+            self._details.pop()
         if self._text is None or tag not in (self._target, "span" if self._target == "name" else ""):
             return
         text = "".join(self._text).strip()
@@ -184,18 +193,48 @@ def test_checks_listed_failures_first(results_dir: Path) -> None:
 
 def test_failing_check_shows_expected_and_actual_side_by_side(results_dir: Path) -> None:
     parser, page = _parse(results_dir)
-    comparison = _table(parser, "comparison")
-    assert comparison.rows[0][3:5] == ["expected", "actual"]
-    assert comparison.rows[1][:5] == [
-        "res-demo/hello", "kubepods.slice/kubepods-burstable.slice/pod1", "memory.high", "510025728", "max",
+    mismatches = _table(parser, "comparison mismatch")
+    assert mismatches.rows == [
+        ["pod/container", "file", "expected", "actual", "rule"],
+        [CONTAINER_PATH],
+        ["res-demo/hello", "memory.high", "510025728", "max", "Memory QoS: floor((req + 0.9*(lim-req))/page)*page"],
     ]
-    assert comparison.row_classes[1:] == ["mismatch", "ok"]
+    assert mismatches.row_classes == ["", "path", "mismatch"]
     failed_section = page[page.index('class="check failed"'):page.index('class="check broken"')]
-    first_line = "value of cgroup &quot;memory.high&quot; was &quot;max&quot;; expected &quot;510025728&quot;"
-    assert first_line in failed_section
     assert "res-demo.yaml" in failed_section and "step deploy res-demo" in failed_section
     assert "fixture pod" in failed_section and "enforcer: started" in failed_section
     assert '<span class="category failed">Product defect</span>' in failed_section
+
+
+def test_failure_message_shown_in_full(results_dir: Path) -> None:
+    _, page = _parse(results_dir)
+    message = (
+        '<pre class="message">AssertionError: value of cgroup &quot;memory.high&quot; was &quot;max&quot;; '
+        "expected &quot;510025728&quot;\nassert &#x27;max&#x27; == &#x27;510025728&#x27;</pre>"
+    )
+    assert message in page
+
+
+def test_mismatches_come_before_the_matching_values(results_dir: Path) -> None:
+    _, page = _parse(results_dir)
+    mismatch = page.index('<tr class="mismatch">')
+    assert mismatch < page.index('<details class="matching">') < page.index('<tr class="ok">')
+
+
+def test_matching_values_are_collapsed_and_grouped_by_cgroup_path(results_dir: Path) -> None:
+    parser, page = _parse(results_dir)
+    matching = _table(parser, "comparison ok")
+    assert matching.inside == "matching"
+    assert _table(parser, "comparison mismatch").inside.startswith("check ")
+    assert "<summary>2 matching values</summary>" in page
+    assert matching.rows == [
+        ["pod/container", "file", "expected", "actual", "rule"],
+        [POD_PATH],
+        ["res-demo", "memory.max", "max", "max", "pod memory.max without pod-level limit"],
+        [CONTAINER_PATH],
+        ["res-demo/hello", "memory.max", "536870912", "536870912", "limits.memory"],
+    ]
+    assert matching.row_classes == ["", "path", "ok", "path", "ok"]
 
 
 def test_shared_fixture_evidence_listed_once(results_dir: Path) -> None:
