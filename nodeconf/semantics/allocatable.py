@@ -77,12 +77,18 @@ def allocatable_cpu_milli(node: NodeFacts, config: KubeletConfig) -> int:
     return max(node.cpu_capacity_milli - Quantity(reserved(config, CPU)).milli_value(), 0)
 
 
+def allocatable_absolute_memory(node: NodeFacts, config: KubeletConfig) -> int:
+    """capacity − systemReserved − kubeReserved, no eviction threshold, never below 0: what the kubelet hands the
+    runtime manager for memory.high (kubelet.go NewKubeGenericRuntimeManager(..., GetNodeAllocatableAbsolute))."""
+    return max(node.memory_capacity - Quantity(reserved(config, MEMORY)).value(), 0)
+
+
 def kubepods_memory_bytes(node: NodeFacts, config: KubeletConfig) -> int:
     """kubepods memory limit: capacity minus reserves when `pods` is enforced, else capacity; never the
     eviction threshold (node_container_manager_linux.go createNodeAllocatableCgroups)."""
     if "pods" not in config.enforce_node_allocatable:
         return node.memory_capacity
-    return max(node.memory_capacity - Quantity(reserved(config, MEMORY)).value(), 0)
+    return allocatable_absolute_memory(node, config)
 
 
 def kubepods_cpu_milli(node: NodeFacts, config: KubeletConfig) -> int:

@@ -9,8 +9,7 @@ from fractions import Fraction
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import MEMORY, Container, Pod
 from nodeconf.node_facts import NodeFacts
-from nodeconf.quantity import Quantity
-from nodeconf.semantics.allocatable import reserved
+from nodeconf.semantics.allocatable import allocatable_absolute_memory
 from nodeconf.semantics.expectation import Expected, QosClass
 from nodeconf.semantics.memory import read_back
 from nodeconf.semantics.pod_resources import pod_level_limits_set, pod_limits, pod_requests, whole
@@ -89,12 +88,6 @@ def _reservation(qos: QosClass, request: int, node: NodeFacts, config: KubeletCo
     return _zero("TieredReservation: BestEffort gets neither memory.min nor memory.low (post table)")
 
 
-def node_allocatable_absolute(node: NodeFacts, config: KubeletConfig) -> int:
-    """capacity − systemReserved − kubeReserved, no eviction threshold: what the kubelet hands the runtime manager
-    for memory.high (kubelet.go NewKubeGenericRuntimeManager(..., ContainerManager.GetNodeAllocatableAbsolute))."""
-    return max(node.memory_capacity - Quantity(reserved(config, MEMORY)).value(), 0)
-
-
 def memory_request_and_limit(container: Container) -> tuple[int, int]:
     """Byte request and limit (0 when absent); a limit alone defaults the request (core/v1 SetDefaults_Pod)."""
     limit = container.resources.limit(MEMORY)
@@ -122,7 +115,7 @@ def memory_high(container: Container, node: NodeFacts, config: KubeletConfig, pr
     request, limit = memory_request_and_limit(container)
     if request == limit and request > 0:
         return Expected(UNLIMITED, "memory request == limit: no throttling, memory.high stays max (post table)")
-    ceiling = limit or node_allocatable_absolute(node, config)
+    ceiling = limit or allocatable_absolute_memory(node, config)
     high = throttle_bytes(request, ceiling, factor, node.page_size)
     source = "limits.memory" if limit else "node allocatable"
     if high == 0 or high <= request:
