@@ -68,11 +68,11 @@ def _reservation(qos: QosClass, request: int, node: NodeFacts, config: KubeletCo
             return _zero(f"MemoryQoS before 1.36: no memory request, no memory.min ({level})")
         return {
             MIN: Expected(read_back(request, page), f"MemoryQoS before 1.36: memory.min = {level} memory request "
-                          "for every request (post \"v1.27 동작과의 비교\"), page-floored"),
+                          "for every request (post \"Comparison with v1.27 behavior\"), page-floored"),
             LOW: Expected("0", "MemoryQoS before 1.36: memory.low not written"),
         }
     if not _tiered(config, profile):
-        return _zero("memoryReservationPolicy None: no memory.min/memory.low (post \"None (기본값)\")")
+        return _zero("memoryReservationPolicy None: no memory.min/memory.low (post: None is the default)")
     if qos is QosClass.GUARANTEED:
         return {
             MIN: Expected(read_back(request, page), f"TieredReservation: Guaranteed {level} memory.min = "

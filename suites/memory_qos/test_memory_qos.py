@@ -229,8 +229,8 @@ def test_kernel_version_warning(oracle: Oracle, kubelet: Kubelet, node_facts: No
     ])
 
 
-SCHEMES = "Memory QoS v1.36 post, \"v1.27 동작과의 비교\": Burstable requests locked as memory.min before 1.36, " \
-          "memory.low with TieredReservation"
+SCHEMES = ("Memory QoS v1.36 post, \"Comparison with v1.27 behavior\": Burstable requests locked as memory.min "
+           "before 1.36, memory.low with TieredReservation")
 
 
 @pytest.mark.parametrize("scheme", ["before-1.36", "tiered"])
