@@ -88,36 +88,27 @@ def test_article_quota_walkthrough_20_admitted_21st_refused() -> None:
     assert canonical(used["limits.memory"], q("4Gi")) == "2560Mi"
 
 
-def test_quota_without_limitrange_requires_requests() -> None:
-    found = objects("admission-requests-quota.yaml")
+@pytest.mark.parametrize(
+    ("file", "refused", "message", "admitted"),
+    [
+        pytest.param("admission-requests-quota.yaml", "no-requests",
+                     'pods "no-requests" is forbidden: failed quota: requests-only: must specify '
+                     "requests.cpu,requests.memory", "with-requests", id="quota-without-limitrange-requires-requests"),
+        pytest.param("admission-besteffort-quota.yaml", "besteffort",
+                     'pods "besteffort" is forbidden: exceeded quota: no-besteffort, requested: pods=1, used: pods=0, '
+                     "limited: pods=0", "burstable", id="besteffort-scope-forbids-besteffort-pods"),
+        pytest.param("admission-ratio-limitrange.yaml", "above-ratio",
+                     'pods "above-ratio" is forbidden: memory max limit to request ratio per Container is 2, '
+                     "but provided ratio is 3.000000", "within-ratio", id="max-limit-request-ratio"),
+    ],
+)
+def test_namespace_refuses_one_pod_and_admits_the_other(file: str, refused: str, message: str,
+                                                         admitted: str) -> None:
+    found = objects(file)
     ns = [o for o in found if not isinstance(o, Pod)]
     pods = {p.name: p for p in found if isinstance(p, Pod)}
-    assert admit(pods["no-requests"], ns, []).errors == (
-        'pods "no-requests" is forbidden: failed quota: requests-only: must specify requests.cpu,requests.memory',
-    )
-    assert admit(pods["with-requests"], ns, []).admitted
-
-
-def test_besteffort_scope_forbids_besteffort_pods() -> None:
-    found = objects("admission-besteffort-quota.yaml")
-    ns = [o for o in found if not isinstance(o, Pod)]
-    pods = {p.name: p for p in found if isinstance(p, Pod)}
-    assert admit(pods["besteffort"], ns, []).errors == (
-        'pods "besteffort" is forbidden: exceeded quota: no-besteffort, requested: pods=1, used: pods=0, '
-        "limited: pods=0",
-    )
-    assert admit(pods["burstable"], ns, []).admitted
-
-
-def test_max_limit_request_ratio() -> None:
-    found = objects("admission-ratio-limitrange.yaml")
-    ns = [o for o in found if not isinstance(o, Pod)]
-    pods = {p.name: p for p in found if isinstance(p, Pod)}
-    assert admit(pods["within-ratio"], ns, []).admitted
-    assert admit(pods["above-ratio"], ns, []).errors == (
-        'pods "above-ratio" is forbidden: memory max limit to request ratio per Container is 2, '
-        "but provided ratio is 3.000000",
-    )
+    assert admit(pods[refused], ns, []).errors == (message,)
+    assert admit(pods[admitted], ns, []).admitted
 
 
 def pod(name: str, namespace: str, *containers: tuple[dict[str, str], dict[str, str]]) -> Pod:
