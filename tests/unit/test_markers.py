@@ -91,34 +91,28 @@ def _suite(pytester: pytest.Pytester, body: str) -> None:
     pytester.path.joinpath("suites", "test_example.py").write_text("import pytest\n\n" + body)
 
 
-def test_typo_is_a_collection_error(pytester: pytest.Pytester) -> None:
-    _suite(pytester, "@pytest.mark.kep5539\ndef test_a():\n    pass\n")
-    result = pytester.runpytest("-p", "fixtures.markers")
+@pytest.mark.parametrize(
+    ("body", "args", "lines"),
+    [
+        pytest.param("@pytest.mark.kep5539\ndef test_a():\n    pass\n", (),
+                     ["*invalid test markers:*", "*suites/test_example.py::test_a: unknown marker 'kep5539'*"],
+                     id="typo"),
+        pytest.param("@pytest.mark.kep5359\n@pytest.mark.needs_kernel(5.9)\ndef test_a():\n    pass\n",
+                     ("-m", "memory_qos"),
+                     ["*test_a: marker 'needs_kernel' takes one \"X.Y\" kernel version, got (5.9,)*"],
+                     id="bad-argument-even-when-deselected"),
+        pytest.param("def test_a():\n    pass\n", (), ["*test_a: a suite test needs a source marker*"],
+                     id="no-source-marker"),
+        pytest.param("@pytest.mark.kep5359\ndef test_a():\n    pass\n", ("--profile", "1.99"),
+                     ["*--profile '1.99' is not one of 1.34, 1.35, 1.36, 1.37, 1.38*"], id="unknown-profile"),
+    ],
+)
+def test_usage_error_at_collection(pytester: pytest.Pytester, body: str, args: tuple[str, ...],
+                                   lines: list[str]) -> None:
+    _suite(pytester, body)
+    result = pytester.runpytest("-p", "fixtures.markers", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ["*invalid test markers:*", "*suites/test_example.py::test_a: unknown marker 'kep5539'*"]
-    )
-
-
-def test_bad_argument_is_a_collection_error_even_when_deselected(pytester: pytest.Pytester) -> None:
-    _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.needs_kernel(5.9)\ndef test_a():\n    pass\n")
-    result = pytester.runpytest("-p", "fixtures.markers", "-m", "memory_qos")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*test_a: marker 'needs_kernel' takes one \"X.Y\" kernel version, got (5.9,)*"])
-
-
-def test_suite_test_without_source_marker_is_an_error(pytester: pytest.Pytester) -> None:
-    _suite(pytester, "def test_a():\n    pass\n")
-    result = pytester.runpytest("-p", "fixtures.markers")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*test_a: a suite test needs a source marker*"])
-
-
-def test_unknown_profile_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    _suite(pytester, "@pytest.mark.kep5359\ndef test_a():\n    pass\n")
-    result = pytester.runpytest("-p", "fixtures.markers", "--profile", "1.99")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--profile '1.99' is not one of 1.34, 1.35, 1.36, 1.37, 1.38*"])
+    result.stderr.fnmatch_lines(lines)
 
 
 def test_profile_selected_at_collection(pytester: pytest.Pytester) -> None:
