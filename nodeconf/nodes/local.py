@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from nodeconf.nodes.ssh import DEFAULT_TIMEOUT, CommandResult, CommandRunner, TransportError
+from nodeconf.nodes.ssh import DEFAULT_TIMEOUT, CommandResult, Transport, TransportError
 
 
 class PipeStream:
@@ -53,7 +53,7 @@ class PipeStream:
             self.proc.wait()
 
 
-class LocalTransport(CommandRunner):
+class LocalTransport(Transport):
     """Run argv lists and copy files on the local machine."""
 
     def run(self, argv: Sequence[str], *, input: bytes | None = None,

@@ -104,7 +104,7 @@ class SshTarget:
         return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
 
 
-class CommandRunner(ABC):
+class Transport(ABC):
     """testinfra's layered command API over one `run`: raw result, expected codes, strict output (STYLE.md)."""
 
     @abstractmethod
@@ -134,7 +134,7 @@ class _RefuseUnknownHost(paramiko.MissingHostKeyPolicy):
         )
 
 
-class SshTransport(CommandRunner):
+class SshTransport(Transport):
     """One SSH connection to a node: run argv lists, put files, push directory trees."""
 
     def __init__(self, client: paramiko.SSHClient, target: SshTarget) -> None:
