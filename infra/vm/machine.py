@@ -204,18 +204,26 @@ class VirtualMachine:
             raise VmError(f"mkswap failed: {proc.stderr.decode(errors='replace').strip()}")
 
     def _boot(self, accel: str) -> None:
-        """Start qemu on a free port (retrying if the port was taken) and wait for the readiness line."""
+        """Start qemu on a free port and wait for the readiness line.
+
+        Retried when the port was taken meanwhile, and once when qemu itself died during boot (seen once under
+        TCG here); a guest that stays silent until the deadline is not retried.
+        """
+        crashes = 0
         for attempt in range(1, PORT_ATTEMPTS + 1):
             self.ssh_port = free_loopback_port()
             self._spawn(accel)
             try:
                 self._wait_ready(BOOT_TIMEOUT[accel])
                 return
-            except VmError:
+            except VmError as err:
                 forward_lost = "host forwarding" in self._qemu_stderr()
+                crashed = not forward_lost and self._proc is not None and self._proc.poll() is not None
+                crashes += crashed
                 self._kill_qemu()
-                if not forward_lost or attempt == PORT_ATTEMPTS:
+                if not (forward_lost or (crashed and crashes == 1)) or attempt == PORT_ATTEMPTS:
                     raise
+                self._say(f"VM {self.name}: boot attempt {attempt} failed ({err}); trying again")
 
     def _spawn(self, accel: str) -> None:
         spec = QemuSpec(

@@ -14,6 +14,7 @@ import pytest
 from infra.vm.accel import AccelChoice
 from infra.vm.image import VmImage
 from infra.vm.machine import VirtualMachine, VmError, free_loopback_port
+from infra.vm.qemu import QemuSpec
 from infra.vm.state import VmState, qemu_pid_alive, vm_directory
 
 IMAGE = VmImage(directory=Path("/nonexistent"), key="k", kernel=Path("/nonexistent/vmlinux"),
@@ -82,3 +83,39 @@ def test_free_loopback_port_can_be_bound() -> None:
     port = free_loopback_port()
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", port))
+
+
+def _qemu_standins(monkeypatch: pytest.MonkeyPatch, crashes: int) -> list[Path]:
+    """Replace qemu: the first `crashes` starts exit at once, later ones print the readiness line and wait."""
+    consoles: list[Path] = []
+
+    def argv(spec: QemuSpec) -> list[str]:
+        consoles.append(spec.console_log)
+        if len(consoles) <= crashes:
+            return [sys.executable, "-c", "raise SystemExit(3)", str(spec.console_log)]
+        ready = f"import pathlib, time; pathlib.Path({str(spec.console_log)!r}).write_text({IMAGE.ready_marker!r});" \
+                " time.sleep(30)"
+        return [sys.executable, "-c", ready, str(spec.console_log)]
+
+    monkeypatch.setattr("infra.vm.machine.qemu_argv", argv)
+    return consoles
+
+
+def test_a_qemu_that_dies_during_boot_is_started_once_more(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    starts = _qemu_standins(monkeypatch, crashes=1)
+    machine = VirtualMachine(IMAGE, name="flaky", cache_dir=tmp_path, accel=TCG, swap_mib=0)
+    try:
+        machine.start()
+        assert len(starts) == 2
+        assert machine.pid is not None and qemu_pid_alive(machine.pid, machine.directory)
+    finally:
+        machine.stop()
+
+
+def test_a_qemu_that_dies_twice_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    starts = _qemu_standins(monkeypatch, crashes=2)
+    machine = VirtualMachine(IMAGE, name="broken", cache_dir=tmp_path, accel=TCG, swap_mib=0)
+    with pytest.raises(VmError, match="qemu exited with status 3"):
+        machine.start()
+    assert len(starts) == 2
+    assert machine.pid is None
