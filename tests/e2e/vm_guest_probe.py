@@ -17,13 +17,21 @@ ROOT = "/sys/fs/cgroup"
 CONTROLLERS = "+cpu +memory +pids"
 EVENT_FILES = ("memory.events", "memory.swap.events", "cpu.stat")
 SAMPLE_INTERVAL = 0.005
+HOG_PAUSE = 0.01
 DEADLINE = 120.0
 
 
 def hog(mib: int) -> None:
-    """Allocate and touch mib MiB in 1 MiB chunks, then exit normally."""
+    """Allocate and touch mib MiB in 1 MiB chunks, then exit normally.
+
+    Paced at HOG_PAUSE per MiB so that a full swap limit lasts across several samples before the OOM kill:
+    at full speed under TCG the last samples before the kill could miss the peak.
+    """
     chunk = b"\xa5" * (1 << 20)
-    held = [bytearray(chunk) for _ in range(mib)]
+    held = []
+    for _ in range(mib):
+        held.append(bytearray(chunk))
+        time.sleep(HOG_PAUSE)
     os._exit(0 if len(held) == mib else 1)
 
 
