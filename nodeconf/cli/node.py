@@ -34,9 +34,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     down.add_argument("name", nargs="?", default=DEFAULT_NAME)
     down.add_argument("--all", action="store_true", help="stop every recorded VM")
     actions.add_parser("status", help="list recorded VMs and whether they run")
-    ssh = actions.add_parser("ssh", help="log in to a VM, or run a command: nodeconf node ssh NAME -- CMD...")
-    ssh.add_argument("name", nargs="?", default=DEFAULT_NAME)
-    ssh.add_argument("remote_command", nargs=argparse.REMAINDER, metavar="COMMAND")
+    ssh = actions.add_parser("ssh", help="log in to a VM, or run a command: nodeconf node ssh [NAME] -- CMD...")
+    ssh.add_argument("words", nargs=argparse.REMAINDER, metavar="[NAME] [-- COMMAND ...]",
+                     help=f"the VM (default: {DEFAULT_NAME}) and the command to run there")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,17 +98,16 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _ssh(args: argparse.Namespace) -> int:
-    directory = vm_directory(validate_name(args.name), args.cache_dir)
+    name, command = ssh_words(args.words)
+    directory = vm_directory(validate_name(name), args.cache_dir)
     try:
         state = VmState.read(directory)
     except ValueError:
-        print(f"nodeconf node ssh: no VM called {args.name}; start one with: nodeconf node up {args.name}",
-              file=sys.stderr)
+        print(f"nodeconf node ssh: no VM called {name}; start one with: nodeconf node up {name}", file=sys.stderr)
         return 1
     if not state.is_running():
-        print(f"nodeconf node ssh: VM {args.name} is not running (stale record)", file=sys.stderr)
+        print(f"nodeconf node ssh: VM {name} is not running (stale record)", file=sys.stderr)
         return 1
-    command = args.remote_command[1:] if args.remote_command[:1] == ["--"] else args.remote_command
     if not command:
         known_hosts = _write_known_hosts(state)
         ssh = ["ssh", "-i", state.client_key, "-p", str(state.ssh_port), "-o", "IdentitiesOnly=yes",
@@ -123,6 +122,16 @@ def _ssh(args: argparse.Namespace) -> int:
     sys.stdout.buffer.write(result.stdout)
     sys.stderr.buffer.write(result.stderr)
     return result.rc
+
+
+def ssh_words(words: list[str]) -> tuple[str, list[str]]:
+    """`[NAME] [-- COMMAND...]` as (name, command): a leading `--` means the default VM, not a VM called CMD."""
+    if words[:1] == ["--"]:
+        return DEFAULT_NAME, words[1:]
+    if not words:
+        return DEFAULT_NAME, []
+    rest = words[1:]
+    return words[0], rest[1:] if rest[:1] == ["--"] else rest
 
 
 def _write_known_hosts(state: VmState) -> Path:

@@ -9,6 +9,7 @@ import pytest
 
 from infra.vm.state import VmState, vm_directory
 from nodeconf.cli.main import main
+from nodeconf.cli.node import ssh_words
 
 
 def node(tmp_path: Path, *args: str) -> int:
@@ -65,3 +66,19 @@ def test_a_bad_name_is_exit_2_with_one_line(tmp_path: Path, action: str,
     assert node(tmp_path, action, "../etc") == 2
     err = capsys.readouterr().err
     assert err.startswith(f"nodeconf node {action}: VM name") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("words", "expected"), [
+    ([], ("default", [])),
+    (["--", "cat", "/sys/fs/cgroup/cgroup.controllers"], ("default", ["cat", "/sys/fs/cgroup/cgroup.controllers"])),
+    (["old"], ("old", [])),
+    (["old", "--", "ls", "-l"], ("old", ["ls", "-l"])),
+    (["old", "true"], ("old", ["true"])),
+])
+def test_ssh_words_split_name_and_command(words: list[str], expected: tuple[str, list[str]]) -> None:
+    assert ssh_words(words) == expected
+
+
+def test_ssh_dash_dash_means_the_default_vm(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert node(tmp_path, "ssh", "--", "cat", "/etc/hostname") == 1
+    assert "no VM called default;" in capsys.readouterr().err
