@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nodeconf.errors import InputError
+from nodeconf.nodes.registry import NodeSpecError, parse_spec
 from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
 from nodeconf.report.results import ReportError
 from nodeconf.report.summary import summary_lines
@@ -84,6 +85,11 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
 def _check_usage(args: argparse.Namespace) -> None:
     if not SUITES_DIR.is_dir():
         raise InputError("no suites/ directory here; run nodeconf from the project root", source=str(Path.cwd()))
+    if args.node is not None:
+        try:
+            parse_spec(args.node)
+        except NodeSpecError as err:
+            raise InputError(str(err), field="--node") from None
     if args.profile is not None and not PROFILE.fullmatch(args.profile):
         raise InputError(f'must look like "1.36", got {args.profile!r}', field="--profile")
     if args.kubelet_config is not None and not args.kubelet_config.is_file():

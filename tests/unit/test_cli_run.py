@@ -231,6 +231,7 @@ def test_pytest_usage_error_never_reports_an_earlier_run(project: Path, capfd: p
     ("argv", "message"),
     [
         pytest.param(("--profile", "latest"), 'must look like "1.36"', id="bad-profile"),
+        pytest.param(("--node", "nonsense"), "--node: unknown node spec 'nonsense'", id="unknown-node"),
         pytest.param(("--kubelet-config", "missing.yaml"), "missing.yaml: --kubelet-config: no such file",
                      id="missing-kubelet-config"),
     ],
