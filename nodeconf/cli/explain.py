@@ -183,6 +183,13 @@ def to_table(result: NodeExpectation) -> str:
     return "\n".join(lines) + "\n"
 
 
+def warning_lines(result: NodeExpectation) -> list[str]:
+    """The node's and pods' warnings for stderr, as kubectl shows the API server's, since JSON readers miss them."""
+    return [f"nodeconf: warning: {w}" for w in result.warnings] + [
+        f"nodeconf: warning: Pod {p.pod.ref}: {w}" for p in result.pods for w in p.warnings
+    ]
+
+
 def explain(args: argparse.Namespace) -> NodeExpectation:
     """Load the inputs named by the options and run the oracle."""
     node = node_facts(args)
@@ -201,6 +208,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "table":
         sys.stdout.write(to_table(result))
     else:
+        for line in warning_lines(result):
+            print(line, file=sys.stderr)
         # Indented for a terminal; compact otherwise. json.dumps, not json.dump: only the one-shot, unindented
         # encoding uses the C encoder (~4x faster on 1,000 pods); json.dump always runs the pure-Python one.
         sys.stdout.write(json.dumps(to_json(result), indent=2 if sys.stdout.isatty() else None) + "\n")

@@ -135,3 +135,14 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, content: str | None, args:
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_sub_byte_memory_is_warned_on_stderr(tmp_path: Path) -> None:
+    manifest = tmp_path / "typo.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: typo}\nspec:\n  containers:\n"
+                        "  - {name: c, image: x, resources: {limits: {memory: 400m}}}\n")
+    done = explain(manifest)
+    assert done.returncode == 0
+    assert 'nodeconf: warning: Pod default/typo: spec.containers[0].resources.limits[memory]: fractional byte value ' \
+           '"400m" is invalid, must be an integer' in done.stderr.splitlines()
+    assert json.loads(done.stdout)["pods"][0]["warnings"]
