@@ -304,6 +304,8 @@ def object_from_dict(doc: Any, source: str = "") -> Pod | LimitRange | ResourceQ
     if not isinstance(doc, Mapping) or "kind" not in doc:
         raise InputError("not a Kubernetes object (no kind)", source=source)
     kind = doc["kind"]
+    if kind == "KubeletConfiguration":
+        raise InputError("a KubeletConfiguration is not a manifest: give it with --kubelet-config", source=source)
     if kind not in OBJECT_KINDS:
         raise InputError(f"unknown kind {kind!r} (expected one of {', '.join(OBJECT_KINDS)})", source=source)
     reader, name, namespace, meta = _metadata(doc, source, kind)

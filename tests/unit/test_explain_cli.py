@@ -108,6 +108,8 @@ def test_rejected_pod_exits_zero(tmp_path: Path) -> None:
         pytest.param("kind: Pod\nmetadata: {name: [\n", (), "in.yaml: invalid YAML: line", id="yaml-syntax"),
         pytest.param("- 1\n- 2\n", (), "in.yaml: not a Kubernetes object", id="not-an-object"),
         pytest.param("kind: Service\nmetadata: {name: s}\n", (), "in.yaml: unknown kind 'Service'", id="unknown-kind"),
+        pytest.param("kind: KubeletConfiguration\n", (), "in.yaml: a KubeletConfiguration is not a manifest: give it "
+                     "with --kubelet-config", id="kubelet-config-as-manifest"),
         pytest.param("kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {limits: "
                      "{memory: 12XB}}}]}\n", (), "in.yaml: Pod/p: spec.containers[0].resources.limits.memory: invalid "
                      "quantity '12XB'", id="malformed-quantity"),
