@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -48,23 +49,7 @@ class Quantity:
             if not math.isfinite(text):
                 raise QuantityError(f"invalid quantity {text!r}")
             return cls(Fraction(str(text)), str(text))
-        raw = str(text).strip()
-        match = _GRAMMAR.fullmatch(raw)
-        if match is None:
-            raise QuantityError(f"invalid quantity {text!r}")
-        number = Fraction(match["number"] if not match["number"].endswith(".") else match["number"][:-1])
-        suffix = match["suffix"] or ""
-        if suffix in _BINARY:
-            scale = Fraction(_BINARY[suffix])
-        elif suffix in _DECIMAL:
-            scale = _DECIMAL[suffix]
-        else:
-            exponent = int(suffix[1:])
-            if abs(exponent) > 100:
-                raise QuantityError(f"invalid quantity {text!r}: exponent out of range")
-            scale = Fraction(10) ** exponent
-        amount = number * scale
-        return cls(-amount if match["sign"] == "-" else amount, raw)
+        return _parse_text(text) if isinstance(text, str) else _parse_uncached(text)
 
     @classmethod
     def of(cls, amount: int | Fraction) -> Quantity:
@@ -102,6 +87,31 @@ class Quantity:
 
     def __str__(self) -> str:
         return self.text or format_amount(self.amount)
+
+
+def _parse_uncached(text: object) -> Quantity:
+    """The grammar of quantity.go ParseQuantity; the error names the text as given."""
+    raw = str(text).strip()
+    match = _GRAMMAR.fullmatch(raw)
+    if match is None:
+        raise QuantityError(f"invalid quantity {text!r}")
+    number = Fraction(match["number"] if not match["number"].endswith(".") else match["number"][:-1])
+    suffix = match["suffix"] or ""
+    if suffix in _BINARY:
+        scale = Fraction(_BINARY[suffix])
+    elif suffix in _DECIMAL:
+        scale = _DECIMAL[suffix]
+    else:
+        exponent = int(suffix[1:])
+        if abs(exponent) > 100:
+            raise QuantityError(f"invalid quantity {text!r}: exponent out of range")
+        scale = Fraction(10) ** exponent
+    amount = number * scale
+    return Quantity(-amount if match["sign"] == "-" else amount, raw)
+
+
+# Manifests repeat a few spellings (`128Mi`, `250m`) thousands of times; a Quantity is immutable, so share it.
+_parse_text = functools.lru_cache(maxsize=4096)(_parse_uncached)
 
 
 def format_amount(amount: Fraction) -> str:

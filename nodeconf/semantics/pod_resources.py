@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import replace
 from fractions import Fraction
@@ -175,9 +176,9 @@ def every_container_limits(pod: Pod, name: str) -> bool:
 
 def milli(amount: Fraction | int) -> int:
     """Quantity.MilliValue(): thousandths rounded up."""
-    return Quantity(Fraction(amount)).milli_value()
+    return math.ceil(amount * 1000)
 
 
 def whole(amount: Fraction | int) -> int:
     """Quantity.Value(): base units rounded up."""
-    return Quantity(Fraction(amount)).value()
+    return math.ceil(amount)
