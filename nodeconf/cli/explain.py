@@ -39,11 +39,11 @@ def add_parser(subparsers: Any) -> None:
         help=f"profile: one of {', '.join(SUPPORTED_VERSIONS)} (default {DEFAULT_VERSION})",
     )
     parser.add_argument(
-        "--cpu-weight-formula", default="nonlinear", metavar="F",
+        "--cpu-weight-formula", default="nonlinear", metavar="linear|nonlinear",
         help="the runtime's shares→weight formula: linear or nonlinear (default nonlinear)",
     )
     parser.add_argument("--page-size", default="4096", metavar="N", help="kernel page size in bytes (default 4096)")
-    parser.add_argument("-o", "--output", default="json", metavar="FORMAT", help="json (default) or table")
+    parser.add_argument("-o", "--output", default="json", metavar="json|table", help="json (default) or table")
 
 
 def _quantity(text: str, flag: str, *, milli: bool = False) -> int:

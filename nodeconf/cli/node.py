@@ -22,21 +22,30 @@ MIB = 1024 * 1024
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `node` and its four actions."""
     parser = subparsers.add_parser("node", help="manage the reference VM node (up, down, status, ssh)")
-    parser.add_argument("--cache-dir", type=Path, default=None, help="default: $XDG_CACHE_HOME/nodeconf")
+    parser.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
+                        help="where the image and the VMs live (default: $XDG_CACHE_HOME/nodeconf)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     up = actions.add_parser("up", help="build the image if needed and boot a VM that outlives this command",
                             epilog="KVM is used only when it really works; NODECONF_ACCEL=kvm|tcg forces one.")
-    up.add_argument("name", nargs="?", default=DEFAULT_NAME)
-    up.add_argument("--memory", type=int, default=DEFAULT_MEMORY_MIB, metavar="MIB")
-    up.add_argument("--swap", type=int, default=DEFAULT_SWAP_MIB, metavar="MIB")
-    up.add_argument("--cpus", type=int, default=DEFAULT_CPUS)
+    _name_argument(up)
+    up.add_argument("--memory", type=int, default=DEFAULT_MEMORY_MIB, metavar="MIB",
+                    help=f"guest memory (default: {DEFAULT_MEMORY_MIB})")
+    up.add_argument("--swap", type=int, default=DEFAULT_SWAP_MIB, metavar="MIB",
+                    help=f"guest swap (default: {DEFAULT_SWAP_MIB})")
+    up.add_argument("--cpus", type=int, default=DEFAULT_CPUS, metavar="N", help=f"guest cpus (default: {DEFAULT_CPUS})")
     down = actions.add_parser("down", help="stop a VM and remove its directory")
-    down.add_argument("name", nargs="?", default=DEFAULT_NAME)
+    _name_argument(down)
     down.add_argument("--all", action="store_true", help="stop every recorded VM")
     actions.add_parser("status", help="list recorded VMs and whether they run")
-    ssh = actions.add_parser("ssh", help="log in to a VM, or run a command: nodeconf node ssh [NAME] -- CMD...")
+    ssh = actions.add_parser("ssh", help="log in to a VM, or run a command: nodeconf node ssh [NAME] -- CMD...",
+                             usage="nodeconf node ssh [-h] [NAME] [-- COMMAND ...]")
     ssh.add_argument("words", nargs=argparse.REMAINDER, metavar="[NAME] [-- COMMAND ...]",
                      help=f"the VM (default: {DEFAULT_NAME}) and the command to run there")
+
+
+def _name_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", nargs="?", default=DEFAULT_NAME, metavar="NAME",
+                        help=f"VM name (default: {DEFAULT_NAME})")
 
 
 def run(args: argparse.Namespace) -> int:

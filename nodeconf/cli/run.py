@@ -42,12 +42,13 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         help="run the conformance suites against a node and write reports/",
         description="Run suites/ with pytest against one node, write JUnit, Allure results and the HTML report, "
         "and exit 0 (all checks passed), 1 (a check failed) or 2 (usage or infrastructure error). "
-        "Arguments after -- (or from the first path on) go to pytest: nodeconf run --node vm -- -k swap -x; "
-        "nodeconf run suites/swap.",
+        "nodeconf's own options come first; everything after -- or from the first other argument on goes to "
+        "pytest: nodeconf run --node vm -- -k swap -x; nodeconf run suites/swap.",
     )
-    parser.add_argument("--node", help="vm (default), local, ssh://user@host[:port] or kube[:context]")
+    parser.add_argument("--node", help="vm (default), local, ssh://user@host[:port] or kube[:context]; options "
+                        "after ?, e.g. vm?memory=6144&swap=2048 or vm?fault=cpu-weight-formula=linear")
     parser.add_argument("--kubelet-config", type=Path, metavar="FILE", help="KubeletConfiguration YAML")
-    parser.add_argument("--profile", metavar="X.Y", help="Kubernetes profile the oracle uses")
+    parser.add_argument("--profile", metavar="X.Y", help="Kubernetes profile the oracle uses (default: the newest)")
     parser.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
                         help="where JUnit, Allure results and the HTML go (default: reports)")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST_ARGS", help="passed to pytest")
