@@ -245,6 +245,6 @@ def admit(pod: Pod, namespace_objects: Sequence[LimitRange | ResourceQuota], adm
     range_errors = limit_range_errors(defaulted, ranges)
     if range_errors:
         return AdmissionResult(defaulted, (_forbidden(defaulted, range_errors),))
-    others = [p for p in admitted_so_far if p.namespace == pod.namespace]
-    failures = quota_errors(defaulted, quotas, others, profile, used_by)
+    # quota_used sums only the quota's namespace (= the pod's), so the admitted pods need no filtering here.
+    failures = quota_errors(defaulted, quotas, admitted_so_far, profile, used_by)
     return AdmissionResult(defaulted, tuple(_forbidden(defaulted, [f]) for f in failures))
