@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 from pathlib import Path
 
-from nodeconf.report.results import STATUS_ORDER, RunResults, Status
+from nodeconf.report.results import STATUS_ORDER, Check, RunResults, Status
 
 MAX_LISTED = 20
 
@@ -14,13 +14,19 @@ def totals_line(results: RunResults) -> str:
     return f"{len(results.checks)} checks: {counts}"
 
 
+def check_id(check: Check) -> str:
+    """`module#name` with the parameter id pytest put in the name (`[burstable]`), which Allure's fullName lacks."""
+    module, hash_sign, _ = check.full_name.rpartition("#")
+    return f"{module}#{check.name}" if hash_sign and check.name else check.full_name
+
+
 def problem_lines(results: RunResults) -> list[str]:
     """One line per failed then broken check: status, test id, first line of its message."""
     problems = [
         check for status in (Status.FAILED, Status.BROKEN) for check in results.checks if check.status is status
     ]
     lines = [
-        f"  {check.status.value.upper():<7} {check.full_name}: {check.first_line or '(no message)'}"
+        f"  {check.status.value.upper():<7} {check_id(check)}: {check.first_line or '(no message)'}"
         for check in problems[:MAX_LISTED]
     ]
     if len(problems) > MAX_LISTED:

@@ -1,0 +1,35 @@
+"""The run's terminal summary: a failed check's line names it as pytest does, parameter id included."""
+
+from pathlib import Path
+
+import pytest
+
+from nodeconf.report.results import Check, RunResults, Status
+from nodeconf.report.summary import check_id, problem_lines
+
+
+def _check(name: str, full_name: str) -> Check:
+    return Check(name=name, full_name=full_name, status=Status.FAILED, message="AssertionError: 1 of 25 differ",
+                 trace="", labels=(), parameters=(), steps=(), attachments=(), fixtures=(), duration_ms=0)
+
+
+@pytest.mark.parametrize(
+    ("name", "full_name", "expected"),
+    [
+        pytest.param("test_qos[guaranteed]", "suites.resources.test_res_demo#test_qos",
+                     "suites.resources.test_res_demo#test_qos[guaranteed]", id="parametrized"),
+        pytest.param("test_plain", "suites.swap.test_x#test_plain", "suites.swap.test_x#test_plain", id="plain"),
+        pytest.param("test_only_name", "", "test_only_name", id="no-module"),
+    ],
+)
+def test_check_id(name: str, full_name: str, expected: str) -> None:
+    assert check_id(_check(name, full_name or name)) == expected
+
+
+def test_two_cases_of_one_test_are_told_apart() -> None:
+    results = RunResults(results_dir=Path("r"), shared_fixtures=(), environment=(), checks=(
+        _check("test_qos[guaranteed]", "suites.s#test_qos"), _check("test_qos[burstable]", "suites.s#test_qos")))
+    assert problem_lines(results) == [
+        "  FAILED  suites.s#test_qos[guaranteed]: AssertionError: 1 of 25 differ",
+        "  FAILED  suites.s#test_qos[burstable]: AssertionError: 1 of 25 differ",
+    ]
