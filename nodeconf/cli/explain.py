@@ -65,8 +65,10 @@ def _choice(value: str, allowed: tuple[str, ...], flag: str) -> str:
 def node_facts(args: argparse.Namespace) -> NodeFacts:
     """The node from the command-line options; InputError names the bad option."""
     memory = _quantity(args.memory, "--memory")
-    if memory == 0:
-        raise InputError("must be positive", field="--memory")
+    cpu_milli = _quantity(args.cpu, "--cpu", milli=True)
+    for value, flag in ((memory, "--memory"), (cpu_milli, "--cpu")):
+        if value == 0:
+            raise InputError("must be positive", field=flag)
     try:
         page_size = int(args.page_size)
     except ValueError:
@@ -76,7 +78,7 @@ def node_facts(args: argparse.Namespace) -> NodeFacts:
     return NodeFacts(
         memory_capacity=memory,
         swap_capacity=_quantity(args.swap, "--swap"),
-        cpu_capacity_milli=_quantity(args.cpu, "--cpu", milli=True),
+        cpu_capacity_milli=cpu_milli,
         page_size=page_size,
         cpu_weight_formula=_choice(args.cpu_weight_formula, CPU_WEIGHT_FORMULAS, "--cpu-weight-formula"),
     )

@@ -116,6 +116,7 @@ def test_rejected_pod_exits_zero(tmp_path: Path) -> None:
         pytest.param("", ("--kubelet-config", "KUBELET"), "kubelet.yaml: KubeletConfiguration: "
                      "memorySwap.swapBehavior: unknown value 'Sometimes'", id="unknown-enum-in-kubelet-config"),
         pytest.param("", ("--memory", "lots"), "--memory: invalid quantity 'lots'", id="bad-memory-flag"),
+        pytest.param("", ("--cpu", "0"), "--cpu: must be positive", id="no-cpu"),
         pytest.param("", ("--page-size", "1000"), "--page-size: must be a power of two", id="bad-page-size"),
         pytest.param("", ("--kubernetes-version", "1.20"), "unknown Kubernetes version '1.20'", id="bad-version"),
         pytest.param("", ("-o", "yaml"), "--output: unknown value 'yaml'", id="bad-output"),
