@@ -66,7 +66,10 @@ def parse_spec(text: str) -> NodeSpec:
     if unknown:
         raise NodeSpecError(f"node spec {text!r}: unknown option {unknown[0]!r}"
                             f" (allowed: {', '.join(allowed) or 'none'})")
-    return NodeSpec(text, scheme, target, options)
+    spec = NodeSpec(text, scheme, target, options)
+    if scheme == "vm":
+        _vm_sizes(spec)
+    return spec
 
 
 def enforcer_settings(spec: NodeSpec) -> EnforcerSettings:
@@ -98,13 +101,18 @@ def _int_option(spec: NodeSpec, name: str) -> dict[str, int]:
     return {name: int(value)}
 
 
+def _vm_sizes(spec: NodeSpec) -> dict[str, int]:
+    """The VM sizes a vm spec gives (memory and swap in MiB, cpus); NodeSpecError for one that is not a number."""
+    return {**_int_option(spec, "memory"), **_int_option(spec, "swap"), **_int_option(spec, "cpus")}
+
+
 def _open_vm(spec: NodeSpec) -> Node:
     from infra.vm.image import ensure_image
     from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine
     from infra.vm.progress import StepPrinter
     from nodeconf.nodes.enforced import EnforcedNode
 
-    sizes = {**_int_option(spec, "memory"), **_int_option(spec, "swap"), **_int_option(spec, "cpus")}
+    sizes = _vm_sizes(spec)
     progress = StepPrinter("vm")
     machine = VirtualMachine(ensure_image(progress=progress), memory_mib=sizes.get("memory", DEFAULT_MEMORY_MIB),
                              swap_mib=sizes.get("swap", DEFAULT_SWAP_MIB), cpus=sizes.get("cpus", DEFAULT_CPUS),
