@@ -69,7 +69,19 @@ def parse_spec(text: str) -> NodeSpec:
     spec = NodeSpec(text, scheme, target, options)
     if scheme == "vm":
         _vm_sizes(spec)
+    if scheme != "kube":
+        _check_faults(spec)
     return spec
+
+
+def _check_faults(spec: NodeSpec) -> None:
+    """NodeSpecError for a `fault=` the enforcer would refuse only after the node is up."""
+    from nodeconf.enforcer.lifecycle import Faults
+
+    try:
+        Faults.parse(spec.options.get("fault", ()))
+    except ValueError as err:
+        raise NodeSpecError(f"node spec {spec.text!r}: {err}") from None
 
 
 def enforcer_settings(spec: NodeSpec) -> EnforcerSettings:

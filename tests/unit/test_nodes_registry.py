@@ -34,8 +34,9 @@ def test_specs(text: str, scheme: str, target: str, options: dict[str, tuple[str
     ("kube:ctx?key=x", "unknown option 'key' (allowed: none)"),
     ("vm?memory", "unreadable options"),
     ("vm?memory=abc", "memory must be a whole number, got 'abc'"),
+    ("vm?fault=cpu-weight-formula=cubic", "bad fault 'cpu-weight-formula=cubic'"),
 ], ids=["unknown-scheme", "prefix-only", "ssh-empty", "ssh-path", "vm-unknown-option", "local-vm-option",
-        "kube-options", "option-without-value", "vm-size-not-a-number"])
+        "kube-options", "option-without-value", "vm-size-not-a-number", "unknown-fault"])
 def test_bad_specs_are_one_line_errors(text: str, message: str) -> None:
     with pytest.raises(NodeSpecError, match=re.escape(message)) as info:
         parse_spec(text)
