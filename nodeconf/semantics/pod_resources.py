@@ -92,12 +92,12 @@ def pod_level_resources_set(pod: Pod, profile: Profile) -> bool:
 
 def _add(total: Amounts, items: Mapping[str, Quantity]) -> None:
     for name, q in items.items():
-        total[name] = total.get(name, Fraction(0)) + q.amount
+        total[name] = total[name] + q.amount if name in total else q.amount
 
 
 def _max(total: Amounts, items: Mapping[str, Fraction]) -> None:
     for name, amount in items.items():
-        if amount > total.get(name, Fraction(0)):
+        if amount > total.get(name, 0):
             total[name] = amount
 
 
@@ -117,13 +117,11 @@ def _aggregate(pod: Pod, limits: bool) -> Amounts:
         own = c.resources.limits if limits else c.resources.requests
         if c.is_sidecar:
             _add(total, own)
-            for name, q in own.items():
-                sidecars[name] = sidecars.get(name, Fraction(0)) + q.amount
+            _add(sidecars, own)
             _max(init_peak, sidecars)
         else:
             running = dict(sidecars)
-            for name, q in own.items():
-                running[name] = running.get(name, Fraction(0)) + q.amount
+            _add(running, own)
             _max(init_peak, running)
     _max(total, init_peak)
     return total

@@ -26,10 +26,10 @@ def _classify(pairs: Iterable[tuple[Mapping[str, Quantity], Mapping[str, Quantit
     guaranteed = True
     for reqs, lims in pairs:
         for name, amount in _positive(reqs).items():
-            requests[name] = requests.get(name, Fraction(0)) + amount
+            requests[name] = requests[name] + amount if name in requests else amount
         found = _positive(lims)
         for name, amount in found.items():
-            limits[name] = limits.get(name, Fraction(0)) + amount
+            limits[name] = limits[name] + amount if name in limits else amount
         if not all(name in found for name in QOS_RESOURCES):
             guaranteed = False
     if not requests and not limits:
