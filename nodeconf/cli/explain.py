@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from collections.abc import Mapping
@@ -206,13 +207,24 @@ def explain(args: argparse.Namespace) -> NodeExpectation:
 def run(args: argparse.Namespace) -> int:
     """Print the expectation; InputError propagates to the dispatcher (exit 2, one line)."""
     _choice(args.output, OUTPUTS, "--output")
-    result = explain(args)
-    if args.output == "table":
-        sys.stdout.write(to_table(result))
-    else:
-        for line in warning_lines(result):
-            print(line, file=sys.stderr)
-        # Indented for a terminal; compact otherwise. json.dumps, not json.dump: only the one-shot, unindented
-        # encoding uses the C encoder (~4x faster on 1,000 pods); json.dump always runs the pure-Python one.
-        sys.stdout.write(json.dumps(to_json(result), indent=2 if sys.stdout.isatty() else None) + "\n")
+    # The run builds ~10^6 objects and leaves no cycles behind: the cyclic collector would only re-scan them
+    # (~6% of the command on 1,000 pods), so it pauses until the output is written.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _write(explain(args), args.output)
+    finally:
+        if collecting:
+            gc.enable()
     return 0
+
+
+def _write(result: NodeExpectation, output: str) -> None:
+    if output == "table":
+        sys.stdout.write(to_table(result))
+        return
+    for line in warning_lines(result):
+        print(line, file=sys.stderr)
+    # Indented for a terminal; compact otherwise. json.dumps, not json.dump: only the one-shot, unindented
+    # encoding uses the C encoder (~4x faster on 1,000 pods); json.dump always runs the pure-Python one.
+    sys.stdout.write(json.dumps(to_json(result), indent=2 if sys.stdout.isatty() else None) + "\n")
