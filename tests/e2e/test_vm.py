@@ -95,8 +95,12 @@ def test_swap_max_lets_a_hog_swap_up_to_the_limit_then_oom_kills(reference_vm_ss
     swap_band = limit_band(swap_max, facts.page_size, pages=1024)
     assert swap_band.contains(seen["peaks"]["memory.swap.current"]), \
         f"memory.swap.current peak {seen['peaks']['memory.swap.current']} not in {swap_band}"
-    assert max(seen["samples"]["memory.current"]) <= memory_max
-    assert seen["memory_peak"] <= memory_max
+    # memory.max is hard except for charges the kernel forces through (allocations that cannot fail, the OOM
+    # victim exiting: mm/memcontrol.c try_charge_memcg "force:"), measured at 60 pages over; allow 256 pages.
+    ceiling = Band(0, memory_max + 256 * facts.page_size, "memory.max plus forced charges around the OOM kill")
+    assert ceiling.contains(max(seen["samples"]["memory.current"])), \
+        f"memory.current samples peaked at {max(seen['samples']['memory.current'])}, not in {ceiling}"
+    assert ceiling.contains(seen["memory_peak"]), f"memory.peak {seen['memory_peak']} not in {ceiling}"
 
 
 def test_memory_high_throttles_a_hog_without_oom(reference_vm_ssh: SshTransport, facts: NodeFacts) -> None:
