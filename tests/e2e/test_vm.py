@@ -82,25 +82,36 @@ def test_node_facts_show_swap_memory_and_cpus(facts: NodeFacts) -> None:
 
 def test_swap_max_lets_a_hog_swap_up_to_the_limit_then_oom_kills(reference_vm_ssh: SshTransport,
                                                                   facts: NodeFacts) -> None:
+    """Every run: SIGKILL by the memcg OOM killer, swap never above memory.swap.max, memory within its ceiling.
+
+    Reaching the swap limit is shown by the kernel's own swap `max` event plus a sampled peak within 1024 pages of
+    it. The kernel may OOM-kill before swap is full when swap writeback stalls (seen under TCG with a loaded host:
+    no `max` event): such a run is inconclusive for "reached", not a pass, and the workload runs once more.
+    """
     memory_max, swap_max = 64 * MIB, 32 * MIB
-    seen = run_in_cgroup(
-        reference_vm_ssh, "nodeconf-e2e-swap-max",
-        {"memory.max": str(memory_max), "memory.swap.max": str(swap_max)},
-        {"kind": "hog", "mib": 200}, ["memory.swap.current", "memory.current"],
-    )
-    assert seen["signal"] == 9, f"hog was not SIGKILLed: {seen['exit_code']=} {seen['signal']=}"
-    assert seen["events"]["memory.events"]["oom_kill"] == 1
-    assert seen["events"]["memory.swap.events"]["max"] >= 1
-    # Sampled every 5 ms: the peak seen is within 4 MiB (1024 pages) of the limit, never above it.
     swap_band = limit_band(swap_max, facts.page_size, pages=1024)
-    assert swap_band.contains(seen["peaks"]["memory.swap.current"]), \
-        f"memory.swap.current peak {seen['peaks']['memory.swap.current']} not in {swap_band}"
     # memory.max is hard except for charges the kernel forces through (allocations that cannot fail, the OOM
     # victim exiting: mm/memcontrol.c try_charge_memcg "force:"), measured at 60 pages over; allow 256 pages.
     ceiling = Band(0, memory_max + 256 * facts.page_size, "memory.max plus forced charges around the OOM kill")
-    assert ceiling.contains(max(seen["samples"]["memory.current"])), \
-        f"memory.current samples peaked at {max(seen['samples']['memory.current'])}, not in {ceiling}"
-    assert ceiling.contains(seen["memory_peak"]), f"memory.peak {seen['memory_peak']} not in {ceiling}"
+    runs = []
+    for _attempt in range(2):
+        seen = run_in_cgroup(
+            reference_vm_ssh, "nodeconf-e2e-swap-max",
+            {"memory.max": str(memory_max), "memory.swap.max": str(swap_max)},
+            {"kind": "hog", "mib": 200}, ["memory.swap.current", "memory.current"],
+        )
+        swap_peak, swap_max_events = seen["peaks"]["memory.swap.current"], seen["events"]["memory.swap.events"]["max"]
+        assert seen["signal"] == 9, f"hog was not SIGKILLed: {seen['exit_code']=} {seen['signal']=}"
+        assert seen["events"]["memory.events"]["oom_kill"] == 1
+        assert swap_peak <= swap_band.high, f"memory.swap.current peak {swap_peak} above the limit {swap_max}"
+        assert ceiling.contains(max(seen["samples"]["memory.current"])), \
+            f"memory.current samples peaked at {max(seen['samples']['memory.current'])}, not in {ceiling}"
+        assert ceiling.contains(seen["memory_peak"]), f"memory.peak {seen['memory_peak']} not in {ceiling}"
+        runs.append((swap_peak, swap_max_events))
+        if swap_max_events >= 1 and swap_band.contains(swap_peak):
+            return
+    pytest.fail(f"swap never shown reaching memory.swap.max={swap_max} (band {swap_band}); "
+                f"(peak, swap max events) per run: {runs}")
 
 
 def test_memory_high_throttles_a_hog_without_oom(reference_vm_ssh: SshTransport, facts: NodeFacts) -> None:
