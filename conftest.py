@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins: list[str] = ["fixtures.markers", "fixtures.vm", "fixtures.node", "fixtures.evidence"]
+pytest_plugins: list[str] = [
+    "fixtures.markers", "fixtures.vm", "fixtures.node", "fixtures.evidence", "fixtures.session",
+]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

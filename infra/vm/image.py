@@ -9,6 +9,7 @@ import hashlib
 import json
 import lzma
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -357,6 +358,34 @@ def prune_images(keep: str, cache_dir: Path | None = None) -> list[str]:
             removed.append(key)
         elif entry.suffix == ".lock":
             entry.unlink(missing_ok=True)
+    return removed
+
+
+BUILD_DIR = re.compile(r"\.(?P<key>[A-Za-z0-9][A-Za-z0-9._-]*)\.build-\d+")
+
+
+def remove_leftover_builds(cache_dir: Path | None = None, dry_run: bool = False) -> list[str]:
+    """Remove the scratch directories (`.KEY.build-PID`) of image builds that were killed; return their names.
+
+    A build holds `KEY.lock` while it runs, so a scratch directory whose lock can be taken has no builder left.
+    """
+    images = paths.images_dir(cache_dir)
+    removed = []
+    for entry in sorted(images.iterdir()) if images.is_dir() else []:
+        match = BUILD_DIR.fullmatch(entry.name)
+        if match is None or not entry.is_dir() or entry.is_symlink():
+            continue
+        with open(images / f"{match['key']}.lock", "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a build of this key is running now
+            try:
+                if not dry_run:
+                    _remove_tree(entry)
+                removed.append(entry.name)
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
     return removed
 
 

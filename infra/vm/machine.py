@@ -20,7 +20,7 @@ from types import FrameType, TracebackType
 from infra.vm.accel import AccelChoice, detect_accel
 from infra.vm.image import VmImage
 from infra.vm.qemu import QemuSpec, qemu_argv
-from infra.vm.state import VmState, prune_stale, terminate_pid, validate_name, vm_directory
+from infra.vm.state import VmState, process_start, prune_stale, terminate_pid, validate_name, vm_directory
 from nodeconf.nodes.ssh import HostKeyError, SshTarget, SshTransport, TransportError
 
 DEFAULT_MEMORY_MIB = 2048
@@ -100,6 +100,11 @@ class VirtualMachine:
         """The qemu process id while it runs."""
         return self._proc.pid if self._proc is not None else None
 
+    @property
+    def qemu_exited(self) -> bool:
+        """True when qemu booted and has exited without stop() (a failed boot attempt does not count)."""
+        return self._proc is not None and self.boot_seconds > 0 and self._proc.poll() is not None
+
     def start(self) -> VirtualMachine:
         """Boot qemu and return once the guest has printed its readiness line; VmError otherwise."""
         if self._proc is not None:
@@ -121,7 +126,7 @@ class VirtualMachine:
             self._accel_choice = choice
             VmState(self.name, self.pid or 0, self.ssh_port, str(self.directory), choice.name,
                     str(self.image.client_key), self.image.host_public_key, self.memory_mib, self.cpus,
-                    self.swap_mib).write()
+                    self.swap_mib, os.getpid(), process_start(os.getpid()), self._persistent).write()
         except BaseException:
             self.stop()
             raise
@@ -286,6 +291,13 @@ def _stop_all() -> None:
         machines = list(_live)
     for machine in machines:
         machine.stop()
+
+
+def lost_machines() -> list[str]:
+    """Names of the VMs this process started and has not stopped whose qemu has exited (crashed or killed)."""
+    with _live_lock:
+        machines = list(_live)
+    return sorted(machine.name for machine in machines if machine.qemu_exited)
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

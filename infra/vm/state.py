@@ -38,6 +38,9 @@ class VmState:
     memory_mib: int
     cpus: int
     swap_mib: int
+    owner_pid: int = 0
+    owner_start: int = 0
+    persistent: bool = False
 
     def write(self) -> None:
         """Record this state in its VM directory."""
@@ -57,6 +60,31 @@ class VmState:
     def is_running(self) -> bool:
         """True while the recorded pid is still this VM's qemu (guards against a reused pid)."""
         return qemu_pid_alive(self.pid, Path(self.directory))
+
+    def leftover_reason(self) -> str:
+        """Why this VM is a leftover nobody will stop ("" when it is not): its qemu is gone, or the run that
+        started it is gone (a VM from `nodeconf node up` outlives its command on purpose and is kept)."""
+        if not self.is_running():
+            return "its qemu is gone (stale record)"
+        if not self.persistent and self.owner_pid and not process_alive(self.owner_pid, self.owner_start):
+            return f"the process that started it (pid {self.owner_pid}) is gone"
+        return ""
+
+
+def process_start(pid: int) -> int:
+    """The start time of a process in clock ticks since boot (proc(5) stat field 22); 0 when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    fields = stat.rsplit(")", 1)[-1].split()
+    return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else 0
+
+
+def process_alive(pid: int, start: int) -> bool:
+    """True when `pid` runs and is the process that started at `start` (not a reused pid)."""
+    now = process_start(pid)
+    return now != 0 and (start == 0 or now == start)
 
 
 def qemu_pid_alive(pid: int, directory: Path) -> bool:
@@ -111,3 +139,56 @@ def prune_stale(cache_dir: Path | None = None) -> list[str]:
             shutil.rmtree(state.directory, ignore_errors=True)
             pruned.append(state.name)
     return pruned
+
+
+def parent_pid(pid: int) -> int:
+    """The parent pid of a process (proc(5) stat field 4); 0 when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return 0
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
+
+
+def _cmdline(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def is_our_qemu(pid: int, cache_dir: Path | None = None) -> bool:
+    """True when `pid` is a qemu-system process whose command line names a VM directory of this cache."""
+    argv = _cmdline(pid)
+    marker = str(paths.vms_dir(cache_dir)).encode() + b"/"
+    return bool(argv) and Path(os.fsdecode(argv[0])).name.startswith("qemu-system") and \
+        any(marker in arg for arg in argv)
+
+
+def untracked_qemus(cache_dir: Path | None = None) -> list[int]:
+    """Orphaned qemu processes of this cache that no VM record names (their run was killed with its state lost):
+    a qemu-system whose command line names this cache's vms/ directory and whose parent is gone (re-parented to
+    init); a qemu still owned by a live process, or recorded in a state file, is never listed."""
+    recorded = {state.pid for state in list_states(cache_dir)}
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if pid not in recorded and is_our_qemu(pid, cache_dir) and parent_pid(pid) == 1:
+            found.append(pid)
+    return sorted(found)
+
+
+def terminate_qemu(pid: int, cache_dir: Path | None = None, grace: float = 5.0) -> None:
+    """SIGTERM then SIGKILL an untracked qemu of this cache, re-checking its command line before each signal."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not is_our_qemu(pid, cache_dir):
+            return
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and is_our_qemu(pid, cache_dir):
+            time.sleep(0.05)

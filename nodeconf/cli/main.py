@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "run": ("nodeconf.cli.run", "run the conformance suites against a node and write reports/"),
     "report": ("nodeconf.cli.report", "regenerate the HTML report from Allure results"),
     "node": ("nodeconf.cli.node", "manage the reference VM node (up, down, status, ssh)"),
+    "clean": ("nodeconf.cli.clean", "remove what killed runs left (VMs, build scratch, enforcer, kube objects)"),
 }
 
 

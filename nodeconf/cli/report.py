@@ -8,6 +8,7 @@ from nodeconf.errors import InputError
 from nodeconf.report.generate import read_results, report_paths, write_reports
 from nodeconf.report.results import ReportError
 from nodeconf.report.summary import summary_lines
+from nodeconf.report.verdict import INTERRUPTED, results_verdict
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -16,7 +17,8 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "report",
         help="regenerate the HTML report from Allure results",
         description="Read Allure results (default reports/allure-results) and write the nodeconf HTML report "
-        "and, when Allure 3 is installed, Allure's single-file HTML. Exit 0 when written, 2 when unusable.",
+        "and, when Allure 3 is installed, Allure's single-file HTML. Exit 0 when written, 2 when unusable or "
+        "when the run that wrote them did not finish (INTERRUPTED).",
     )
     parser.add_argument("results_dir", nargs="?", type=Path, default=Path("reports/allure-results"),
                         metavar="RESULTS_DIR", help="Allure results directory (default: reports/allure-results)")
@@ -25,16 +27,21 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 def run(args: argparse.Namespace) -> int:
-    """Write the reports and print where they are; unusable results are an InputError (exit 2)."""
+    """Write the reports and print where they are; exit 2 for unusable results (an InputError) and for the
+    results of a run that did not finish (INTERRUPTED)."""
     results_dir: Path = args.results_dir
     output: Path = args.output or results_dir.resolve().parent / "html"
     try:
         results = read_results(results_dir)
+        written = write_reports(results, output)
     except ReportError as error:
         raise InputError(str(error)) from None
-    written = write_reports(results, output)
     for line in summary_lines(results, report_paths(written)):
         print(line)
     if written.allure_note:
         print(f"nodeconf: {written.allure_note}", file=sys.stderr)
+    outcome = results_verdict(results)
+    if outcome.label == INTERRUPTED:
+        print(f"nodeconf: {INTERRUPTED}: {outcome.reason}", file=sys.stderr)
+        return 2
     return 0

@@ -6,7 +6,6 @@ Source: DESIGN.md `nodeconf run` contract (exit 0 all pass, 1 a check failed, 2 
 import argparse
 import re
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from nodeconf.cli.signals import PytestGroup
 from nodeconf.errors import InputError
 from nodeconf.nodes.registry import NodeSpecError, parse_spec
 from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
@@ -83,6 +83,7 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
         f"--alluredir={reports / RESULTS_DIR}",
         "--clean-alluredir",
         "-p", "fixtures.evidence",
+        "-p", "fixtures.session",
     ]
     return argv + user_args
 
@@ -102,12 +103,9 @@ def _check_usage(args: argparse.Namespace) -> None:
 
 
 def _run_pytest(argv: list[str]) -> int:
-    """Run pytest; on Ctrl-C wait while it tears the node down (it got the same SIGINT) and report what ran."""
-    process = subprocess.Popen(argv)
-    try:
-        return process.wait()
-    except KeyboardInterrupt:
-        return process.wait()
+    """Run pytest in its own process group; SIGINT/SIGTERM to nodeconf stop it there (see PytestGroup)."""
+    with PytestGroup(argv) as group:
+        return group.wait()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -71,6 +71,7 @@ from nodeconf.nodes.kube_pods import (
     resize_status,
     start_failure,
 )
+from nodeconf.nodes.shield import signals_deferred
 from nodeconf.semantics.cpu import milli_cpu_to_shares
 from nodeconf.semantics.profile import SUPPORTED_VERSIONS
 from nodeconf.semantics.resize import ResizeStatus as ResizeOutcome
@@ -302,14 +303,15 @@ class KubeNode(Node):
     def close(self) -> None:
         """Delete the run's namespaces (their pods, quotas and config maps go with them); close the client."""
         failures = []
-        for namespace in reversed(self.namespaces):
-            try:
-                self.api.delete_namespace(namespace)
-            except KubeApiError as err:
-                if err.status != 404:
-                    failures.append(f"{namespace}: {err}")
-        self.namespaces.clear()
-        self.api.close()
+        with signals_deferred(f"the namespaces of run {self.run_id} are deleted"):
+            for namespace in reversed(self.namespaces):
+                try:
+                    self.api.delete_namespace(namespace)
+                except KubeApiError as err:
+                    if err.status != 404:
+                        failures.append(f"{namespace}: {err}")
+            self.namespaces.clear()
+            self.api.close()
         if failures:
             raise NodeError(f"could not delete namespaces of run {self.run_id}: {'; '.join(failures)}")
 

@@ -7,11 +7,14 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
+from nodeconf.report.allure_json import ReportError, read_bounded, shown
 from nodeconf.report.categories import category_name
 from nodeconf.report.comparison import COMPARISON_MIME, parse_comparison
 from nodeconf.report.results import STATUS_ORDER, Attachment, Check, RunResults, Status, Step
+from nodeconf.report.verdict import results_verdict
 
 MAX_EMBEDDED_CHARS = 200_000
+MAX_ATTACHMENT_BYTES = 16 * 1024 * 1024
 TEXT_MIMES = ("application/json", "application/yaml", "application/xml", "application/x-yaml")
 COMPARISON_HEAD = (
     '<colgroup><col class="where"><col class="file"><col class="value"><col class="value"><col class="rule"></colgroup>'
@@ -92,12 +95,15 @@ def _node(environment: tuple[tuple[str, str], ...]) -> str:
 
 
 def _read_text(attachment: Attachment) -> str | None:
+    """The attachment's text, cut to MAX_EMBEDDED_CHARS; a note instead when it is not a regular file inside the
+    results directory (a link out of it is never followed) or is larger than MAX_ATTACHMENT_BYTES."""
     if not (attachment.mime.startswith("text/") or attachment.mime in TEXT_MIMES):
         return None
     try:
-        text = attachment.path.read_text(encoding="utf-8", errors="replace")
-    except OSError as error:
-        return f"(attachment file unreadable: {error})"
+        data = read_bounded(attachment.path, MAX_ATTACHMENT_BYTES, attachment.path.parent)
+    except ReportError as error:
+        return f"(attachment not embedded: {error})"
+    text = data.decode("utf-8", errors="replace")
     if len(text) > MAX_EMBEDDED_CHARS:
         return text[:MAX_EMBEDDED_CHARS] + f"\n... ({len(text) - MAX_EMBEDDED_CHARS} more characters cut)"
     return text
@@ -226,15 +232,19 @@ def _shared(results: RunResults) -> str:
     return f'<section id="shared"><h2>Evidence shared by several checks</h2>{blocks}</section>'
 
 
+BANNER_CLASS = {"PASS": "passed", "FAIL": "failed", "ERROR": "broken", "NOTHING RAN": "skipped",
+                "INTERRUPTED": "broken"}
+
+
 def _banner(results: RunResults) -> str:
-    worst = next((status for status in STATUS_ORDER if results.count(status)), Status.PASSED)
-    label = {Status.FAILED: "FAIL", Status.BROKEN: "ERROR", Status.SKIPPED: "NOTHING RAN"}.get(worst, "PASS")
+    outcome = results_verdict(results)
     chips = "".join(
         f'<span class="chip {status.value}">{results.count(status)} {status.value}</span>' for status in STATUS_ORDER
     )
+    note = f'<p class="interrupted">{_e(outcome.reason)}</p>' if results.interrupted else ""
     return (
-        f'<div class="banner {worst.value}"><span class="verdict">{label}</span>'
-        f'<span class="total">{len(results.checks)} checks</span>{chips}</div>'
+        f'<div class="banner {BANNER_CLASS[outcome.label]}"><span class="verdict">{outcome.label}</span>'
+        f'<span class="total">{len(results.checks)} checks</span>{chips}</div>{note}'
     )
 
 
@@ -262,7 +272,12 @@ def render_html(results: RunResults, generated: datetime | None = None) -> str:
 
 
 def write_html(results: RunResults, path: Path) -> Path:
-    """Write the report to `path` (parents created) and return it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(results), encoding="utf-8")
+    """Write the report to `path` (parents created) and return it; ReportError when it cannot be written."""
+    page = render_html(results)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(page.encode("utf-8", "replace"))
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ReportError(f"{shown(path)}: cannot write the report ({reason})") from None
     return path

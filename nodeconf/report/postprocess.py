@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from nodeconf.report.allure_json import load_json, mapping, sequence, text
+from nodeconf.report.allure_json import ReportError, load_json, mapping, sequence, shown, text
 
 FAULTS = ("failed", "broken")
 
@@ -53,6 +53,9 @@ def mark_fixture_failures_broken(results_dir: Path) -> list[str]:
             continue
         if uuid in setup_failed or message in teardown_messages.get(uuid, set()):
             result["status"] = "broken"
-            path.write_text(json.dumps(result), encoding="utf-8")
+            try:
+                path.write_text(json.dumps(result), encoding="utf-8")
+            except (OSError, ValueError) as error:
+                raise ReportError(f"{shown(path)}: cannot rewrite the result ({error})") from None
             changed.append(text(result.get("name")))
     return changed

@@ -6,6 +6,10 @@ Source: java.util.Properties.load/store escaping rules, restricted to what `writ
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from nodeconf.report.allure_json import ReportError, read_bounded, shown
+
+MAX_PROPERTIES_BYTES = 1024 * 1024
+
 _VALUE_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _KEY_ESCAPES = {**_VALUE_ESCAPES, " ": "\\ ", "=": "\\=", ":": "\\:", "#": "\\#", "!": "\\!"}
 _UNESCAPES = {"n": "\n", "r": "\r", "t": "\t"}
@@ -62,10 +66,14 @@ def write_properties(path: Path, entries: Iterable[tuple[str, str]]) -> None:
 
 
 def read_properties(path: Path) -> list[tuple[str, str]]:
-    """Read a properties file; a missing file has no entries."""
-    if not path.is_file():
+    """Read a properties file (UTF-8, bounded, inside its directory); a missing file has no entries."""
+    if not path.is_file() and not path.is_symlink():
         return []
-    return parse_properties(path.read_text(encoding="utf-8"))
+    data = read_bounded(path, MAX_PROPERTIES_BYTES, path.parent)
+    try:
+        return parse_properties(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ReportError(f"{shown(path)}: not UTF-8 (byte {error.start})") from None
 
 
 def _scalar(value: object) -> str:

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from nodeconf.report.allure_json import ReportError, load_json, mapping, sequence, text
+from nodeconf.report.allure_json import ReportError, load_json, mapping, millis, sequence, shown, text
 from nodeconf.report.properties import read_properties
+from nodeconf.report.run_state import RUN_CHECK_FULL_NAME, RunState, read_run_state
 
-__all__ = ["STATUS_ORDER", "Attachment", "Check", "ReportError", "RunResults", "SharedFixture", "Status", "Step",
-           "load_results"]
+__all__ = ["STATUS_ORDER", "Attachment", "Check", "ReportError", "RunResults", "RunState", "SharedFixture", "Status",
+           "Step", "load_results"]
 
 
 class Status(StrEnum):
@@ -109,6 +110,12 @@ class RunResults:
     checks: tuple[Check, ...]
     shared_fixtures: tuple[SharedFixture, ...]
     environment: tuple[tuple[str, str], ...]
+    run_state: RunState | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        """True when the run recorded that it did not finish."""
+        return self.run_state is not None and not self.run_state.complete
 
     def count(self, status: Status) -> int:
         """How many checks ended with `status`."""
@@ -152,8 +159,8 @@ def _pairs(raw: object) -> tuple[tuple[str, str], ...]:
 
 def _check(results_dir: Path, raw: Mapping[str, object], fixtures: tuple[Step, ...]) -> Check:
     details = mapping(raw.get("statusDetails"))
-    start, stop = raw.get("start"), raw.get("stop")
-    duration = stop - start if isinstance(start, int) and isinstance(stop, int) else 0
+    start, stop = millis(raw.get("start")), millis(raw.get("stop"))
+    duration = stop - start if start is not None and stop is not None else 0
     return Check(
         name=text(raw.get("name")),
         full_name=text(raw.get("fullName")) or text(raw.get("name")),
@@ -174,10 +181,10 @@ def _latest_per_history(results: Iterable[Mapping[str, object]]) -> list[Mapping
     latest: dict[str, Mapping[str, object]] = {}
     for raw in results:
         key = text(raw.get("historyId")) or text(raw.get("uuid"))
-        stop = raw.get("stop")
+        stop = millis(raw.get("stop"))
         kept = latest.get(key)
-        kept_stop = kept.get("stop") if kept is not None else None
-        if kept is None or (isinstance(stop, int) and (not isinstance(kept_stop, int) or stop >= kept_stop)):
+        kept_stop = millis(kept.get("stop")) if kept is not None else None
+        if kept is None or (stop is not None and (kept_stop is None or stop >= kept_stop)):
             latest[key] = raw
     return list(latest.values())
 
@@ -185,14 +192,16 @@ def _latest_per_history(results: Iterable[Mapping[str, object]]) -> list[Mapping
 def load_results(results_dir: Path) -> RunResults:
     """Read the Allure results in `results_dir`; raise ReportError if there are none."""
     if not results_dir.is_dir():
-        raise ReportError(f"{results_dir}: no such results directory")
-    raw_results = [load_json(path) for path in sorted(results_dir.glob("*-result.json"))]
-    if not raw_results:
-        raise ReportError(f"{results_dir}: no Allure results (*-result.json) in this directory")
+        raise ReportError(f"{shown(results_dir)}: no such results directory")
+    run_state = read_run_state(results_dir)
+    raw_results = [load_json(path, results_dir) for path in sorted(results_dir.glob("*-result.json"))]
+    raw_results = [raw for raw in raw_results if text(raw.get("fullName")) != RUN_CHECK_FULL_NAME]
+    if not raw_results and (run_state is None or run_state.complete):  # an interrupted run may have none
+        raise ReportError(f"{shown(results_dir)}: no Allure results (*-result.json) in this directory")
     per_check: dict[str, list[Step]] = {}
     shared: list[SharedFixture] = []
     for path in sorted(results_dir.glob("*-container.json")):
-        container = load_json(path)
+        container = load_json(path, results_dir)
         children = [text(child) for child in sequence(container.get("children"))]
         phases = [*sequence(container.get("befores")), *sequence(container.get("afters"))]
         fixtures = [_step(results_dir, mapping(fixture)) for fixture in phases]
@@ -209,4 +218,5 @@ def load_results(results_dir: Path) -> RunResults:
         checks=checks,
         shared_fixtures=tuple(shared),
         environment=tuple(read_properties(results_dir / "environment.properties")),
+        run_state=run_state,
     )

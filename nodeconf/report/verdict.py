@@ -1,6 +1,7 @@
-"""The exit code of `nodeconf run`: 0 all checks passed, 1 a check failed, 2 usage or infrastructure error.
+"""The verdict of a run: PASS 0, FAIL 1, ERROR 2, NOTHING RAN 2, INTERRUPTED 2 (label, exit code, reason).
 
-Source: DESIGN.md `nodeconf run` contract; pytest's exit codes (pytest.ExitCode).
+Source: DESIGN.md `nodeconf run` contract; pytest's exit codes (pytest.ExitCode); issue 10 item 3 (a run that
+did not finish is INTERRUPTED, never PASS).
 """
 
 from dataclasses import dataclass
@@ -13,38 +14,53 @@ EXIT_PASSED = 0
 EXIT_CHECK_FAILED = 1
 EXIT_ERROR = 2
 
+PASS, FAIL, ERROR, NOTHING_RAN, INTERRUPTED = "PASS", "FAIL", "ERROR", "NOTHING RAN", "INTERRUPTED"
+
 
 @dataclass(frozen=True)
 class Verdict:
-    """The run's exit code and the one-line reason for it."""
+    """The run's banner word, its exit code and the one-line reason for it."""
 
+    label: str
     code: int
     reason: str
 
 
-def verdict(pytest_status: int, results: RunResults | None) -> Verdict:
-    """Map pytest's exit status and the checks' statuses to the run's exit code.
+def results_verdict(results: RunResults) -> Verdict:
+    """The verdict the results alone give (what `nodeconf report` and the HTML banner say).
 
-    A failed assertion anywhere is a product defect (1) even if other checks broke; otherwise any broken check,
-    an interrupted, unusable or empty run, or a run where every check was skipped is an error (2).
+    A run that did not finish is INTERRUPTED whatever ran; otherwise a failed assertion is a product defect (1)
+    even if other checks broke, a broken check an error (2), and a run where nothing passed NOTHING RAN (2).
     """
-    if pytest_status == pytest.ExitCode.NO_TESTS_COLLECTED:
-        return Verdict(EXIT_ERROR, "no check was collected")
-    if pytest_status == pytest.ExitCode.INTERRUPTED:
-        return Verdict(EXIT_ERROR, "the run was interrupted (collection error or Ctrl-C)")
-    if pytest_status == pytest.ExitCode.USAGE_ERROR:
-        return Verdict(EXIT_ERROR, "pytest rejected the command line")
-    if pytest_status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        return Verdict(EXIT_ERROR, f"pytest stopped with an internal error (exit status {pytest_status})")
-    if results is None or not results.checks:
-        return Verdict(EXIT_ERROR, "no check left a result")
+    if results.run_state is not None and not results.run_state.complete:
+        return Verdict(INTERRUPTED, EXIT_ERROR, f"the run did not finish: {results.run_state.reason}")
     failed, broken = results.count(Status.FAILED), results.count(Status.BROKEN)
     if failed:
-        return Verdict(EXIT_CHECK_FAILED, f"{failed} check(s) failed")
+        return Verdict(FAIL, EXIT_CHECK_FAILED, f"{failed} check(s) failed")
     if broken:
-        return Verdict(EXIT_ERROR, f"{broken} check(s) broken by an infrastructure error")
-    if pytest_status == pytest.ExitCode.TESTS_FAILED:
-        return Verdict(EXIT_ERROR, "pytest reported an error outside any check")
+        return Verdict(ERROR, EXIT_ERROR, f"{broken} check(s) broken by an infrastructure error")
+    if not results.checks:
+        return Verdict(NOTHING_RAN, EXIT_ERROR, "no check left a result")
     if not results.count(Status.PASSED):
-        return Verdict(EXIT_ERROR, f"no check ran: all {len(results.checks)} skipped")
-    return Verdict(EXIT_PASSED, "all checks that apply passed")
+        return Verdict(NOTHING_RAN, EXIT_ERROR, f"no check ran: all {len(results.checks)} skipped")
+    return Verdict(PASS, EXIT_PASSED, "all checks that apply passed")
+
+
+def verdict(pytest_status: int, results: RunResults | None) -> Verdict:
+    """Map pytest's exit status and the checks' statuses to the run's verdict."""
+    if pytest_status == pytest.ExitCode.NO_TESTS_COLLECTED:
+        return Verdict(NOTHING_RAN, EXIT_ERROR, "no check was collected")
+    if pytest_status == pytest.ExitCode.USAGE_ERROR:
+        return Verdict(ERROR, EXIT_ERROR, "pytest rejected the command line")
+    if results is not None and results.interrupted:
+        return results_verdict(results)
+    if pytest_status == pytest.ExitCode.INTERRUPTED:
+        return Verdict(INTERRUPTED, EXIT_ERROR, "the run was interrupted (collection error, Ctrl-C or a signal)")
+    if pytest_status not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        return Verdict(INTERRUPTED, EXIT_ERROR, f"pytest stopped before the run finished (exit status {pytest_status})")
+    if results is None:
+        return Verdict(NOTHING_RAN, EXIT_ERROR, "no check left a result")
+    outcome = results_verdict(results)
+    if outcome.label == PASS and pytest_status == pytest.ExitCode.TESTS_FAILED:
+        return Verdict(ERROR, EXIT_ERROR, "pytest reported an error outside any check")
+    return outcome

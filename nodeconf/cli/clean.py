@@ -1,0 +1,117 @@
+"""`nodeconf clean`: remove what earlier, killed runs left: VMs, image-build scratch directories, orphaned qemu
+processes, and with --node the enforcer's processes and cgroups on a node or nodeconf's objects on a cluster.
+
+Source: issue 10 item 4; infra/vm/state.py (VM records), the enforcer's own `cleanup` command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from infra.vm import paths
+from infra.vm.image import remove_leftover_builds
+from infra.vm.state import list_states, terminate_pid, terminate_qemu, untracked_qemus
+from nodeconf.errors import InputError
+from nodeconf.nodes.base import NodeError
+from nodeconf.nodes.enforced import AgentTransport
+from nodeconf.nodes.registry import NodeSpecError, enforcer_settings, parse_spec
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `nodeconf clean`."""
+    parser = subparsers.add_parser(
+        "clean", help="remove what killed runs left (VMs, build scratch, enforcer, kube objects)",
+        description="Remove what earlier, killed runs left behind: VMs whose run is gone (a VM from "
+        "`nodeconf node up` is kept), orphaned qemu processes of the cache, scratch directories of killed image "
+        "builds; with --node ssh://... or local also the enforcer's processes and cgroups on that node, with "
+        "--node kube[:CONTEXT] every namespace and pod labelled app.kubernetes.io/managed-by=nodeconf (run it when "
+        "no other nodeconf run uses that cluster). Exit 0 when clean, 2 when something could not be removed.")
+    parser.add_argument("--node", metavar="SPEC",
+                        help="also clean this node: ssh://user@host?key=..., local or kube[:CONTEXT]")
+    parser.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
+                        help="where the image and the VMs live (default: $XDG_CACHE_HOME/nodeconf)")
+    parser.add_argument("-n", "--dry-run", action="store_true", help="only list what would be removed")
+
+
+def _say(message: str) -> None:
+    print(f"nodeconf clean: {message}")
+
+
+def clean_vms(cache_dir: Path | None, dry_run: bool) -> int:
+    """Stop and remove leftover VMs and orphaned qemu processes; return how many were found."""
+    found = 0
+    for state in list_states(cache_dir):
+        reason = state.leftover_reason()
+        if not reason:
+            if state.persistent:
+                _say(f"kept VM {state.name} (from nodeconf node up; stop it with: nodeconf node down {state.name})")
+            continue
+        found += 1
+        _say(f"VM {state.name} (pid {state.pid}): {reason}" + ("" if dry_run else "; removed"))
+        if not dry_run:
+            terminate_pid(state.pid, Path(state.directory))
+            shutil.rmtree(state.directory, ignore_errors=True)
+    for pid in untracked_qemus(cache_dir):
+        found += 1
+        _say(f"orphaned qemu pid {pid} of {paths.vms_dir(cache_dir)}" + ("" if dry_run else "; killed"))
+        if not dry_run:
+            terminate_qemu(pid, cache_dir)
+    for name in remove_leftover_builds(cache_dir, dry_run):
+        found += 1
+        _say(f"image-build scratch {name}: its build is gone" + ("" if dry_run else "; removed"))
+    return found
+
+
+def clean_node(text: str, dry_run: bool) -> None:
+    """Clean one node: the enforcer's leftovers (ssh, local) or nodeconf's labelled kube objects (kube)."""
+    from nodeconf.nodes import leftovers
+
+    try:
+        spec = parse_spec(text)
+    except NodeSpecError as err:
+        raise InputError(str(err), field="--node") from None
+    if spec.scheme == "vm":
+        return  # VMs are cleaned above
+    if spec.scheme == "kube":
+        core, context = leftovers.kube_core(spec.target or None)
+        for name in leftovers.clean_kube(core, dry_run):
+            _say(f"kube {context}: {name}" + ("" if dry_run else "; deleted"))
+        return
+    if dry_run:
+        _say(f"{text}: would run the enforcer's cleanup (kills its agent, removes the cgroups it marked)")
+        return
+    settings = enforcer_settings(spec)
+    if spec.scheme == "local":
+        from nodeconf.nodes.local import LocalTransport
+
+        transport: AgentTransport = LocalTransport()
+    else:
+        key = spec.option("key")
+        if key is None:
+            raise InputError("an ssh node needs ?key=PATH (a private key file)", field="--node")
+        transport = leftovers.ssh_transport(spec.target, key, spec.option("host_key"), spec.option("known_hosts"))
+    try:
+        output = leftovers.clean_enforcer(transport, settings).strip()
+    finally:
+        transport.close()
+    _say(f"{spec.scheme} node: enforcer cleanup done" + (f": {output}" if output else ""))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Clean the VM cache, then the node if one is given; 0 when done, 2 on an error."""
+    found = clean_vms(args.cache_dir, args.dry_run)
+    if args.node:
+        try:
+            clean_node(args.node, args.dry_run)
+        except (NodeError, OSError) as err:
+            print(f"nodeconf clean: {args.node}: {err}", file=sys.stderr)
+            return 2
+        except Exception as err:  # the kube client's and paramiko's own errors: one line, exit 2
+            print(f"nodeconf clean: {args.node}: {type(err).__name__}: {err}", file=sys.stderr)
+            return 2
+    elif not found:
+        _say("nothing to clean")
+    return 0

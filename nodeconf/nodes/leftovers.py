@@ -1,0 +1,80 @@
+"""Remove what an earlier, killed run left on a node: the enforcer's processes and cgroups, or the labelled
+namespaces (with their pods) of the kube driver.
+
+Source: issue 10 item 4; the enforcer's own `cleanup` command (it only touches what it marked); the kube driver's
+`app.kubernetes.io/managed-by=nodeconf` label (nodeconf/nodes/kube_pods.py).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from nodeconf.nodes.base import NodeError
+from nodeconf.nodes.enforced import AgentTransport, EnforcerSettings, agent_bundle
+from nodeconf.nodes.kube_pods import MANAGED_BY
+from nodeconf.nodes.shield import signals_deferred
+
+SCRATCH_PREFIX = "/tmp/nodeconf-clean."
+PUSH = f'd=$(mktemp -d {SCRATCH_PREFIX}XXXXXXXX) && tar -x -f - -C "$d" --no-same-owner && echo "$d"'
+TIMEOUT_S = 120.0
+
+
+def _checked(transport: AgentTransport, argv: list[str], *, input: bytes | None = None) -> str:
+    result = transport.run(argv, input=input, timeout=TIMEOUT_S)
+    if result.rc != 0:
+        detail = (result.stderr or result.stdout).decode(errors="replace").strip().splitlines()
+        raise NodeError(f"`{shlex.join(argv)}` failed on the node (exit {result.rc}): {detail[-1] if detail else ''}")
+    return str(result.stdout.decode(errors="replace"))
+
+
+def clean_enforcer(transport: AgentTransport, settings: EnforcerSettings) -> str:
+    """Run the enforcer's `cleanup` from a fresh scratch copy (the run's own copy may be gone), then remove the
+    scratch copy; return what the cleanup printed."""
+    scratch = _checked(transport, ["sh", "-c", PUSH], input=agent_bundle()).strip()
+    if not scratch.startswith(SCRATCH_PREFIX) or "/" in scratch[len(SCRATCH_PREFIX):]:
+        raise NodeError(f"unexpected scratch directory {scratch!r} on the node")
+    try:
+        with signals_deferred("the enforcer's cleanup on the node is done"):
+            return _checked(transport, ["env", f"PYTHONPATH={scratch}", settings.python, "-m", "nodeconf.enforcer",
+                                        "cleanup", "--root", settings.cgroup_root, "--state-dir", settings.state_dir])
+    finally:
+        _checked(transport, ["rm", "-rf", "--", scratch])
+
+
+def _selector() -> str:
+    return f"{MANAGED_BY[0]}={MANAGED_BY[1]}"
+
+
+def clean_kube(core: Any, dry_run: bool = False) -> list[str]:
+    """Delete every namespace and pod carrying nodeconf's managed-by label; return `namespace` / `ns/pod` names."""
+    namespaces = [item.metadata.name for item in core.list_namespace(label_selector=_selector()).items]
+    pods = [(item.metadata.namespace, item.metadata.name)
+            for item in core.list_pod_for_all_namespaces(label_selector=_selector()).items
+            if item.metadata.namespace not in namespaces]
+    if not dry_run:
+        with signals_deferred("the labelled kube objects are deleted"):
+            for namespace, name in pods:
+                core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+            for namespace in namespaces:
+                core.delete_namespace(namespace)
+    return [*namespaces, *(f"{namespace}/{name}" for namespace, name in pods)]
+
+
+def kube_core(context: str | None) -> tuple[Any, str]:
+    """A CoreV1Api for the kubeconfig context (the current one when None) and the context's name."""
+    from kubernetes import client
+
+    from nodeconf.nodes.kube_api import load_kube_context
+
+    api_client, chosen = load_kube_context(context)
+    return client.CoreV1Api(api_client), chosen
+
+
+def ssh_transport(target: str, key: str, host_key: str | None, known_hosts: str | None) -> AgentTransport:
+    """A logged-in SSH transport as the ssh driver opens it."""
+    from nodeconf.nodes.ssh import SshTransport
+
+    return SshTransport.from_spec(f"ssh://{target}", Path(key), host_key=host_key,
+                                  known_hosts=Path(known_hosts) if known_hosts else None)
