@@ -106,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
     if args.node:
         try:
             clean_node(args.node, args.dry_run)
+        except InputError:
+            raise
         except (NodeError, OSError) as err:
             print(f"nodeconf clean: {args.node}: {err}", file=sys.stderr)
             return 2

@@ -49,3 +49,32 @@ def test_missing_results_are_an_error() -> None:
 
 def test_reason_names_the_failed_count() -> None:
     assert verdict(TESTS_FAILED, _results(F, F, P)).reason == "2 check(s) failed"
+
+
+def _interrupted(*statuses: Status) -> RunResults:
+    from dataclasses import replace
+
+    from nodeconf.report.results import RunState
+
+    return replace(_results(*statuses), run_state=RunState(False, "stopped by SIGTERM"))
+
+
+@pytest.mark.parametrize("pytest_status", [OK, TESTS_FAILED, INTERRUPTED, INTERNAL])
+def test_a_run_that_did_not_finish_is_interrupted_never_pass(pytest_status: int) -> None:
+    outcome = verdict(pytest_status, _interrupted(P, P, F))
+    assert (outcome.label, outcome.code) == ("INTERRUPTED", 2)
+    assert "SIGTERM" in outcome.reason
+
+
+def test_pytest_interrupted_without_a_marker_is_interrupted() -> None:
+    assert verdict(INTERRUPTED, _results(P, P)).label == "INTERRUPTED"
+
+
+@pytest.mark.parametrize(
+    ("statuses", "label"),
+    [((P, S), "PASS"), ((P, F, B), "FAIL"), ((P, B), "ERROR"), ((S, S), "NOTHING RAN"), ((), "NOTHING RAN")],
+)
+def test_results_verdict_labels(statuses: tuple[Status, ...], label: str) -> None:
+    from nodeconf.report.verdict import results_verdict
+
+    assert results_verdict(_results(*statuses)).label == label
