@@ -19,7 +19,7 @@ from nodeconf.nodes.registry import NodeSpecError, parse_spec
 from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
 from nodeconf.report.results import ReportError
 from nodeconf.report.summary import summary_lines
-from nodeconf.report.verdict import EXIT_ERROR, Verdict, verdict
+from nodeconf.report.verdict import EXIT_ERROR, INTERRUPTED, Verdict, verdict
 
 SUITES_DIR = Path("suites")
 JUNIT_FILE = "junit.xml"
@@ -123,7 +123,11 @@ def run(args: argparse.Namespace) -> int:
         if status in RAN_CHECKS:  # otherwise pytest's own status explains why there are no results
             print(f"nodeconf: {error}", file=sys.stderr)
         return _finish(verdict(status, None), started)
-    written = write_reports(results, reports / HTML_DIR)
+    try:
+        written = write_reports(results, reports / HTML_DIR)
+    except ReportError as error:
+        print(f"nodeconf: {error}", file=sys.stderr)
+        return _finish(verdict(status, results), started, EXIT_ERROR)
     junit = [("junit", reports / JUNIT_FILE)] if (reports / JUNIT_FILE).is_file() else []
     for line in summary_lines(results, [*junit, *report_paths(written)]):
         print(line)
@@ -132,8 +136,11 @@ def run(args: argparse.Namespace) -> int:
     return _finish(verdict(status, results), started)
 
 
-def _finish(outcome: Verdict, started: float) -> int:
-    stream = sys.stdout if outcome.code != EXIT_ERROR else sys.stderr
+def _finish(outcome: Verdict, started: float, code: int | None = None) -> int:
+    """Print the verdict line and return its exit code (`code` when the reports themselves failed)."""
+    code = max(outcome.code, code) if code is not None else outcome.code
+    stream = sys.stdout if code != EXIT_ERROR else sys.stderr
     wall = time.monotonic() - started
-    print(f"nodeconf: exit {outcome.code}: {outcome.reason} (wall time {wall:.1f} s)", file=stream)
-    return outcome.code
+    interrupted = f"{INTERRUPTED}: " if outcome.label == INTERRUPTED else ""
+    print(f"nodeconf: exit {code}: {interrupted}{outcome.reason} (wall time {wall:.1f} s)", file=stream)
+    return code

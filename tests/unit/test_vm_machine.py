@@ -119,3 +119,25 @@ def test_a_qemu_that_dies_twice_is_an_error(tmp_path: Path, monkeypatch: pytest.
         machine.start()
     assert len(starts) == 2
     assert machine.pid is None
+
+
+def test_a_vm_whose_qemu_exits_mid_run_is_reported_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session plugin stops the run as INTERRUPTED when a booted VM's qemu is gone (issue 10 item 3)."""
+    from infra.vm.machine import lost_machines
+
+    _qemu_standins(monkeypatch, crashes=1)
+    machine = VirtualMachine(IMAGE, name="lost", cache_dir=tmp_path, accel=TCG, swap_mib=0)
+    try:
+        machine.start()
+        assert "lost" not in lost_machines(), "a failed boot attempt is not a lost VM"
+        state = VmState.read(machine.directory)
+        assert state.owner_pid > 0 and not state.persistent and not state.leftover_reason()
+        assert machine.pid is not None
+        subprocess.run(["kill", "-9", str(machine.pid)], check=True)
+        deadline = time.monotonic() + 10
+        while "lost" not in lost_machines() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "lost" in lost_machines()
+    finally:
+        machine.stop()
+    assert "lost" not in lost_machines()
