@@ -270,5 +270,5 @@ def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) ->
     assert argv[1:] == [
         "-m", "pytest", "--node=ssh://root@host:2222", "--junitxml=reports/junit.xml",
         "-o", "junit_suite_name=nodeconf", "--alluredir=reports/allure-results", "--clean-alluredir",
-        "-p", "fixtures.evidence", "suites/swap", "-x",
+        "-p", "fixtures.evidence", "-p", "fixtures.session", "suites/swap", "-x",
     ]
