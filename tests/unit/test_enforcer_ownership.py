@@ -106,7 +106,7 @@ def test_the_agent_refuses_a_foreign_node_before_writing(tmp_path: Path) -> None
     root = tmp_path / "cgroup"
     foreign_tree(root)
     before = snapshot(tmp_path)
-    with pytest.raises(ForeignCgroup, match="kubepods.slice was not created by nodeconf"):
+    with pytest.raises(ForeignCgroup, match=r"kubepods\.slice was not created by nodeconf"):
         make_agent(tmp_path)
     after = snapshot(tmp_path)
     assert {k: v for k, v in after.items() if k != "state"} == before
