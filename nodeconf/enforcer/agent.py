@@ -25,7 +25,7 @@ from nodeconf.enforcer.lifecycle import (
 )
 from nodeconf.enforcer.metrics import render
 from nodeconf.enforcer.oracle import ContainerUsage, ExpectFn, ResizeFn
-from nodeconf.enforcer.ownership import foreign_message, kill_recorded, process_start
+from nodeconf.enforcer.ownership import ForeignCgroup, foreign_message, is_marked, kill_recorded, process_start
 from nodeconf.enforcer.patch import patched_pod
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord, PodRecord
 from nodeconf.errors import InputError
@@ -162,7 +162,10 @@ class Agent:
     # --- writing the tree -----------------------------------------------------------------------------
 
     def _write(self, cgroup: CgroupExpectation) -> list[str]:
-        self.tree.ensure(cgroup.path)
+        try:
+            self.tree.ensure(cgroup.path)
+        except ForeignCgroup as err:
+            return [str(err)]
         problems = []
         for file, expected in cgroup.files.items():
             if self.written.get((cgroup.path, file)) == expected.value:
@@ -266,11 +269,15 @@ class Agent:
             return {"admitted": True, "errors": [], "status": record.to_dict()}
 
     def _shared_cgroup(self, pod: Pod, cgroup: str) -> list[str]:
-        """The refusal of a pod whose uid (hence cgroup) another pod holds: deleting one would kill the other."""
+        """The refusal of a pod whose uid (hence cgroup) another pod holds, or whose cgroup exists without
+        nodeconf's mark: deleting one would kill the other's processes."""
         for other in self.pods.values():
             if other.pod.uid == pod.uid or other.cgroup == cgroup:
                 return [f"pod {pod.ref}: uid {pod.uid} is already used by pod {other.ref} (cgroup {other.cgroup}); "
                         "two pods must not share one uid"]
+        directory = self.tree.dir(cgroup)
+        if directory.exists() and not is_marked(directory, self.tree.kernel):
+            return [f"pod {pod.ref}: {foreign_message(directory)}"]
         return []
 
     def _record(self, ref: str) -> PodRecord:

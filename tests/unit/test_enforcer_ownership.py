@@ -181,3 +181,21 @@ def test_cleanup_kills_the_recorded_processes(tmp_path: Path, sleeper: subproces
     (tmp_path / "cgroup").mkdir()
     assert run_enforcer("cleanup", "--root", str(tmp_path / "cgroup"), "--state-dir", str(state)).returncode == 0
     assert sleeper.wait(timeout=5) == -signal.SIGKILL
+
+
+def test_a_pod_whose_cgroup_exists_unmarked_is_refused(tmp_path: Path) -> None:
+    """A kubelet's pod cgroup at the path of the pod's uid: refused at admission, nothing written into it."""
+    agent = make_agent(tmp_path)
+    try:
+        doc = res_demo()
+        doc["metadata"]["uid"] = "61fc9751-ad7b-4318-9db3-078bbf2e5eb5"
+        pod_cgroup = agent.tree.dir(POD.replace("podx", "pod61fc9751_ad7b_4318_9db3_078bbf2e5eb5"))
+        scope = foreign_tree(pod_cgroup.parent, f"{pod_cgroup.name}/cri-containerd-foreign.scope")
+        before = snapshot(pod_cgroup)
+        result = agent.run_pod(doc)
+        assert not result["admitted"]
+        assert result["errors"] == [f"pod default/res-demo: {foreign_message(pod_cgroup)}"]
+        assert snapshot(pod_cgroup) == before and not agent.pods
+    finally:
+        agent.shutdown()
+    assert (scope / "cgroup.procs").read_text() == "4242\n"
