@@ -23,8 +23,12 @@ pytestmark = pytest.mark.vm
 CGROUP = "/sys/fs/cgroup"
 FOREIGN_POD = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podX.slice"
 # Start `sleep` inside a cgroup (its path is $1) detached from the SSH session; print its pid once it is inside.
-START_IN_CGROUP = 'mkdir -p "$1" && setsid sh -c \'echo $$ > "$1/cgroup.procs" && exec sleep 3600\' sh "$1" ' \
-                  '</dev/null >/dev/null 2>&1 & sleep 0.5; cat "$1/cgroup.procs"'
+START_IN_CGROUP = r"""
+mkdir -p "$1" || exit 1
+setsid sh -c 'echo $$ > "$1/cgroup.procs" && exec sleep 3600' sh "$1" </dev/null >/dev/null 2>&1 &
+for _ in $(seq 100); do [ -s "$1/cgroup.procs" ] && break; sleep 0.1; done
+cat "$1/cgroup.procs"
+"""
 XATTRS = "import os, sys; print(' '.join(os.listxattr(sys.argv[1])))"
 
 
@@ -45,18 +49,23 @@ def alive_in(ssh: SshTransport, pid: int, cgroup: str) -> bool:
 
 
 def remove_foreign(ssh: SshTransport, pid: int, cgroups: list[str]) -> None:
-    """The test's own cleanup of what it made (deepest cgroup first)."""
-    ssh.run(["kill", "-9", str(pid)])
-    script = "sleep 0.5; for d; do rmdir \"$d\" 2>/dev/null; done; true"
-    ssh.run(["sh", "-c", script, "rm", *(f"{CGROUP}/{c}" for c in cgroups)])
+    """The test's own cleanup of what it made: kill its process, wait until its cgroup is empty, remove the
+    cgroups (deepest first)."""
+    script = r"""
+kill -9 "$1"; shift
+for _ in $(seq 100); do [ -s "$1/cgroup.procs" ] || break; sleep 0.1; done
+for d; do rmdir "$d"; done
+"""
+    ssh.check_output(["sh", "-c", script, "rm", str(pid), *(f"{CGROUP}/{c}" for c in cgroups)])
 
 
-def test_a_node_running_a_kubelet_is_refused_and_its_pod_survives(ssh: SshTransport) -> None:
+def test_a_node_running_a_kubelet_is_refused_and_its_pod_survives(reference_vm: VirtualMachine,
+                                                                   ssh: SshTransport) -> None:
     scope = f"{FOREIGN_POD}/cri-containerd-foreign.scope"
     pid = start_foreign(ssh, scope)
     parents = [scope, FOREIGN_POD, "kubepods.slice/kubepods-burstable.slice", "kubepods.slice"]
     try:
-        node = EnforcedNode(ssh, EnforcerSettings())
+        node = EnforcedNode(reference_vm.ssh(), EnforcerSettings())
         with pytest.raises(NodeError) as refused:
             node.start()
         assert str(refused.value) == foreign_message(Path(CGROUP) / "kubepods.slice")
