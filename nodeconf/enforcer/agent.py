@@ -105,8 +105,7 @@ class Agent:
             self.tree.refuse_foreign()
             path = self.state_dir / STATE_FILE
             previous = json.loads(path.read_text()) if path.exists() else None
-            if not self.tree.kernel:
-                kill_recorded(previous)
+            kill_recorded(previous)
             for top in self.tree.owned_roots():
                 self.log.info("removing cgroup %s left by a previous run", top)
             self._clear_tree()
