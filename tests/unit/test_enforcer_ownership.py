@@ -5,6 +5,7 @@ Every tree here is a canary under a temporary directory."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -19,9 +20,12 @@ from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.ownership import (
     FOREIGN_TREE,
     MARKER_FILE,
+    OWNER_XATTR,
     ForeignCgroup,
     foreign_message,
+    is_marked,
     kill_recorded,
+    mark,
     process_start,
 )
 
@@ -199,3 +203,19 @@ def test_a_pod_whose_cgroup_exists_unmarked_is_refused(tmp_path: Path) -> None:
     finally:
         agent.shutdown()
     assert (scope / "cgroup.procs").read_text() == "4242\n"
+
+
+def test_the_kernel_mark_is_a_trusted_xattr(tmp_path: Path) -> None:
+    """The cgroup2 mark on a canary directory (file systems that store trusted.* attributes for root)."""
+    directory = tmp_path / "kubepods.slice"
+    directory.mkdir()
+    assert not is_marked(directory, kernel=True)
+    try:
+        mark(directory, "nodeconf agent /run/x", kernel=True)
+    except OSError as err:
+        pytest.skip(f"{tmp_path} does not store trusted.* attributes here: {err}")
+    assert os.getxattr(directory, OWNER_XATTR) == b"nodeconf agent /run/x"
+    assert is_marked(directory, kernel=True) and not is_marked(directory, kernel=False)
+    link = tmp_path / "kubepods"
+    link.symlink_to(directory)
+    assert not is_marked(link, kernel=True)
