@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -12,11 +13,12 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from nodeconf.enforcer.agent import LOG_FILE, Agent
+from nodeconf.enforcer.agent import LOG_FILE, STATE_FILE, Agent
 from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree
 from nodeconf.enforcer.facts import detect, node_memory_used
 from nodeconf.enforcer.lifecycle import Backoff, Faults
+from nodeconf.enforcer.ownership import FOREIGN_TREE, foreign_message, kill_recorded
 from nodeconf.enforcer.server import ALREADY_RUNNING, AgentServer, agent_answers
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
@@ -55,7 +57,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
 
     with contextlib.suppress(OSError):
         Path("/proc/self/oom_score_adj").write_text(str(KUBELET_OOM_SCORE_ADJ))
-    tree = CgroupTree(args.root, OWNED)
+    tree = CgroupTree(args.root, OWNED, owner=_owner(args.state_dir))
     agent = Agent(tree, args.state_dir, detect(args.root, args.cpu_weight_formula), expect, decide_resize,
                   node_memory_used=node_memory_used, faults=Faults.parse(args.fault),
                   backoff=Backoff(initial=args.backoff), log=log)
@@ -104,6 +106,24 @@ def _kill_agent(pid_file: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def _owner(state_dir: Path) -> str:
+    """The mark the agent puts on its cgroups: whose they are (the agent of this state directory)."""
+    return f"nodeconf agent {state_dir.resolve()}"
+
+
+def _cleanup(args: argparse.Namespace) -> int:
+    """Kill the agent and the processes its state file records, remove its marked cgroups; a cgroup nodeconf did
+    not create is left alone and named on stderr."""
+    if args.state_dir is not None:
+        _kill_agent(args.state_dir / PID_FILE)
+        with contextlib.suppress(OSError, ValueError):
+            kill_recorded(json.loads((args.state_dir / STATE_FILE).read_text()))
+    tree = CgroupTree(args.root, OWNED)
+    for left in [*tree.foreign_roots(), *tree.clear()]:
+        print(f"nodeconf agent: left {left} in place: not created by nodeconf", file=sys.stderr)
+    return 0
+
+
 def _daemonize(args: argparse.Namespace) -> int:
     """Double-fork; the first parent waits for the daemon's `ready` (or its failure) and reports it."""
     read_end, write_end = os.pipe()
@@ -140,13 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "bridge":
         return relay(args.socket)
     if args.command == "cleanup":
-        if args.state_dir is not None:
-            _kill_agent(args.state_dir / PID_FILE)
-        tree = CgroupTree(args.root, OWNED)
-        for top in tree.owned_roots():
-            tree.kill(top)
-            tree.remove(top)
-        return 0
+        return _cleanup(args)
     try:
         Faults.parse(args.fault)
     except ValueError as err:
@@ -155,6 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if agent_answers(args.socket):
         print(f"nodeconf agent: another agent is running at {args.socket}", file=sys.stderr)
         return ALREADY_RUNNING
+    foreign = CgroupTree(args.root, OWNED).foreign_roots()
+    if foreign:
+        print(foreign_message(foreign[0]), file=sys.stderr)
+        return FOREIGN_TREE
     return _daemonize(args) if args.daemon else _serve(args, None)
 
 

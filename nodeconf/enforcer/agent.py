@@ -6,7 +6,6 @@ import contextlib
 import dataclasses
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +25,7 @@ from nodeconf.enforcer.lifecycle import (
 )
 from nodeconf.enforcer.metrics import render
 from nodeconf.enforcer.oracle import ContainerUsage, ExpectFn, ResizeFn
+from nodeconf.enforcer.ownership import ForeignCgroup, foreign_message, is_marked, kill_recorded, process_start
 from nodeconf.enforcer.patch import patched_pod
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord, PodRecord
 from nodeconf.errors import InputError
@@ -99,15 +99,16 @@ class Agent:
         tmp.replace(self.state_dir / STATE_FILE)
 
     def recover(self) -> None:
-        """Kill what a crashed agent left, remove its cgroups, then restore and restart its pods."""
+        """Refuse a node with a kubepods cgroup nodeconf did not create (ForeignCgroup, before any write); kill
+        what a crashed agent left, remove its marked cgroups, then restore and restart its pods."""
         with self.lock:
+            self.tree.refuse_foreign()
             path = self.state_dir / STATE_FILE
             previous = json.loads(path.read_text()) if path.exists() else None
-            self._kill_recorded(previous)
+            kill_recorded(previous)
             for top in self.tree.owned_roots():
                 self.log.info("removing cgroup %s left by a previous run", top)
-                self.tree.kill(top)
-                self.tree.remove(top)
+            self._clear_tree()
             if previous is not None:
                 self._restore(previous)
             self._apply_logged()
@@ -135,17 +136,6 @@ class Agent:
             self.pods[record.ref] = record
         self.log.info("restored %d pods from the state file", len(self.pods))
 
-    def _kill_recorded(self, previous: Mapping[str, Any] | None) -> None:
-        """Without a kernel cgroup tree (a stand-in directory), kill the recorded pids whose start time matches."""
-        if previous is None or self.tree.kernel:
-            return
-        for pod in previous["pods"]:
-            for c in pod["containers"]:
-                pid, started = c.get("pid"), c.get("pidStart")
-                if pid and started and _process_start(pid) == started:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(pid, 9)
-
     # --- oracle ---------------------------------------------------------------------------------------
 
     def profile(self) -> Profile:
@@ -171,7 +161,10 @@ class Agent:
     # --- writing the tree -----------------------------------------------------------------------------
 
     def _write(self, cgroup: CgroupExpectation) -> list[str]:
-        self.tree.ensure(cgroup.path)
+        try:
+            self.tree.ensure(cgroup.path)
+        except ForeignCgroup as err:
+            return [str(err)]
         problems = []
         for file, expected in cgroup.files.items():
             if self.written.get((cgroup.path, file)) == expected.value:
@@ -255,9 +248,11 @@ class Agent:
                 raise AgentError(f"pod {pod.ref} already exists")
             expectation = self._expect([pod])
             pe = expectation.pod(pod.name, pod.namespace)
-            if not pe.admitted or pe.cgroup is None:
-                self.log.info("pod %s rejected: %s", pod.ref, "; ".join(pe.errors))
-                return {"admitted": False, "errors": list(pe.errors), "status": None}
+            shared = self._shared_cgroup(pod, pe.cgroup.path) if pe.admitted and pe.cgroup is not None else []
+            if not pe.admitted or pe.cgroup is None or shared:
+                errors = [*pe.errors, *shared]
+                self.log.info("pod %s rejected: %s", pod.ref, "; ".join(errors))
+                return {"admitted": False, "errors": errors, "status": None}
             containers = [_container_record(c, pe.pod) for c in pe.containers]
             if pe.pause is not None:
                 containers.insert(0, _container_record(pe.pause, None))
@@ -271,6 +266,18 @@ class Agent:
             self.save()
             self.log.info("pod %s admitted (%s)", pod.ref, record.qos_class)
             return {"admitted": True, "errors": [], "status": record.to_dict()}
+
+    def _shared_cgroup(self, pod: Pod, cgroup: str) -> list[str]:
+        """The refusal of a pod whose uid (hence cgroup) another pod holds, or whose cgroup exists without
+        nodeconf's mark: deleting one would kill the other's processes."""
+        for other in self.pods.values():
+            if other.pod.uid == pod.uid or other.cgroup == cgroup:
+                return [f"pod {pod.ref}: uid {pod.uid} is already used by pod {other.ref} (cgroup {other.cgroup}); "
+                        "two pods must not share one uid"]
+        directory = self.tree.dir(cgroup)
+        if directory.exists() and not is_marked(directory, self.tree.kernel):
+            return [f"pod {pod.ref}: {foreign_message(directory)}"]
+        return []
 
     def _record(self, ref: str) -> PodRecord:
         record = self.pods.get(ref)
@@ -286,7 +293,7 @@ class Agent:
         """The record for the state file: with each process's start time, to tell a reused pid apart later."""
         out = record.to_dict()
         for c in out["containers"]:
-            c["pidStart"] = _process_start(c["pid"]) if c["pid"] else None
+            c["pidStart"] = process_start(c["pid"]) if c["pid"] else None
         return out
 
     def pods_status(self) -> dict[str, Any]:
@@ -424,7 +431,7 @@ class Agent:
             return ""
 
     def _container_log(self, record: PodRecord, name: str) -> Path:
-        return self.state_dir / "logs" / f"{record.pod.namespace}_{record.pod.name}_{name}.log"
+        return self.state_dir / "logs" / names.log_file(record.pod.namespace, record.pod.name, name)
 
     def shutdown(self) -> dict[str, Any]:
         """Kill every process, remove every cgroup of ours and the state file."""
@@ -439,10 +446,13 @@ class Agent:
 
     def _remove_tree(self) -> None:
         """Kill whatever runs in our cgroups and remove them all."""
-        for top in self.tree.owned_roots():
-            self.tree.kill(top)
-            self.tree.remove(top)
+        self._clear_tree()
         self.written.clear()
+
+    def _clear_tree(self) -> None:
+        """Kill and remove every marked cgroup; a cgroup of someone else inside ours stays (logged)."""
+        for left in self.tree.clear():
+            self.log.warning("left %s in place: %s", left, foreign_message(left))
 
     def reset(self) -> dict[str, Any]:
         """Delete every pod and namespace object and go back to the default configuration."""
@@ -609,12 +619,3 @@ def _check_names(pod: Pod) -> None:
 
 def _int(text: str | None) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
-
-
-def _process_start(pid: int) -> int | None:
-    """The process's start time in clock ticks (/proc/PID/stat field 22), to tell a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])

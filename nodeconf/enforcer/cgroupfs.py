@@ -1,4 +1,5 @@
-"""The agent's own cgroup v2 subtree: create top-down with controllers, write, read, kill, remove."""
+"""The agent's own cgroup v2 subtree: create top-down with controllers (each marked as nodeconf's), write, read,
+kill and remove only what carries the mark."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nodeconf.enforcer import names
+from nodeconf.enforcer.ownership import ForeignCgroup, foreign_message, holds_foreign, is_marked, mark, walk
 
 # The agent's own top-level cgroups: kubepods of the systemd and the cgroupfs drivers (kubelet cm/cgroup_manager).
 OWNED = ("kubepods.slice", "kubepods")
@@ -36,26 +38,48 @@ def is_cgroup2(path: Path) -> bool:
 
 
 class CgroupTree:
-    """Cgroups below `root` whose first component is one of `owned`; a plain directory works as a stand-in."""
+    """Cgroups below `root` whose first component is one of `owned`; a plain directory works as a stand-in.
+    Every directory it creates carries `owner` as nodeconf's mark; only marked ones are killed or removed."""
 
-    def __init__(self, root: Path, owned: tuple[str, ...] = OWNED) -> None:
+    def __init__(self, root: Path, owned: tuple[str, ...] = OWNED, owner: str = "nodeconf") -> None:
         self.root = root
         self.owned = owned
+        self.owner = owner
         self.kernel = is_cgroup2(root)
 
     def dir(self, path: str) -> Path:
         return self.root / names.cgroup_path(path, self.owned)
 
     def ensure(self, path: str) -> None:
-        """Create the cgroup and its missing parents, enabling controllers in each parent on the way down."""
+        """Create the cgroup and its missing parents, enabling controllers in each parent on the way down and
+        marking each new one; ForeignCgroup (nothing written) when one on the way exists without the mark."""
         parts = names.cgroup_path(path, self.owned).split("/")
         parent = self.root
         for part in parts:
-            self._enable_controllers(parent)
             child = parent / part
-            with contextlib.suppress(FileExistsError):
+            self._refuse_foreign(child)
+            self._enable_controllers(parent)
+            try:
                 child.mkdir()
+            except FileExistsError:
+                self._refuse_foreign(child)
+            else:
+                self._mark_new(child)
             parent = child
+
+    def _refuse_foreign(self, directory: Path) -> None:
+        if (directory.exists() or directory.is_symlink()) and not is_marked(directory, self.kernel):
+            raise ForeignCgroup(foreign_message(directory))
+
+    def _mark_new(self, directory: Path) -> None:
+        """Mark a cgroup just created; one that cannot be marked is removed again (it could not be told apart)."""
+        try:
+            mark(directory, self.owner, self.kernel)
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+            raise OSError(err.errno, f"cannot mark {directory} as nodeconf's ({err.strerror}); nodeconf does not "
+                                     "create cgroups it could not recognise later") from None
 
     def _enable_controllers(self, parent: Path) -> None:
         control = parent / "cgroup.subtree_control"
@@ -105,19 +129,16 @@ class CgroupTree:
         return out
 
     def pids(self, path: str) -> list[int]:
-        """Pids in the cgroup and all of its descendants."""
+        """Pids in the cgroup and its marked descendants (not in a cgroup of someone else below it)."""
         found: list[int] = []
-        top = self.dir(path)
-        if not top.is_dir():
-            return found
-        for directory, _subdirs, _files in os.walk(top):
+        for directory in walk(self.dir(path), self.kernel)[0]:
             with contextlib.suppress(OSError):
-                text = (Path(directory) / "cgroup.procs").read_text()
-                found += [int(p) for p in text.split() if p.isdigit()]
+                found += [int(p) for p in (directory / "cgroup.procs").read_text().split() if p.isdigit()]
         return found
 
     def kill(self, path: str, timeout: float = 5.0) -> None:
-        """SIGKILL every process of the cgroup's subtree and wait until it is empty."""
+        """SIGKILL every process of the cgroup's marked subtree and wait until it is empty; a cgroup of someone
+        else below it keeps its processes (cgroup.kill only where the whole subtree is ours)."""
         if not self.exists(path):
             return
         deadline = time.monotonic() + timeout
@@ -125,9 +146,12 @@ class CgroupTree:
             pids = self.pids(path)
             if not self.kernel or not pids:
                 return
-            kill_file = self.dir(path) / "cgroup.kill"
-            if kill_file.exists():
-                kill_file.write_text("1")
+            owned, foreign = walk(self.dir(path), self.kernel)
+            whole = [d for d in owned if not holds_foreign(d, foreign)]
+            for directory in (d for d in whole if d.parent not in whole):
+                kill_file = directory / "cgroup.kill"
+                if kill_file.exists():
+                    kill_file.write_text("1")
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
@@ -135,16 +159,27 @@ class CgroupTree:
                 raise OSError(errno.EBUSY, f"processes {pids} of cgroup {path} do not die")
             time.sleep(0.02)
 
-    def remove(self, path: str) -> None:
-        """Remove the cgroup and its descendants, deepest first (kill its processes first)."""
-        top = self.dir(path)
-        if not top.is_dir():
-            return
-        for directory, _subdirs, files in sorted(os.walk(top), key=lambda w: -len(Path(w[0]).parts)):
+    def remove(self, path: str) -> list[Path]:
+        """Remove the cgroup and its marked descendants, deepest first (kill its processes first); a cgroup of
+        someone else below it stays, with its marked ancestors. Returns those foreign cgroups."""
+        owned, foreign = walk(self.dir(path), self.kernel)
+        for directory in reversed(owned):
+            if holds_foreign(directory, foreign):
+                continue
             if not self.kernel:
-                for name in files:
-                    (Path(directory) / name).unlink()
-            self._rmdir(Path(directory))
+                for entry in os.scandir(directory):
+                    if not entry.is_dir(follow_symlinks=False):
+                        os.unlink(entry.path)
+            self._rmdir(directory)
+        return foreign
+
+    def clear(self) -> list[Path]:
+        """Kill and remove every marked top-level cgroup; the foreign cgroups left in place (see remove)."""
+        left: list[Path] = []
+        for top in self.owned_roots():
+            self.kill(top)
+            left += self.remove(top)
+        return left
 
     def _rmdir(self, directory: Path, timeout: float = 5.0) -> None:
         deadline = time.monotonic() + timeout
@@ -161,8 +196,18 @@ class CgroupTree:
                 time.sleep(0.02)
 
     def owned_roots(self) -> list[str]:
-        """The owned top-level cgroups that exist now."""
-        return [name for name in self.owned if (self.root / name).is_dir()]
+        """The top-level cgroups that exist now and carry nodeconf's mark."""
+        return [name for name in self.owned if is_marked(self.root / name, self.kernel)]
+
+    def foreign_roots(self) -> list[Path]:
+        """The top-level cgroups in the agent's place that exist now without nodeconf's mark."""
+        tops = [self.root / name for name in self.owned]
+        return [top for top in tops if (top.exists() or top.is_symlink()) and not is_marked(top, self.kernel)]
+
+    def refuse_foreign(self) -> None:
+        """ForeignCgroup naming the first top-level cgroup nodeconf did not create (checked before any write)."""
+        for top in self.foreign_roots():
+            raise ForeignCgroup(foreign_message(top))
 
 
 def _read_at(directory: int, name: str) -> str | None:

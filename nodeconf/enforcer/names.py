@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 # DNS-1123 label (pod names may be subdomains; k8s.io/apimachinery/pkg/util/validation IsDNS1123Subdomain).
@@ -10,6 +11,10 @@ _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _UID = re.compile(r"[0-9a-fA-F-]{1,64}")
 _CGROUP_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:-]{0,254}")
 _CGROUP_FILE = re.compile(r"[a-z]+(\.[a-z0-9_]+)+")
+# Longest file name component on Linux file systems (NAME_MAX, include/uapi/linux/limits.h).
+NAME_MAX = 255
+# Hex digits of the sha256 that stand for a name cut short.
+_DIGEST = 32
 
 
 class UnsafeName(ValueError):
@@ -50,3 +55,13 @@ def cgroup_file(text: str) -> str:
     if not _CGROUP_FILE.fullmatch(text):
         raise UnsafeName(f"invalid cgroup file name {text!r}")
     return text
+
+
+def log_file(namespace: str, pod: str, container: str) -> str:
+    """A container's log file name `NAMESPACE_POD_CONTAINER.log` (unambiguous: `_` is in no DNS-1123 name); past
+    NAME_MAX bytes (pod names reach 253) its start, `-` and a hash of the whole name."""
+    name = f"{namespace}_{pod}_{container}.log"
+    if len(name.encode()) <= NAME_MAX:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
+    return f"{name[:NAME_MAX - _DIGEST - len('-.log')]}-{digest}.log"

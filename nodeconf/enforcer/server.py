@@ -16,6 +16,7 @@ from typing import Any
 from nodeconf.enforcer.agent import Agent, AgentError
 from nodeconf.enforcer.facts import facts_to_dict
 from nodeconf.enforcer.names import UnsafeName
+from nodeconf.enforcer.ownership import ForeignCgroup
 
 Handler = Callable[[Agent, dict[str, Any]], Any]
 # Exit status of `serve` when another agent already answers on the socket (the driver must not clean up then).
@@ -87,7 +88,7 @@ def answer(agent: Agent, line: bytes, operations: dict[str, Handler] = OPERATION
     try:
         result = handler(agent, request)
         return {"id": ident, "ok": True, "result": result, "agentMs": 1000 * (time.perf_counter() - started)}
-    except (AgentError, UnsafeName) as err:
+    except (AgentError, UnsafeName, ForeignCgroup) as err:
         return {"id": ident, "ok": False, "error": str(err)}
     except Exception as err:
         agent.log.error("op %s failed:\n%s", request.get("op"), traceback.format_exc())

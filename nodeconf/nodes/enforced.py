@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import io
-import itertools
-import json
+import secrets
 import shlex
 import tarfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -15,10 +13,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from nodeconf.enforcer.facts import facts_from_dict
+from nodeconf.enforcer.ownership import FOREIGN_TREE
 from nodeconf.enforcer.server import ALREADY_RUNNING
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_to_dict
 from nodeconf.manifest import LimitRange, NamespaceObject, Pod, pod_to_dict
 from nodeconf.node_facts import NodeFacts
+from nodeconf.nodes.agent_client import READ_BOUND, AgentClient, Stream
 from nodeconf.nodes.base import (
     CgroupFiles,
     ContainerEvidence,
@@ -44,18 +44,40 @@ BUNDLE_MODULES = ("__init__.py", "errors.py", "quantity.py", "manifest.py", "kub
 BUNDLE_PACKAGES = ("semantics", "enforcer")
 PROGRAMS = "workloads/programs"
 START_TIMEOUT = 60.0
-# Longest wait for one answer of the agent (an exec may run this long); a hung agent fails the run, not hangs it.
-ANSWER_TIMEOUT = 300.0
-
-
-class Stream(Protocol):
-    """A byte stream to a process on the node (the agent bridge)."""
-
-    def write(self, data: bytes) -> None: ...
-
-    def readline(self) -> bytes: ...
-
-    def close(self) -> None: ...
+# The mark in each directory the driver creates on the node; only a directory holding this session's token is
+# ever removed.
+MARKER_FILE = ".nodeconf-owner"
+# Create the work directory fresh (a marked one left by an earlier run is replaced; any other existing path is
+# refused, exit 4) and the state directory (an earlier run's marked one is kept: it holds a crashed agent's state),
+# then unpack the bundle. Exit 3: an agent already answers on the socket, nothing was touched.
+PUSH_SCRIPT = r"""
+dir=$1 state=$2 token=$3 python=$4 socket=$5 mark=$6
+if "$python" -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$socket" 2>/dev/null; then
+  echo "nodeconf agent: another agent is running at $socket; stop it first" >&2; exit 3
+fi
+ours() { [ -d "$1" ] && [ ! -L "$1" ] && [ -f "$1/$mark" ] && [ ! -L "$1/$mark" ]; }
+for d in "$dir" "$state"; do
+  if { [ -e "$d" ] || [ -L "$d" ]; } && ! ours "$d"; then
+    echo "$d exists and was not created by nodeconf (no $mark in it): choose another dir= or remove it" >&2
+    exit 4
+  fi
+done
+if [ -e "$dir" ]; then rm -rf -- "$dir" || exit 1; fi
+mkdir -p -- "$(dirname -- "$dir")" "$(dirname -- "$state")" && mkdir -m 755 -- "$dir" &&
+  printf '%s\n' "$token" > "$dir/$mark" || exit 1
+if [ ! -d "$state" ]; then mkdir -m 700 -- "$state" || exit 1; fi
+printf '%s\n' "$token" > "$state/$mark" && tar -x -f - -C "$dir" --no-same-owner
+"""
+# Remove each directory that holds this session's token (nothing else, not a symlink).
+REMOVE_SCRIPT = r"""
+token=$1 mark=$2; shift 2
+for d; do
+  if [ -d "$d" ] && [ ! -L "$d" ] && [ ! -L "$d/$mark" ] && [ "$(cat -- "$d/$mark" 2>/dev/null)" = "$token" ]; then
+    rm -rf -- "$d" || exit 1
+  fi
+done
+"""
+REFUSED = 4
 
 
 class AgentTransport(Protocol):
@@ -89,38 +111,6 @@ def agent_bundle() -> bytes:
             with open(path, "rb") as handle:
                 archive.addfile(info, handle)
     return buffer.getvalue()
-
-
-class AgentClient:
-    """JSON-lines requests to the agent over one stream; one request at a time (`last_agent_ms`: time the agent
-    spent on the last answer, the rest of a call's time is transport)."""
-
-    def __init__(self, stream: Stream) -> None:
-        self.stream = stream
-        self.lock = threading.Lock()
-        self.ids = itertools.count(1)
-        self.last_agent_ms = 0.0
-
-    def call(self, op: str, **args: Any) -> Any:
-        with self.lock:
-            ident = next(self.ids)
-            try:
-                self.stream.write(json.dumps({"id": ident, "op": op, **args}).encode() + b"\n")
-                line = self.stream.readline()
-            except (TimeoutError, OSError) as err:
-                raise NodeError(f"the enforcer did not answer {op!r}: {err}") from None
-        if not line:
-            raise NodeError(f"the enforcer closed the connection during {op!r} (see its log)")
-        reply = json.loads(line)
-        if reply.get("id") != ident:
-            raise NodeError(f"the enforcer answered request {reply.get('id')} to request {ident}")
-        if not reply["ok"]:
-            raise NodeError(f"enforcer: {reply['error']}")
-        self.last_agent_ms = float(reply["agentMs"])
-        return reply["result"]
-
-    def close(self) -> None:
-        self.stream.close()
 
 
 def _container_state(doc: Mapping[str, Any]) -> ContainerState:
@@ -232,6 +222,8 @@ class EnforcedNode(Node):
         self._client: AgentClient | None = None
         self._facts: NodeFacts | None = None
         self._closed = False
+        self._pushed = False
+        self.token = secrets.token_hex(16)
         self.final_log = ""
 
     @property
@@ -253,30 +245,44 @@ class EnforcedNode(Node):
                 *args]
 
     def start(self) -> EnforcedNode:
-        """Push the agent and the workload programs, start the agent as a daemon, open the stream to it."""
-        script = 'rm -rf "$1" && mkdir -p "$1" && tar -x -f - -C "$1" --no-same-owner'
+        """Push the agent and the workload programs into fresh marked directories, start the agent as a daemon,
+        open the stream to it. A node nodeconf may not use (an agent already runs, a directory or a kubepods
+        cgroup it did not create) is refused with one line and left as it was."""
         settings = self.settings
         serve = ["serve", "--daemon", "--root", settings.cgroup_root, "--state-dir", settings.state_dir,
                  "--socket", self.socket, "--cpu-weight-formula", settings.cpu_weight_formula,
                  "--backoff", str(settings.backoff)]
         for fault in settings.faults:
             serve += ["--fault", fault]
+        push = ["sh", "-c", PUSH_SCRIPT, "push", settings.remote_dir, settings.state_dir, self.token,
+                settings.python, self.socket, MARKER_FILE]
         try:
-            self._checked(["sh", "-c", script, "push", settings.remote_dir], input=agent_bundle())
+            pushed = self.transport.run(push, input=agent_bundle(), timeout=START_TIMEOUT)
+            self._refuse(pushed.rc, pushed.stderr, "")
+            if pushed.rc != 0:
+                raise NodeError(f"pushing the enforcer failed (exit {pushed.rc}): {_text(pushed.stderr)}")
+            self._pushed = True
             started = self.transport.run(self._agent_argv(*serve), timeout=START_TIMEOUT)
-            if started.rc == ALREADY_RUNNING:
-                self._closed = True
-                self.transport.close()
-                raise NodeError(f"{started.stderr.decode(errors='replace').strip()}; stop it first")
+            self._refuse(started.rc, started.stderr, "; stop it first")
             if started.rc != 0:
-                raise NodeError(f"the enforcer did not start: {started.stderr.decode(errors='replace').strip()}")
+                raise NodeError(f"the enforcer did not start: {_text(started.stderr)}")
             bridge = self._agent_argv("bridge", "--socket", self.socket)
-            self._client = AgentClient(self.transport.open_stream(bridge, timeout=ANSWER_TIMEOUT))
+            self._client = AgentClient(self.transport.open_stream(bridge, timeout=READ_BOUND))
             self.client.call("ping")
         except BaseException:
             self.close()
             raise
         return self
+
+    def _refuse(self, rc: int, stderr: bytes, advice: str) -> None:
+        """NodeError with the node's one line when it refused: an agent already runs there (then nothing of it
+        may be cleaned up), or a directory or cgroup in nodeconf's place was not created by nodeconf."""
+        if rc == ALREADY_RUNNING:
+            self._closed = True
+            self.transport.close()
+            raise NodeError(f"{_text(stderr)}{advice}")
+        if rc in (REFUSED, FOREIGN_TREE):
+            raise NodeError(_text(stderr))
 
     def _checked(self, argv: Sequence[str], *, input: bytes | None = None, timeout: float = 60.0) -> str:
         result = self.transport.run(argv, input=input, timeout=timeout)
@@ -325,7 +331,8 @@ class EnforcedNode(Node):
         self.client.call("reset")
 
     def close(self) -> None:
-        """Stop the agent (it kills its processes and removes its cgroups), then remove its files; idempotent."""
+        """Stop the agent (it kills its processes and removes its marked cgroups), then remove the directories
+        that hold this session's token (never any other); idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -342,9 +349,10 @@ class EnforcedNode(Node):
                 self._client = None
                 if stopped_itself:
                     self._wait_stopped()
-            else:
+            elif self._pushed:
                 self.transport.run(self._cleanup_argv(), timeout=60)
-            self._checked(["rm", "-rf", self.settings.remote_dir, self.settings.state_dir])
+            self._checked(["sh", "-c", REMOVE_SCRIPT, "remove", self.token, MARKER_FILE,
+                               self.settings.remote_dir, self.settings.state_dir])
         finally:
             self.transport.close()
             for action in self.after_close:
@@ -360,6 +368,10 @@ class EnforcedNode(Node):
                 return
             time.sleep(0.1)
         raise NodeError(f"the enforcer did not stop within {timeout:g} s")
+
+
+def _text(output: bytes) -> str:
+    return output.decode(errors="replace").strip()
 
 
 def _object_to_dict(obj: NamespaceObject) -> dict[str, Any]:

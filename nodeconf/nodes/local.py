@@ -25,13 +25,15 @@ class PipeStream:
         assert self.proc.stdin is not None
         self.proc.stdin.write(data)
 
-    def readline(self) -> bytes:
-        """One line of stdout (b"" at its end); TimeoutError when nothing arrives within the timeout."""
+    def readline(self, timeout: float | None = None) -> bytes:
+        """One line of stdout (b"" at its end); TimeoutError when nothing arrives within `timeout` seconds
+        (default: the stream's timeout)."""
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
+        wait = self.timeout if timeout is None else timeout
         while b"\n" not in self.buffer:
-            if not select.select([fd], [], [], self.timeout)[0]:
-                raise TimeoutError(f"no answer from `{self.command}` within {self.timeout} s")
+            if not select.select([fd], [], [], wait)[0]:
+                raise TimeoutError(f"no answer from `{self.command}` within {wait:g} s")
             chunk = os.read(fd, 65536)
             if not chunk:
                 line, self.buffer = bytes(self.buffer), bytearray()

@@ -267,8 +267,11 @@ class SshStream:
         """Send bytes to the command's stdin."""
         self._channel.sendall(data)
 
-    def readline(self) -> bytes:
-        """One line of the command's stdout (b"" at its end); TimeoutError past the stream's timeout."""
+    def readline(self, timeout: float | None = None) -> bytes:
+        """One line of the command's stdout (b"" at its end); TimeoutError past `timeout` seconds (default: the
+        stream's timeout)."""
+        if timeout is not None:
+            self._channel.settimeout(timeout)
         line: bytes = self._reader.readline()
         return line
 

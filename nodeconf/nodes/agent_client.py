@@ -1,0 +1,80 @@
+"""The driver's side of the agent's API: JSON-lines requests over one stream, each answered within a bound the
+driver states per operation (a hung agent fails the run within it, never hangs it)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from nodeconf.nodes.base import NodeError
+
+# Longest wait for one answer of the agent, per operation; a hung agent fails the run within it, never hangs it.
+# Reads take milliseconds (agentMs) but wait for the agent's lock; operations that start or kill processes wait
+# for them (a kill waits up to 5 s per cgroup); an exec gets its own timeout plus EXEC_MARGIN.
+READ_BOUND = 30.0
+WRITE_BOUND = 120.0
+EXEC_MARGIN = 30.0
+ANSWER_BOUNDS: Mapping[str, float] = {
+    **dict.fromkeys(("ping", "facts", "status", "pods", "node_status", "evidence", "node_cgroups", "metrics", "logs",
+                     "objects"), READ_BOUND),
+    **dict.fromkeys(("configure", "run", "resize", "delete", "reset", "shutdown"), WRITE_BOUND),
+}
+
+
+class Stream(Protocol):
+    """A byte stream to a process on the node (the agent bridge)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def readline(self, timeout: float | None = None) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class AgentClient:
+    """JSON-lines requests to the agent over one stream; one request at a time, each answered within its bound
+    (`last_agent_ms`: time the agent spent on the last answer, the rest of a call's time is transport)."""
+
+    def __init__(self, stream: Stream, bounds: Mapping[str, float] = ANSWER_BOUNDS) -> None:
+        self.stream = stream
+        self.bounds = bounds
+        self.lock = threading.Lock()
+        self.ids = itertools.count(1)
+        self.last_agent_ms = 0.0
+        self.failed = ""
+
+    def bound(self, op: str, args: Mapping[str, Any]) -> float:
+        """Seconds to wait for the answer to op: its bound; an exec's own timeout plus EXEC_MARGIN."""
+        if op == "exec":
+            return float(args.get("timeout", READ_BOUND)) + EXEC_MARGIN
+        return self.bounds.get(op, WRITE_BOUND)
+
+    def call(self, op: str, **args: Any) -> Any:
+        with self.lock:
+            if self.failed:
+                raise NodeError(f"the enforcer no longer answers ({self.failed})")
+            ident = next(self.ids)
+            bound = self.bound(op, args)
+            try:
+                self.stream.write(json.dumps({"id": ident, "op": op, **args}).encode() + b"\n")
+                line = self.stream.readline(bound)
+            except (TimeoutError, OSError) as err:
+                # A late answer would pair with the next request: the stream is given up.
+                self.failed = f"it did not answer {op!r} within {bound:g} s, the bound for {op!r}: {err or 'timeout'}"
+                raise NodeError(f"the enforcer did not answer {op!r} within {bound:g} s (the bound for {op!r}): "
+                                f"{err or 'timeout'}") from None
+        if not line:
+            raise NodeError(f"the enforcer closed the connection during {op!r} (see its log)")
+        reply = json.loads(line)
+        if reply.get("id") != ident:
+            raise NodeError(f"the enforcer answered request {reply.get('id')} to request {ident}")
+        if not reply["ok"]:
+            raise NodeError(f"enforcer: {reply['error']}")
+        self.last_agent_ms = float(reply["agentMs"])
+        return reply["result"]
+
+    def close(self) -> None:
+        self.stream.close()

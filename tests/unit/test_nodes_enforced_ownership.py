@@ -1,0 +1,100 @@
+"""The enforced driver only uses and removes what it created: a node with a foreign kubepods cgroup or an existing
+directory in its place is refused with one line and left as it was (issue 10, items 1 and 2). Canary directories
+under a temporary directory stand for the node's."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from test_nodes_enforced import local_settings
+
+from nodeconf.enforcer.ownership import foreign_message
+from nodeconf.enforcer.server import OPERATIONS
+from nodeconf.nodes.agent_client import ANSWER_BOUNDS, EXEC_MARGIN, READ_BOUND, AgentClient
+from nodeconf.nodes.base import NodeError
+from nodeconf.nodes.enforced import MARKER_FILE, EnforcedNode
+from nodeconf.nodes.local import LocalTransport
+
+
+def canary(directory: Path) -> Path:
+    directory.mkdir(parents=True)
+    (directory / "precious").write_text("keep me\n")
+    return directory
+
+
+def test_a_node_with_a_foreign_kubepods_is_refused_with_one_line(tmp_path: Path) -> None:
+    scope = canary(tmp_path / "cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podX.slice"
+                   / "cri-containerd-foreign.scope")
+    with pytest.raises(NodeError) as refused:
+        EnforcedNode(LocalTransport(), local_settings(tmp_path)).start()
+    assert str(refused.value) == foreign_message(tmp_path / "cgroup/kubepods.slice")
+    assert (scope / "precious").read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cgroup"], "the pushed directories are removed again"
+
+
+@pytest.mark.parametrize("setting", ["remote_dir", "state_dir"])
+def test_an_existing_directory_is_never_used_nor_removed(tmp_path: Path, setting: str) -> None:
+    settings = local_settings(tmp_path)
+    existing = canary(Path(getattr(settings, setting)))
+    node = EnforcedNode(LocalTransport(), settings)
+    with pytest.raises(NodeError, match=f"^{re.escape(str(existing))} exists and was not created by nodeconf"):
+        node.start()
+    node.close()
+    assert sorted(p.name for p in existing.iterdir()) == ["precious"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["cgroup", existing.name])
+
+
+def test_a_symlink_to_a_marked_directory_is_refused(tmp_path: Path) -> None:
+    target = canary(tmp_path / "elsewhere")
+    (target / MARKER_FILE).write_text("forged\n")
+    settings = local_settings(tmp_path)
+    Path(settings.remote_dir).symlink_to(target)
+    with pytest.raises(NodeError, match="exists and was not created by nodeconf"):
+        EnforcedNode(LocalTransport(), settings).start()
+    assert sorted(p.name for p in target.iterdir()) == [MARKER_FILE, "precious"]
+
+
+def test_a_marked_leftover_is_replaced_and_only_this_sessions_directory_removed(tmp_path: Path) -> None:
+    settings = local_settings(tmp_path)
+    leftover = canary(Path(settings.remote_dir))
+    (leftover / MARKER_FILE).write_text("an earlier run\n")
+    node = EnforcedNode(LocalTransport(), settings).start()
+    try:
+        assert not (leftover / "precious").exists()
+        assert (leftover / MARKER_FILE).read_text() == f"{node.token}\n"
+        (leftover / MARKER_FILE).write_text("someone else\n")
+    finally:
+        node.close()
+    assert leftover.is_dir(), "a directory without this session's token is left in place"
+    assert not Path(settings.state_dir).exists()
+
+
+def test_an_unanswered_request_fails_within_its_bound_and_later_ones_at_once() -> None:
+    stream = LocalTransport().open_stream(["sh", "-c", "cat >/dev/null"], timeout=60)
+    client = AgentClient(stream, bounds={"ping": 0.2})
+    try:
+        started = time.monotonic()
+        with pytest.raises(NodeError, match=re.escape("did not answer 'ping' within 0.2 s (the bound for 'ping')")):
+            client.call("ping")
+        with pytest.raises(NodeError, match="no longer answers"):
+            client.call("ping")
+        assert time.monotonic() - started < 5
+    finally:
+        stream.close()
+
+
+def test_each_operation_has_a_bound() -> None:
+    client = AgentClient(LocalTransport().open_stream(["true"]))
+    try:
+        assert client.bound("evidence", {}) == client.bound("status", {}) == READ_BOUND == 30
+        assert client.bound("exec", {"timeout": 100}) == 100 + EXEC_MARGIN
+        assert client.bound("run", {}) > READ_BOUND
+    finally:
+        client.close()
+
+
+def test_the_driver_states_a_bound_for_every_agent_operation() -> None:
+    assert set(OPERATIONS) | {"shutdown"} == set(ANSWER_BOUNDS) | {"exec"}
