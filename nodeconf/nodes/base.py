@@ -261,6 +261,11 @@ class Node(ABC):
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         """kubepods and the QoS cgroups as read back now."""
 
+    def other_pods(self) -> Sequence[Pod]:
+        """Pods the node runs that no check sent (a cluster's system pods, the reader pod): the kubelet counts
+        their requests in the node-level cgroups and admission, so the oracle gets them too; none by default."""
+        return ()
+
     def conditions(self) -> NodeConditions:
         """Node conditions (MemoryPressure) and node-level events; drivers that can read them override this."""
         raise NodeError(f"node {self.spec or type(self).__name__} does not report node conditions")
