@@ -13,8 +13,8 @@ from nodeconf.nodes.kube_pods import (
     container_state,
     pod_events,
     resize_status,
-    settled_resize,
     resources_actuated,
+    settled_resize,
     start_failure,
 )
 
