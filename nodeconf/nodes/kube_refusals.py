@@ -52,6 +52,8 @@ def infrastructure_error(err: KubeApiError, what: str) -> NodeError:
     """A refusal that says nothing about the node: a NodeError naming its likely cause."""
     if WEBHOOK_MARKER in err.message:
         cause = "an admission webhook of the cluster refused it"
+    elif SERVICE_ACCOUNT_RACE in err.message:
+        cause = "the namespace's default ServiceAccount was not created in time (is the controller manager up?)"
     elif "violates PodSecurity" in err.message:
         cause = "Pod Security admission refused it (the run's namespaces need the privileged level)"
     elif err.status == 403:

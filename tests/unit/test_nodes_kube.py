@@ -87,7 +87,8 @@ class FakeKube:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.events: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.behaviour: dict[str, str] = {}
-        self.refuse: dict[str, tuple[int, str]] = {}
+        # name → KubeApiError arguments (status, message[, reason, causes]), a last "once" to refuse once only
+        self.refuse: dict[str, tuple[Any, ...]] = {}
         self.resize_behaviour: dict[str, str] = {}
         self.execs: list[tuple[str, str, str, list[str]]] = []
         self.exec_answers: dict[str, ExecOutput] = {}
@@ -182,7 +183,8 @@ class FakeKube:
         if (namespace, name) in self.pods:
             raise KubeApiError(409, f'pods "{name}" already exists')
         obj = copy.deepcopy(manifest)
-        obj["metadata"].update(uid=str(uuid.uuid4()), generation=1)
+        obj["metadata"].update(uid=str(uuid.uuid4()), generation=1,
+                               creationTimestamp=f"2026-11-29T19:{len(self.pods):02d}:00Z")
         obj["status"] = {"phase": "Pending", "qosClass": qos_of(obj["spec"])}
         obj["reads"] = 0
         self.pods[(namespace, name)] = obj
@@ -250,6 +252,17 @@ class FakeKube:
             if behaviour == "image-once":  # the kubelet's retry pulls it
                 self.behaviour[obj["metadata"]["name"]] = "run"
                 obj["reads"] = 1
+        elif behaviour in ("oom-racy", "sigkill"):
+            # containerd < 2.3: the exit is reported before (or without) TaskOOM, so the reason is Error; the
+            # kernel's oom_kill count in the pod cgroup tells an OOM kill from a plain SIGKILL.
+            self._start(obj)
+            first = status["containerStatuses"][0]
+            first.update(restartCount=1, lastState={"terminated": {
+                "exitCode": 137, "reason": "Error", "containerID": first["containerID"],
+                "finishedAt": "2026-11-29T19:00:05Z"}})
+            kills = "1" if behaviour == "oom-racy" else "0"
+            (self.tree.cgroup / obj["pod_dir"] / "memory.events").write_text(
+                f"low 0\nhigh 0\nmax 12\noom 1\noom_kill {kills}\noom_group_kill 0\n")
         elif behaviour == "oom":
             self._start(obj)
             first = status["containerStatuses"][0]
@@ -272,8 +285,8 @@ class FakeKube:
         if obj is None:
             raise KubeApiError(404, f'pods "{name}" not found')
         if "pod_dir" in obj:
-            pids = [int(p) for p in (self.tree.cgroup / obj["pod_dir"]).rglob("cgroup.procs")
-                    for p in p.read_text().split()]
+            pids = [int(pid) for procs in (self.tree.cgroup / obj["pod_dir"]).rglob("cgroup.procs")
+                    for pid in procs.read_text().split()]
             self.lingering[obj["metadata"]["uid"]] = (obj["pod_dir"], pids, self.linger)
 
     def _kubelet_cleanup(self) -> None:
