@@ -130,13 +130,15 @@ class ContainerEvidence:
 @dataclass(frozen=True)
 class PodEvidence:
     """Everything about one pod read at one moment: status, containers (and the pause process), pod,
-    QoS and kubepods cgroups."""
+    QoS and kubepods cgroups. `pause_absent` says why the runtime runs no pause process for this pod (CRI-O
+    without an infra container); '' when it should run one."""
 
     status: PodStatus
     pod_cgroup: CgroupFiles
     containers: Mapping[str, ContainerEvidence]
     pause: ContainerEvidence | None
     ancestors: Mapping[str, CgroupFiles] = field(default_factory=dict)
+    pause_absent: str = ""
 
     def container(self, name: str) -> ContainerEvidence:
         try:

@@ -108,6 +108,9 @@ PROBE_NAME = "nodeconf-cpu-weight-probe"
 PROBE_MILLI_CPU = 250
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 OS_LABEL = "kubernetes.io/os"
+# CRI-O drops the infra (pause) container of a pod without a shared PID namespace (crio.conf(5) drop_infra_ctr,
+# default true since CRI-O 1.2x; OpenShift 4.7+): its pods have no pause process to compare.
+CRIO_NO_PAUSE = "CRI-O runs no infra (pause) container for this pod (drop_infra_ctr)"
 # Files of the pod cgroup read for OOM evidence (kube_oom.py).
 OOM_FILES = ["memory.events"]
 
@@ -267,11 +270,13 @@ class KubePod(PodHandle):
         sandboxes = doc.get("sandboxes") or []
         ancestors = doc.get("ancestors") or []
         framed = Framed(self.node.frame(ancestors[0]["path"]), {uid: self.pod.uid}, self.node.paths)
+        runtime = str(dig(self.node.node_object(), "status", "nodeInfo", "containerRuntimeVersion") or "")
         return PodEvidence(
             status=self._status(obj), pod_cgroup=framed.cgroup(doc["pod"]),
             containers={name: framed.container(name, c) for name, c in (doc.get("containers") or {}).items()},
             pause=framed.container("POD", sandboxes[0]) if sandboxes else None,
             ancestors={level.path: level for level in map(framed.cgroup, ancestors)},
+            pause_absent=CRIO_NO_PAUSE if not sandboxes and runtime.startswith("cri-o://") else "",
         )
 
     def resize(self, patch: Mapping[str, Any]) -> ResizeStatus:

@@ -30,9 +30,10 @@ PROGRAMS_CONFIGMAP = "nodeconf-programs"
 START_FAILURES = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
                             "CreateContainerConfigError", "CreateContainerError"})
 PERMANENT_START_FAILURES = frozenset({"InvalidImageName", "ErrImageNeverPull"})
-# The reader pod's requests and limits: equal, so it is Guaranteed (evicted last, kubelet eviction ranking by
-# QoS and usage over requests, eviction/helpers.go) and small (it reads files, one exec at a time).
-HELPER_RESOURCES = {"cpu": "100m", "memory": "128Mi"}
+# The reader pod's requests and limits: equal, so it is Guaranteed and its usage stays under its request (the
+# kubelet evicts pods using more than they request first, pkg/kubelet/eviction/helpers.go rankMemoryPressure);
+# the CPU limit is CFS quota, so it stays high enough for a python3 start and a /proc scan per exec.
+HELPER_RESOURCES = {"cpu": "500m", "memory": "128Mi"}
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _RUNTIME_ID = re.compile(r"^[a-z0-9-]+://(?P<id>[0-9a-f]{12,64})$")
 

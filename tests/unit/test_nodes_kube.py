@@ -101,6 +101,7 @@ class FakeKube:
         self.linger = 2  # reader looks before the kubelet removes a force-deleted pod's cgroup
         self.lingering: dict[str, tuple[str, list[int], int]] = {}
         self.forbidden_proxy = False
+        self.pause = True  # False: a CRI-O node with drop_infra_ctr
         (tree.cgroup / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids\n")
         for level in (KUBEPODS, f"{KUBEPODS}/kubelet-kubepods-burstable.slice",
                       f"{KUBEPODS}/kubelet-kubepods-besteffort.slice"):
@@ -204,7 +205,8 @@ class FakeKube:
         self.tree.cgroup_dir(pod_dir, cpu_weight="10", memory_max="max", memory_events="oom_kill 0")
         obj["pod_dir"] = pod_dir
         adj = {"Guaranteed": -997, "BestEffort": 1000, "Burstable": 500}[qos]
-        self.tree.process(self._pid(), f"{pod_dir}/cri-containerd-{uuid.uuid4().hex * 2}.scope", -998)
+        if self.pause:
+            self.tree.process(self._pid(), f"{pod_dir}/cri-containerd-{uuid.uuid4().hex * 2}.scope", -998)
         statuses = []
         for container in spec["containers"]:
             cid = uuid.uuid4().hex * 2
@@ -439,7 +441,7 @@ def test_start_creates_the_reader_pod_on_the_node(node: KubeNode, fake: FakeKube
     assert spec["volumes"][0]["hostPath"]["path"] == "/sys/fs/cgroup"
     # Guaranteed (requests = limits, small): evicted after the suites' own Burstable and BestEffort hogs.
     resources = spec["containers"][0]["resources"]
-    assert resources["requests"] == resources["limits"] == {"cpu": "100m", "memory": "128Mi"}
+    assert resources["requests"] == resources["limits"] == {"cpu": "500m", "memory": "128Mi"}
     assert helper["status"]["qosClass"] == "Guaranteed"
     assert helper["metadata"]["labels"]["nodeconf.io/run"] == RUN
 

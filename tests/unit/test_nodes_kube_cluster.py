@@ -459,3 +459,18 @@ def test_the_cluster_role_grants_every_request_the_driver_makes() -> None:
     granted = {(r, v) for rule in role["rules"] for r in rule.get("resources", rule.get("nonResourceURLs", ()))
                for v in rule["verbs"]}
     assert granted - needed == set(), "the ClusterRole grants more than the driver uses"
+
+
+# --- CRI-O without an infra container ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("runtime", "absent"), [
+    pytest.param("cri-o://1.34.1", True, id="crio-drops-the-infra-container"),
+    pytest.param("containerd://2.1.1", False, id="containerd-always-runs-a-pause"),
+])
+def test_a_pod_without_a_pause_process(node: KubeNode, fake: FakeKube, runtime: str, absent: bool) -> None:
+    fake.node["status"]["nodeInfo"]["containerRuntimeVersion"] = runtime
+    node._node_obj = None
+    fake.pause = False
+    evidence = node.run(RES_DEMO).evidence()
+    assert evidence.pause is None
+    assert bool(evidence.pause_absent) is absent  # on containerd a missing pause stays a mismatch
