@@ -15,7 +15,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from nodeconf.enforcer import names
@@ -39,7 +39,6 @@ from nodeconf.nodes.base import (
     PodHandle,
     PodStatus,
     ResizeStatus,
-    Terminated,
     parse_metrics,
 )
 from nodeconf.nodes.enforced import PROGRAMS, _object_to_dict, repo_root
@@ -62,7 +61,7 @@ from nodeconf.nodes.kube_facts import (
     present_fields,
 )
 from nodeconf.nodes.kube_kind import kind_advice
-from nodeconf.nodes.kube_oom import OOM_KILLED, OomLedger, oom_kill_count
+from nodeconf.nodes.kube_oom import OomLedger, oom_kill_count, with_oom_reasons
 from nodeconf.nodes.kube_others import node_selector, other_pods
 from nodeconf.nodes.kube_paths import CgroupFrame
 from nodeconf.nodes.kube_pods import (
@@ -250,16 +249,7 @@ class KubePod(PodHandle):
             uid = names.uid(str(dig(obj, "metadata", "uid") or ""))
             doc = self.node.read("podCgroup", podUid=uid, files=OOM_FILES)
             self.oom.judge(obj, oom_kill_count((doc.get("files") or {}).get("memory.events")))
-        out = dict(states)
-        for name, where in self.oom.oom_killed(obj):
-            state = out.get(name)
-            if state is None:
-                continue
-            if where == "state" and state.state == "terminated":
-                out[name] = replace(state, reason=OOM_KILLED)
-            elif where == "lastState" and state.last_terminated is not None:
-                out[name] = replace(state, last_terminated=Terminated(state.last_terminated.exit_code, OOM_KILLED))
-        return out
+        return with_oom_reasons(states, self.oom.oom_killed(obj))
 
     def evidence(self, extra_files: Sequence[str] = ()) -> PodEvidence:
         self._require_admitted()

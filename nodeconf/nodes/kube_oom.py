@@ -13,8 +13,10 @@ seen in the pod.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
+from nodeconf.nodes.base import ContainerState, Terminated
 from nodeconf.nodes.kube_api import dig
 
 OOM_EXIT_CODE = 137
@@ -66,3 +68,17 @@ class OomLedger:
     def oom_killed(self, pod_obj: Mapping[str, Any]) -> set[tuple[str, str]]:
         """(container, `state` or `lastState`) of each termination the kernel's evidence shows as an OOM kill."""
         return {(name, where) for (name, where, identity), _ in kills(pod_obj) if self.verdicts.get(identity)}
+
+
+def with_oom_reasons(states: Mapping[str, ContainerState], killed: set[tuple[str, str]]) -> dict[str, ContainerState]:
+    """The container states with each termination in `killed` (OomLedger.oom_killed) reported as OOMKilled."""
+    out = dict(states)
+    for name, where in killed:
+        state = out.get(name)
+        if state is None:
+            continue
+        if where == "state" and state.state == "terminated":
+            out[name] = replace(state, reason=OOM_KILLED)
+        elif where == "lastState" and state.last_terminated is not None:
+            out[name] = replace(state, last_terminated=Terminated(state.last_terminated.exit_code, OOM_KILLED))
+    return out

@@ -23,9 +23,10 @@ from test_nodes_kube_reader import FakeNode
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.manifest import Pod
 from nodeconf.node_facts import NodeFacts
-from nodeconf.nodes.base import NodeError, NotApplicable, ResizeStatus, Terminated
+from nodeconf.nodes.base import ContainerState, NodeError, NotApplicable, ResizeStatus, Terminated
 from nodeconf.nodes.kube import PROBE_NAME, KubeletConfigNotApplicable, KubeNode, choose_node
 from nodeconf.nodes.kube_api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
+from nodeconf.nodes.kube_oom import OomLedger, oom_kill_count, with_oom_reasons
 from nodeconf.nodes.kube_others import OTHERS_NAMESPACE
 from nodeconf.nodes.kube_pods import HELPER_NAME
 from suites.conftest import Oracle
@@ -474,3 +475,29 @@ def test_a_pod_without_a_pause_process(node: KubeNode, fake: FakeKube, runtime: 
     evidence = node.run(RES_DEMO).evidence()
     assert evidence.pause is None
     assert bool(evidence.pause_absent) is absent  # on containerd a missing pause stays a mismatch
+
+
+def terminated(reason: str, finished: str) -> dict[str, Any]:
+    return {"terminated": {"exitCode": 137, "reason": reason, "containerID": "containerd://" + "a" * 64,
+                           "finishedAt": finished}}
+
+
+def test_oom_ledger_counts_kills_since_the_last_exit_137() -> None:
+    """An OOMKilled the runtime did report uses up the kills counted so far; a later `Error` 137 counts as an
+    OOM kill only when the counter grew again."""
+    ledger = OomLedger()
+    first = {"status": {"containerStatuses": [{"name": "c", "state": terminated("OOMKilled", "t1")}]}}
+    ledger.judge(first, 1)
+    assert ledger.oom_killed(first) == set()
+    plain = {"status": {"containerStatuses": [{"name": "c", "state": terminated("Error", "t2"),
+                                               "lastState": terminated("OOMKilled", "t1")}]}}
+    assert ledger.unjudged(plain)
+    ledger.judge(plain, 1)  # no new kill counted: a SIGKILL from elsewhere
+    assert ledger.oom_killed(plain) == set() and not ledger.unjudged(plain)
+    racy = {"status": {"containerStatuses": [{"name": "c", "state": terminated("Error", "t3")}]}}
+    ledger.judge(racy, 2)
+    assert ledger.oom_killed(racy) == {("c", "state")}
+    states = with_oom_reasons({"c": ContainerState("c", "terminated", "Error", 137)}, ledger.oom_killed(racy))
+    assert states["c"].reason == "OOMKilled"
+    assert oom_kill_count("low 0\nhigh 0\nmax 9\noom 2\noom_kill 2\noom_group_kill 1") == 2
+    assert oom_kill_count(None) is None
