@@ -5,7 +5,7 @@ Source: DESIGN.md "How checks are written" and "fixtures" (function-scoped clean
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import pytest
@@ -22,19 +22,25 @@ from nodeconf.semantics.profile import Profile, profile_for
 from suites.pods import workload
 
 
+def _no_other_pods() -> Sequence[Pod]:
+    return ()
+
+
 @dataclass(frozen=True)
 class Oracle:
-    """`expect()` bound to this node's facts and the run's profile version."""
+    """`expect()` bound to this node's facts and the run's profile version; the pods the node runs besides the
+    test's (`others`, read at each call) come first: their requests count, their cgroups are not checked."""
 
     facts: NodeFacts
     version: str
+    others: Callable[[], Sequence[Pod]] = _no_other_pods
 
     def profile(self, config: KubeletConfig) -> Profile:
         return profile_for(self.version, config)
 
     def expect(self, pods: Sequence[Pod], config: KubeletConfig,
                objects: Sequence[NamespaceObject] = ()) -> NodeExpectation:
-        return expect(list(pods), self.facts, config, self.profile(config), list(objects))
+        return expect([*self.others(), *pods], self.facts, config, self.profile(config), list(objects))
 
 
 @dataclass
@@ -95,8 +101,8 @@ def node_facts(node: Node) -> NodeFacts:
 
 
 @pytest.fixture(scope="session")
-def oracle(node_facts: NodeFacts, pytestconfig: pytest.Config) -> Oracle:
-    return Oracle(node_facts, profile_version(pytestconfig.getoption("--profile")))
+def oracle(node: Node, node_facts: NodeFacts, pytestconfig: pytest.Config) -> Oracle:
+    return Oracle(node_facts, profile_version(pytestconfig.getoption("--profile")), node.other_pods)
 
 
 @pytest.fixture(scope="session")

@@ -122,3 +122,27 @@ PROGRAMS_DIR = "/opt/nodeconf/workloads/programs"
 def memhog(mib: int) -> list[str]:
     """The command of a container that allocates and touches `mib` MiB at once, then holds it."""
     return ["python3", f"{PROGRAMS_DIR}/memhog.py", str(mib)]
+
+
+# `pkill -f` in Python: the workload image (python:slim) has no procps, the VM has both; the same argv runs on
+# every node. SIGTERM to every process whose command line contains the word, exit 1 when there is none (pkill's
+# codes). The word is spelt out character by character so this command's own command line never contains it.
+_STOP = (
+    "import os, signal, sys\n"
+    "word = ''.join(sys.argv[1:]).encode()\n"
+    "found = 0\n"
+    "for pid in [p for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()]:\n"
+    "    try:\n"
+    "        line = open(f'/proc/{pid}/cmdline', 'rb').read().replace(b'\\0', b' ')\n"
+    "        if word in line:\n"
+    "            os.kill(int(pid), signal.SIGTERM)\n"
+    "            found += 1\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "sys.exit(0 if found else 1)\n"
+)
+
+
+def stop_program(word: str) -> list[str]:
+    """The argv that sends SIGTERM to every process whose command line contains `word` (like `pkill -f`)."""
+    return ["python3", "-c", _STOP, *word]

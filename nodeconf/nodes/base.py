@@ -130,13 +130,15 @@ class ContainerEvidence:
 @dataclass(frozen=True)
 class PodEvidence:
     """Everything about one pod read at one moment: status, containers (and the pause process), pod,
-    QoS and kubepods cgroups."""
+    QoS and kubepods cgroups. `pause_absent` says why the runtime runs no pause process for this pod (CRI-O
+    without an infra container); '' when it should run one."""
 
     status: PodStatus
     pod_cgroup: CgroupFiles
     containers: Mapping[str, ContainerEvidence]
     pause: ContainerEvidence | None
     ancestors: Mapping[str, CgroupFiles] = field(default_factory=dict)
+    pause_absent: str = ""
 
     def container(self, name: str) -> ContainerEvidence:
         try:
@@ -260,6 +262,11 @@ class Node(ABC):
     @abstractmethod
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         """kubepods and the QoS cgroups as read back now."""
+
+    def other_pods(self) -> Sequence[Pod]:
+        """Pods the node runs that no check sent (a cluster's system pods, the reader pod): the kubelet counts
+        their requests in the node-level cgroups and admission, so the oracle gets them too; none by default."""
+        return ()
 
     def conditions(self) -> NodeConditions:
         """Node conditions (MemoryPressure) and node-level events; drivers that can read them override this."""

@@ -2,7 +2,8 @@
 
 Pods go through the API into a labelled namespace of this run, bound to the node; cgroup files, pids and
 oom_score_adj come from a privileged reader pod on the node (one exec per request, kube_reader.py); facts
-from the Node object, the reader and a cpu-weight probe pod; the kubelet's config from /configz.
+from the Node object, the reader and a cpu-weight probe pod; the kubelet's config from /configz. The
+permissions this needs are in infra/kube/rbac.yaml.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from nodeconf.enforcer import names
 from nodeconf.enforcer.agent import OBSERVED_FILES
+from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import NamespaceObject, Pod
 from nodeconf.node_facts import NodeFacts
@@ -26,6 +28,7 @@ from nodeconf.nodes import kube_reader
 from nodeconf.nodes.base import (
     CgroupFiles,
     ContainerEvidence,
+    ContainerState,
     ExecResult,
     Metrics,
     Node,
@@ -39,7 +42,14 @@ from nodeconf.nodes.base import (
     parse_metrics,
 )
 from nodeconf.nodes.enforced import PROGRAMS, _object_to_dict, repo_root
-from nodeconf.nodes.kube_api import ClientKubeApi, KubeApi, KubeApiError, load_kube_context, unreachable_reason
+from nodeconf.nodes.kube_api import (
+    ClientKubeApi,
+    KubeApi,
+    KubeApiError,
+    dig,
+    load_kube_context,
+    unreachable_reason,
+)
 from nodeconf.nodes.kube_facts import (
     cpu_weight_formula,
     is_kind_node,
@@ -48,8 +58,11 @@ from nodeconf.nodes.kube_facts import (
     live_kubelet_config,
     node_facts,
     node_name,
+    present_fields,
 )
 from nodeconf.nodes.kube_kind import kind_advice
+from nodeconf.nodes.kube_oom import OomLedger, oom_kill_count, with_oom_reasons
+from nodeconf.nodes.kube_others import node_selector, other_pods
 from nodeconf.nodes.kube_paths import CgroupFrame
 from nodeconf.nodes.kube_pods import (
     HELPER_CGROUP_MOUNT,
@@ -69,15 +82,21 @@ from nodeconf.nodes.kube_pods import (
     pod_manifest,
     programs_configmap,
     resize_status,
+    settled_resize,
     start_failure,
 )
+from nodeconf.nodes.kube_refusals import infrastructure_error, is_service_account_race, rejection
 from nodeconf.nodes.shield import signals_deferred
 from nodeconf.semantics.cpu import milli_cpu_to_shares
 from nodeconf.semantics.profile import SUPPORTED_VERSIONS
 from nodeconf.semantics.resize import ResizeStatus as ResizeOutcome
 
-DEFAULT_HELPER_IMAGE = "docker.io/library/python:3.12-slim"
-DEFAULT_WORKLOAD_IMAGE = "docker.io/library/busybox:1.37"
+# Short names without a registry: the node's runtime resolves them with its own registry and mirror settings
+# (containerd: docker.io; CRI-O: unqualified-search-registries), so a cluster that mirrors or caches Docker
+# Hub (anonymous pull limits) needs no change here; set NODECONF_KUBE_HELPER_IMAGE / _WORKLOAD_IMAGE to use
+# another registry. The helper image needs python3 and `sleep` (the reader, the workload programs).
+DEFAULT_HELPER_IMAGE = "python:3.12-slim"
+DEFAULT_WORKLOAD_IMAGE = "busybox:1.37"
 ENV_NODE = "NODECONF_KUBE_NODE"
 ENV_HELPER_IMAGE = "NODECONF_KUBE_HELPER_IMAGE"
 ENV_WORKLOAD_IMAGE = "NODECONF_KUBE_WORKLOAD_IMAGE"
@@ -88,7 +107,12 @@ PROBE_NAME = "nodeconf-cpu-weight-probe"
 # 250m → 256 shares: weight 35 (non-linear) vs 10 (linear), the seed article's example.
 PROBE_MILLI_CPU = 250
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
-REJECTED_STATUSES = (400, 403, 422)
+OS_LABEL = "kubernetes.io/os"
+# CRI-O drops the infra (pause) container of a pod without a shared PID namespace (crio.conf(5) drop_infra_ctr,
+# default true since CRI-O 1.2x; OpenShift 4.7+): its pods have no pause process to compare.
+CRIO_NO_PAUSE = "CRI-O runs no infra (pause) container for this pod (drop_infra_ctr)"
+# Files of the pod cgroup read for OOM evidence (kube_oom.py).
+OOM_FILES = ["memory.events"]
 
 
 class KubeletConfigNotApplicable(NotApplicable):
@@ -105,6 +129,8 @@ class Timeouts:
     resize: float = 30.0
     exec: float = 60.0
     quota: float = 30.0
+    start_retry: float = 90.0
+    service_account: float = 30.0
     poll: float = 0.5
 
 
@@ -132,13 +158,23 @@ def evidence_files(extra_files: Sequence[str]) -> list[str]:
     return list(dict.fromkeys((*OBSERVED_FILES, *(names.cgroup_file(f) for f in extra_files))))
 
 
+def is_linux(node: Mapping[str, Any]) -> bool:
+    """The kubelet labels its node with its GOOS (`kubernetes.io/os`, pkg/kubelet/kubelet_node_status.go)."""
+    return str((dig(node, "metadata", "labels") or {}).get(OS_LABEL, "linux")) == "linux"
+
+
 def choose_node(nodes: Sequence[Mapping[str, Any]], wanted: str | None) -> Mapping[str, Any]:
-    """The named node, else the only Ready one (a worker rather than a control plane when there are several)."""
+    """The named node, else the first Ready Linux one (a worker rather than a control plane when there are
+    several)."""
     if wanted:
         for node in nodes:
             if node_name(node) == wanted:
+                if not is_linux(node):
+                    raise NodeError(f"node {wanted!r} is not a Linux node ({OS_LABEL}="
+                                    f"{(dig(node, 'metadata', 'labels') or {}).get(OS_LABEL)})")
                 return node
         raise NodeError(f"no node {wanted!r} in the cluster (nodes: {', '.join(node_name(n) for n in nodes)})")
+    nodes = [n for n in nodes if is_linux(n)]
 
     def ready(node: Mapping[str, Any]) -> bool:
         conditions = (node.get("status") or {}).get("conditions") or ()
@@ -180,6 +216,7 @@ class KubePod(PodHandle):
         self.namespace = namespace
         self.name = pod.name
         self.resized = False
+        self.oom = OomLedger()
 
     def _require_admitted(self) -> None:
         if not self.admitted:
@@ -199,10 +236,21 @@ class KubePod(PodHandle):
         events = self.node.api.list_events(self.namespace, f"{selector},involvedObject.uid={uid}" if uid else selector)
         return PodStatus(
             phase=str(status.get("phase") or ""), qos_class=str(status.get("qosClass") or ""),
-            containers=container_states(obj), events=pod_events(events), reason=str(status.get("reason") or ""),
+            containers=self._with_oom_evidence(obj, container_states(obj)), events=pod_events(events),
+            reason=str(status.get("reason") or ""),
             message=str(status.get("message") or ""),
             resize=resize_status(obj, self.resized) or ResizeStatus(ResizeOutcome.IN_PROGRESS),
         )
+
+    def _with_oom_evidence(self, obj: Mapping[str, Any], states: dict[str, ContainerState]
+                           ) -> dict[str, ContainerState]:
+        """Container states, with an exit 137 the runtime reported as `Error` shown as OOMKilled when the
+        kernel counted an OOM kill in the pod cgroup since the last such exit (kube_oom.py)."""
+        if self.oom.unjudged(obj):
+            uid = names.uid(str(dig(obj, "metadata", "uid") or ""))
+            doc = self.node.read("podCgroup", podUid=uid, files=OOM_FILES)
+            self.oom.judge(obj, oom_kill_count((doc.get("files") or {}).get("memory.events")))
+        return with_oom_reasons(states, self.oom.oom_killed(obj))
 
     def evidence(self, extra_files: Sequence[str] = ()) -> PodEvidence:
         self._require_admitted()
@@ -213,34 +261,43 @@ class KubePod(PodHandle):
         sandboxes = doc.get("sandboxes") or []
         ancestors = doc.get("ancestors") or []
         framed = Framed(self.node.frame(ancestors[0]["path"]), {uid: self.pod.uid}, self.node.paths)
+        runtime = str(dig(self.node.node_object(), "status", "nodeInfo", "containerRuntimeVersion") or "")
         return PodEvidence(
             status=self._status(obj), pod_cgroup=framed.cgroup(doc["pod"]),
             containers={name: framed.container(name, c) for name, c in (doc.get("containers") or {}).items()},
             pause=framed.container("POD", sandboxes[0]) if sandboxes else None,
             ancestors={level.path: level for level in map(framed.cgroup, ancestors)},
+            pause_absent=CRIO_NO_PAUSE if not sandboxes and runtime.startswith("cri-o://") else "",
         )
 
     def resize(self, patch: Mapping[str, Any]) -> ResizeStatus:
-        """PATCH the `resize` subresource, then wait until the kubelet has taken a decision on it."""
+        """PATCH the `resize` subresource, then wait until the resize is settled (kube_pods.settled_resize):
+        Infeasible, or applied with both resize conditions cleared; after `timeouts.resize` the status then
+        (Deferred, or InProgress with the kubelet's message)."""
         self._require_admitted()
         try:
             self.node.api.patch_pod_resize(self.namespace, self.name, patch)
         except KubeApiError as err:
-            if err.status in REJECTED_STATUSES:
-                return ResizeStatus(ResizeOutcome.REJECTED, err.message)
+            refused = rejection(err, resize=True)
+            if refused is not None:
+                return ResizeStatus(ResizeOutcome.REJECTED, refused)
             if err.status == 404:
                 self.read()  # the pod is there (else this raises): the API server has no resize subresource
                 raise NotApplicable(f"pod {self.pod.ref}: the API server does not serve pods/resize (in-place "
                                     f"resize needs Kubernetes 1.33 or newer): {err.message}") from None
-            raise
+            if not 400 <= err.status < 500:
+                raise
+            raise infrastructure_error(err, f"resize of pod {self.pod.ref}") from None
         self.resized = True
         deadline = self.node.clock() + self.node.timeouts.resize
         while True:
-            decided = resize_status(self.read(), True)
-            if decided is not None:
-                return decided
+            obj = self.read()
+            settled = settled_resize(obj)
+            if settled is not None:
+                return settled
             if self.node.clock() > deadline:
-                return ResizeStatus(ResizeOutcome.IN_PROGRESS, "the kubelet has not acted on the resize yet")
+                return resize_status(obj, True) or ResizeStatus(ResizeOutcome.IN_PROGRESS,
+                                                                "the kubelet has not acted on the resize yet")
             self.node.sleep(self.node.timeouts.poll)
 
     def exec(self, container: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
@@ -294,6 +351,9 @@ class KubeNode(Node):
             manifest = helper_pod_manifest(self.base_namespace, self.node, self.run_id, self.helper_image)
             self.api.create_pod(self.base_namespace, manifest)
             self._wait_pod(self.base_namespace, HELPER_NAME, self.timeouts.start, "reader pod")
+            if not self.read("check").get("cgroupV2"):
+                raise NotApplicable(f"node {self.node} runs cgroup v1 (no cgroup.controllers at the root of its "
+                                    f"cgroup mount): nodeconf checks cgroup v2 nodes only")
         except BaseException:
             with contextlib.suppress(NodeError):
                 self.close()
@@ -343,15 +403,23 @@ class KubeNode(Node):
         return doc
 
     def _wait_pod(self, namespace: str, name: str, timeout: float, what: str) -> dict[str, Any]:
-        """Poll until the kubelet has admitted and started the pod, or refused it."""
+        """Poll until the kubelet has admitted and started the pod, or refused it. A failed pull or container
+        creation is retried by the kubelet: fatal when permanent or still there after `timeouts.start_retry`."""
         deadline = self.clock() + timeout
+        failing_since: float | None = None
         while True:
             obj = self.api.read_pod(namespace, name)
             if admission(obj) is not None:
                 return obj
             failure = start_failure(obj)
-            if failure:
-                raise NodeError(f"{what} {namespace}/{name} on node {self.node} cannot start: {failure}")
+            if failure is None:
+                failing_since = None
+            else:
+                failing_since = self.clock() if failing_since is None else failing_since
+                text, permanent = failure
+                if permanent or self.clock() - failing_since > self.timeouts.start_retry:
+                    lasting = "" if permanent else f" (for {self.timeouts.start_retry:g} s)"
+                    raise NodeError(f"{what} {namespace}/{name} on node {self.node} cannot start{lasting}: {text}")
             if self.clock() > deadline:
                 status = obj.get("status") or {}
                 events = pod_events(self.api.list_events(namespace, f"involvedObject.name={name}"))
@@ -369,11 +437,14 @@ class KubeNode(Node):
                                 program_image=self.helper_image, programs_dir=PROGRAMS_DIR,
                                 keep_images=self.keep_images)
         try:
-            self.api.create_pod(namespace, manifest)
+            self._create_pod(namespace, manifest)
         except KubeApiError as err:
-            if err.status in REJECTED_STATUSES:
-                return KubePod(self, pod, False, (err.message,), namespace)
-            raise
+            refused = rejection(err)
+            if refused is not None:
+                return KubePod(self, pod, False, (refused,), namespace)
+            if not 400 <= err.status < 500:
+                raise
+            raise infrastructure_error(err, f"pod {pod.ref}") from None
         try:
             obj = self._wait_pod(namespace, pod.name, self.timeouts.pod, "pod")
         except BaseException:
@@ -387,25 +458,48 @@ class KubeNode(Node):
             self.delete_pod(namespace, pod.name)  # a refused pod leaves nothing behind, as on a kubelet
         return KubePod(self, pod, admitted, errors, namespace)
 
+    def _create_pod(self, namespace: str, manifest: dict[str, Any]) -> None:
+        """Create the pod; while a new namespace's ServiceAccount does not exist yet (the serviceaccount
+        admission plugin refuses the pod) retry for `timeouts.service_account`."""
+        deadline = self.clock() + self.timeouts.service_account
+        while True:
+            try:
+                self.api.create_pod(namespace, manifest)
+                return
+            except KubeApiError as err:
+                if not is_service_account_race(err) or self.clock() > deadline:
+                    raise
+            self.sleep(self.timeouts.poll)
+
     def delete_pod(self, namespace: str, name: str) -> None:
-        """Delete with no grace period and wait until the API no longer has the pod."""
+        """Delete with no grace period and wait until the node removed it.
+
+        Grace period 0 is a force delete: the API object goes at once and the kubelet kills the containers and
+        removes the pod cgroup later (pkg/registry/core/pod/strategy.go CheckGracefulDelete; kubelet
+        pod_workers.go), so the wait ends only when the reader no longer finds the pod cgroup.
+        """
         try:
+            uid = names.uid(str(dig(self.api.read_pod(namespace, name), "metadata", "uid") or ""))
             self.api.delete_pod(namespace, name, 0)
         except KubeApiError as err:
             if err.status == 404:
                 return
             raise
         deadline = self.clock() + self.timeouts.delete
-        while True:
-            try:
-                self.api.read_pod(namespace, name)
-            except KubeApiError as err:
-                if err.status == 404:
-                    return
-                raise
+        while not self._api_forgot(namespace, name) or self.read("podCgroup", podUid=uid, files=[])["path"]:
             if self.clock() > deadline:
-                raise NodeError(f"pod {namespace}/{name} still exists {self.timeouts.delete:g} s after deletion")
+                raise NodeError(f"pod {namespace}/{name} still on node {self.node} {self.timeouts.delete:g} s after "
+                                f"deletion")
             self.sleep(self.timeouts.poll)
+
+    def _api_forgot(self, namespace: str, name: str) -> bool:
+        try:
+            self.api.read_pod(namespace, name)
+        except KubeApiError as err:
+            if err.status == 404:
+                return True
+            raise
+        return False
 
     def set_namespace_objects(self, objects: Sequence[NamespaceObject]) -> None:
         """Replace this run's LimitRanges and ResourceQuotas; wait until each quota's usage is computed."""
@@ -473,17 +567,33 @@ class KubeNode(Node):
 
     def configure(self, config: KubeletConfig, version: str | None = None) -> Sequence[str]:
         """A cluster's kubelet cannot be restarted from here: accept the config the node already runs, refuse
-        (KubeletConfigNotApplicable, the check is skipped) any other."""
-        live = live_kubelet_config(self.api.node_proxy(self.node, "configz"), self.node)
+        (KubeletConfigNotApplicable, the check is skipped) any other, one it cannot read or one with values
+        nodeconf does not model. Only the fields the node's /configz shows are compared."""
+        try:
+            configz = self.api.node_proxy(self.node, "configz")
+        except KubeApiError as err:
+            if err.status not in (401, 403, 404):
+                raise
+            raise KubeletConfigNotApplicable(
+                f"the kubelet configuration of node {self.node} cannot be read ({err}); /configz needs `get` on "
+                f"nodes/proxy (infra/kube/rbac.yaml): checks that need a kubelet configuration are skipped"
+            ) from None
+        try:
+            live = live_kubelet_config(configz, self.node)
+        except InputError as err:
+            raise KubeletConfigNotApplicable(
+                f"node {self.node} runs a kubelet configuration nodeconf does not model ({err}): checks that "
+                f"need a kubelet configuration are skipped") from None
         node = self.node_object()
         running = kubelet_minor_version(node)
         profile = version or (running if running in SUPPORTED_VERSIONS else None)
-        differences = kubelet_config_differences(config, live, profile)
+        differences = kubelet_config_differences(config, live, profile, present_fields(configz))
         if version is not None and running != version:
             differences.insert(0, f"profile {version} requested, the node runs kubelet {running}")
         if differences:
             how = (kind_advice(config) if is_kind_node(node)
-                   else "point nodeconf at a node whose kubelet runs the needed configuration")
+                   else "give --kubelet-config with the node's values, or point nodeconf at a node whose kubelet "
+                        "runs the needed configuration")
             raise KubeletConfigNotApplicable(
                 f"node {self.node} runs another kubelet configuration ({'; '.join(differences)}); "
                 f"its kubelet cannot be reconfigured from here: {how}")
@@ -510,7 +620,20 @@ class KubeNode(Node):
         return NodeConditions(conditions, pod_events(events))
 
     def metrics(self) -> Metrics:
-        return parse_metrics(self.api.node_proxy(self.node, "metrics"))
+        """The kubelet's /metrics through the API server's node proxy; NotApplicable without `get` on
+        nodes/proxy."""
+        try:
+            return parse_metrics(self.api.node_proxy(self.node, "metrics"))
+        except KubeApiError as err:
+            if err.status in (401, 403):
+                raise NotApplicable(f"the kubelet metrics of node {self.node} cannot be read ({err}); they need "
+                                    f"`get` on nodes/proxy (infra/kube/rbac.yaml)") from None
+            raise
+
+    def other_pods(self) -> Sequence[Pod]:
+        """Every active pod on the node outside the checks' namespaces (the reader pod included), read now."""
+        own = [namespace for namespace in self.namespaces if namespace != self.base_namespace]
+        return other_pods(self.api.list_pods(node_selector(self.node)), own)
 
     def logs(self) -> str:
         """The events of this run's namespaces (a cluster's kubelet log is not reachable through the API) and
@@ -529,8 +652,9 @@ def open_node(context: str | None = None, *, node: str | None = None, config_fil
     """Connect with the kubeconfig's context (the current one when None), pick the node and start the run.
 
     The node, the reader image and the workload image can be set with NODECONF_KUBE_NODE,
-    NODECONF_KUBE_HELPER_IMAGE and NODECONF_KUBE_WORKLOAD_IMAGE; NODECONF_KUBE_KEEP_IMAGES=1 runs the
-    manifests' own images instead of the workload image.
+    NODECONF_KUBE_HELPER_IMAGE and NODECONF_KUBE_WORKLOAD_IMAGE (defaults: short names the node's runtime
+    resolves, DEFAULT_HELPER_IMAGE); NODECONF_KUBE_KEEP_IMAGES=1 runs the manifests' own images instead of the
+    workload image. Only Linux nodes are chosen.
     """
     api_client, chosen = load_kube_context(context, config_file)
     api = ClientKubeApi(api_client)

@@ -22,11 +22,15 @@ NAMESPACED_KINDS = {"ConfigMap": "config_map", "LimitRange": "limit_range", "Res
 
 
 class KubeApiError(NodeError):
-    """The API server answered with an error status (or could not be reached: status 0)."""
+    """The API server answered with an error status (or could not be reached: status 0); `reason` and `causes`
+    come from the metav1.Status body (`Invalid`, `Forbidden`; each cause's `field`)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, reason: str = "",
+                 causes: Sequence[Mapping[str, str]] = ()) -> None:
         self.status = status
         self.message = message
+        self.reason = reason
+        self.causes = tuple(causes)
         super().__init__(f"Kubernetes API error {status}: {message}" if status else message)
 
 
@@ -47,6 +51,8 @@ class KubeApi(Protocol):
     def list_nodes(self) -> list[JsonObject]: ...
 
     def read_node(self, name: str) -> JsonObject: ...
+
+    def list_pods(self, field_selector: str) -> list[JsonObject]: ...
 
     def node_proxy(self, node: str, path: str) -> str: ...
 
@@ -97,6 +103,21 @@ def status_message(body: str | bytes | None, fallback: str) -> str:
     return fallback
 
 
+def status_error(status: int, body: str | bytes | None, fallback: str) -> KubeApiError:
+    """A KubeApiError from an error response: the Status body's message, reason and causes."""
+    try:
+        doc = json.loads(body) if body else None
+    except ValueError:
+        doc = None
+    reason, causes = "", []
+    if isinstance(doc, dict):
+        reason = str(doc.get("reason") or "")
+        for cause in dig(doc, "details", "causes") or ():
+            if isinstance(cause, Mapping):
+                causes.append({k: str(cause.get(k) or "") for k in ("reason", "message", "field")})
+    return KubeApiError(status, status_message(body, fallback), reason, causes)
+
+
 def exec_exit_status(error_channel: str) -> tuple[int, str]:
     """Exit status and failure text from the exec error channel (a metav1.Status; remotecommand v4 protocol)."""
     if not error_channel.strip():
@@ -141,19 +162,27 @@ def load_kube_context(context: str | None, config_file: str | None = None) -> tu
 
 
 def unreachable_reason(api_client: Any, timeout: float = PROBE_TIMEOUT) -> str | None:
-    """Why the client's API server cannot be reached (one TCP connect within `timeout`), None when it can."""
+    """Why the client's API server cannot be reached (one TCP connect within `timeout`), None when it can.
+
+    With a kubeconfig `proxy-url` (the client's `configuration.proxy`) the client talks to the proxy, so the
+    proxy is what is probed.
+    """
     host = str(api_client.configuration.host)
-    parts = urlsplit(host)
+    proxy = str(getattr(api_client.configuration, "proxy", None) or "")
+    target, kind = (proxy, "proxy") if proxy else (host, "API server")
+    parts = urlsplit(target)
     try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        port = parts.port or (443 if parts.scheme == "https" else 1080 if parts.scheme.startswith("socks")
+                              else 80)
     except ValueError:
-        return f"bad API server address {host!r}"
+        return f"bad {kind} address {target!r}"
     if not parts.hostname:
-        return f"bad API server address {host!r}"
+        return f"bad {kind} address {target!r}"
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout).close()
     except OSError as err:
-        return f"Kubernetes API at {host} not reachable: {err.strerror or type(err).__name__}"
+        via = f" through proxy {proxy}" if proxy else ""
+        return f"Kubernetes API at {host}{via} not reachable: {err.strerror or type(err).__name__}"
     return None
 
 
@@ -176,7 +205,7 @@ class ClientKubeApi:
             response = method(*args, _preload_content=False, _request_timeout=timeout or self.timeout, **kwargs)
             return bytes(response.data)
         except ApiException as err:
-            raise KubeApiError(int(err.status or 0), status_message(err.body, str(err.reason))) from None
+            raise status_error(int(err.status or 0), err.body, str(err.reason)) from None
         except HTTPError as err:
             host = self.api_client.configuration.host
             raise KubeApiError(0, f"Kubernetes API at {host} not reachable: {type(err).__name__}") from None
@@ -195,6 +224,11 @@ class ClientKubeApi:
 
     def read_node(self, name: str) -> JsonObject:
         return self._json(self.core.read_node, name)
+
+    def list_pods(self, field_selector: str) -> list[JsonObject]:
+        """Pods of every namespace matching the field selector (`spec.nodeName=<node>`)."""
+        return list(self._json(self.core.list_pod_for_all_namespaces, field_selector=field_selector)
+                    .get("items") or [])
 
     def node_proxy(self, node: str, path: str) -> str:
         return self._raw(self.core.connect_get_node_proxy_with_path, node, path).decode(errors="replace")
@@ -261,7 +295,7 @@ class ClientKubeApi:
                         container=container, stderr=True, stdin=False, stdout=True, tty=False,
                         _preload_content=False)
         except ApiException as err:
-            raise KubeApiError(int(err.status or 0), status_message(err.body, str(err.reason))) from None
+            raise status_error(int(err.status or 0), err.body, str(err.reason)) from None
         try:
             ws.run_forever(timeout=timeout)
             if ws.is_open():

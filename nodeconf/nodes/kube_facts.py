@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from nodeconf.errors import InputError
@@ -109,9 +109,7 @@ def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], formula: str) 
         raise InputError(f"unusable node facts: {err}", obj=f"Node/{node_name(node)}") from None
 
 
-def live_kubelet_config(configz: str, node: str) -> KubeletConfig:
-    """The kubelet's running configuration from `/api/v1/nodes/<node>/proxy/configz` (`{"kubeletconfig": …}`)."""
-    source = f"node {node} /configz"
+def _configz_document(configz: str, source: str) -> dict[str, Any]:
     try:
         doc = json.loads(configz)
     except ValueError:
@@ -119,7 +117,24 @@ def live_kubelet_config(configz: str, node: str) -> KubeletConfig:
     config = doc.get("kubeletconfig") if isinstance(doc, dict) else None
     if not isinstance(config, dict):
         raise InputError("no kubeletconfig object", source=source)
-    return kubelet_config_from_dict(config, source=source)
+    return config
+
+
+def live_kubelet_config(configz: str, node: str) -> KubeletConfig:
+    """The kubelet's running configuration from `/api/v1/nodes/<node>/proxy/configz` (`{"kubeletconfig": …}`).
+
+    InputError names the field whose value nodeconf does not model (e.g. an `enforceNodeAllocatable` entry
+    of a distribution's own, such as OpenShift's `system-reserved-compressible`).
+    """
+    source = f"node {node} /configz"
+    return kubelet_config_from_dict(_configz_document(configz, source), source=source)
+
+
+def present_fields(configz: str) -> frozenset[str]:
+    """The top-level KubeletConfiguration fields the node's /configz shows. The kubelet serializes its
+    v1beta1 config with `omitempty` (staging/src/k8s.io/kubelet/config/v1beta1/types.go), so an absent field is
+    one the node leaves at zero or does not know (an older kubelet): it is not compared as nodeconf's default."""
+    return frozenset(_configz_document(configz, "/configz"))
 
 
 def _shown(value: Any) -> str:
@@ -145,19 +160,25 @@ def _same_threshold(a: str | None, b: str | None) -> bool:
         return a == b
 
 
-def kubelet_config_differences(requested: KubeletConfig, live: KubeletConfig,
-                               version: str | None = None) -> list[str]:
+def kubelet_config_differences(requested: KubeletConfig, live: KubeletConfig, version: str | None = None,
+                               present: Collection[str] | None = None) -> list[str]:
     """Each decision-relevant field where the node's live config differs from the requested one, one line each.
+
+    With `present` (the fields the node's /configz shows, present_fields), a field the node does not show is
+    not compared: the parsed live config would hold nodeconf's default for it, not the node's value.
 
     An unset `memoryThrottlingFactor` or `evictionHard` in the request means "the kubelet default", which the
     live config shows expanded. Feature gates the request names are compared as written; with a profile
     version, every gate the profile knows is also compared as the profile resolves it (its default unless set),
     so a gate the node sets that the request leaves to the default is caught too.
     """
+    def shown(name: str) -> bool:
+        return present is None or name.split(".")[0] in present
+
     out: list[str] = []
     for attr, name in COMPARED_FIELDS.items():
         want, have = getattr(requested, attr), getattr(live, attr)
-        if attr == "memory_throttling_factor" and want is None:
+        if (attr == "memory_throttling_factor" and want is None) or not shown(name):
             continue
         if want != have:
             out.append(f"{name}: requested {_shown(want)}, node has {_shown(have)}")
@@ -171,6 +192,6 @@ def kubelet_config_differences(requested: KubeletConfig, live: KubeletConfig,
             if gate not in requested.feature_gates and live_gates.get(gate) != want:
                 out.append(f"featureGates.{gate}: profile {version} has {want}, node has {live_gates.get(gate)}")
     want_eviction, have_eviction = _memory_eviction(requested), _memory_eviction(live)
-    if not _same_threshold(want_eviction, have_eviction):
+    if shown("evictionHard") and not _same_threshold(want_eviction, have_eviction):
         out.append(f"evictionHard.{EVICTION_MEMORY_SIGNAL}: requested {want_eviction}, node has {have_eviction}")
     return out

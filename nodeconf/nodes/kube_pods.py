@@ -23,10 +23,17 @@ READER_CONFIGMAP = "nodeconf-reader"
 READER_DIR = "/opt/nodeconf/reader"
 READER_FILE = "kube_reader.py"
 PROGRAMS_CONFIGMAP = "nodeconf-programs"
-# Waiting reasons that mean the container will never start without outside help (kubelet images.go,
-# kuberuntime_container.go): an infrastructure fault, not a node behaviour under test.
+# Waiting reasons of a container that does not start (kubelet images/types.go, kuberuntime_container.go): an
+# infrastructure fault, not a node behaviour under test. The kubelet retries pulls and container creation
+# with a back-off, so these are fatal only when they last (a registry hiccup, a config map not yet visible);
+# the PERMANENT ones never change without a new pod spec.
 START_FAILURES = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
                             "CreateContainerConfigError", "CreateContainerError"})
+PERMANENT_START_FAILURES = frozenset({"InvalidImageName", "ErrImageNeverPull"})
+# The reader pod's requests and limits: equal, so it is Guaranteed and its usage stays under its request (the
+# kubelet evicts pods using more than they request first, pkg/kubelet/eviction/helpers.go rankMemoryPressure);
+# the CPU limit is CFS quota, so it stays high enough for a python3 start and a /proc scan per exec.
+HELPER_RESOURCES = {"cpu": "500m", "memory": "128Mi"}
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _RUNTIME_ID = re.compile(r"^[a-z0-9-]+://(?P<id>[0-9a-f]{12,64})$")
 
@@ -56,7 +63,7 @@ def namespace_manifest(name: str, run_id: str) -> dict[str, Any]:
 
 
 def helper_pod_manifest(namespace: str, node: str, run_id: str, image: str) -> dict[str, Any]:
-    """The evidence reader's pod: on the node, host PIDs, the host's cgroup2 mount read-only, BestEffort; the
+    """The evidence reader's pod: on the node, host PIDs, the host's cgroup2 mount read-only, Guaranteed; the
     reader program comes from a ConfigMap (an exec's argv travels in the URL: it stays short)."""
     return {
         "apiVersion": "v1", "kind": "Pod",
@@ -67,6 +74,7 @@ def helper_pod_manifest(namespace: str, node: str, run_id: str, image: str) -> d
             "containers": [{
                 "name": "reader", "image": image, "command": ["sleep", "infinity"],
                 "securityContext": {"privileged": True},
+                "resources": {"requests": dict(HELPER_RESOURCES), "limits": dict(HELPER_RESOURCES)},
                 "volumeMounts": [{"name": "cgroup", "mountPath": HELPER_CGROUP_MOUNT, "readOnly": True},
                                  {"name": "reader", "mountPath": READER_DIR, "readOnly": True}],
             }],
@@ -179,12 +187,14 @@ def admission(pod_obj: Mapping[str, Any]) -> tuple[bool, tuple[str, ...]] | None
     return None
 
 
-def start_failure(pod_obj: Mapping[str, Any]) -> str | None:
-    """Why a container cannot start (image pull, config error), or None."""
+def start_failure(pod_obj: Mapping[str, Any]) -> tuple[str, bool] | None:
+    """Why a container does not start (image pull, config error) and whether that is permanent, or None."""
     for status in _statuses(pod_obj):
         waiting = dig(status, "state", "waiting") or {}
-        if waiting.get("reason") in START_FAILURES:
-            return f"container {status['name']}: {waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
+        reason = waiting.get("reason")
+        if reason in START_FAILURES:
+            text = f"container {status['name']}: {reason}: {waiting.get('message', '')}".rstrip(": ")
+            return text, reason in PERMANENT_START_FAILURES
     return None
 
 
@@ -244,3 +254,17 @@ def resize_status(pod_obj: Mapping[str, Any], requested: bool) -> ResizeStatus |
     if legacy == "Proposed" or (isinstance(generation, int) and isinstance(observed, int) and observed < generation):
         return None
     return ResizeStatus(Outcome.APPLIED) if resources_actuated(pod_obj) else None
+
+
+def settled_resize(pod_obj: Mapping[str, Any]) -> ResizeStatus | None:
+    """The resize's final outcome, None while the kubelet may still change it.
+
+    As upstream's resize helper waits (test/e2e/framework/pod/resize.go WaitForPodResizeActuation): Infeasible
+    is terminal; otherwise the resize is done once neither PodResizePending nor PodResizeInProgress is present
+    and the status resources equal the spec. The kubelet sets PodResizeInProgress when it accepts a resize and
+    clears it only after actuating it (pkg/kubelet/status/status_manager.go).
+    """
+    status = resize_status(pod_obj, True)
+    if status is not None and status.status in (Outcome.INFEASIBLE, Outcome.APPLIED):
+        return status
+    return None

@@ -18,6 +18,9 @@ CLONE_NEWCGROUP = 0x02000000  # include/uapi/linux/sched.h
 _CONTAINER_ID = re.compile(r"^[0-9a-f]{12,64}$")
 _POD_UID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _QOS_NAMES = ("burstable", "besteffort")
+# crun with the systemd driver moves the container's processes into this sub-cgroup of the scope and writes the
+# OCI resources there (crun `run.oci.systemd.subgroup`, NEWS crun-0.14/1.18, src/libcrun/cgroup-systemd.c).
+CRUN_SUBGROUP = "container"
 
 
 class ReaderError(Exception):
@@ -34,11 +37,17 @@ def unified_path(proc_cgroup_text: str) -> str | None:
     return None
 
 
+def is_conmon(name: str) -> bool:
+    """CRI-O's monitor cgroup (`crio-conmon-<id>.scope`, cgroupfs `crio-conmon-<id>`): neither a container nor
+    the sandbox (cri-o internal/config/cgmgr: conmon_cgroup "pod" puts it next to the containers)."""
+    return "conmon" in name
+
+
 def is_container_leaf(name: str, container_id: str) -> bool:
-    """True when a cgroup directory name is the container's: `<id>`, `cri-containerd-<id>.scope`, `crio-<id>.scope`."""
-    if name == container_id:
-        return True
-    return name.endswith(f"-{container_id}.scope") and "conmon" not in name
+    """True when a cgroup directory name is the container's: `<id>` (containerd, cgroupfs), `crio-<id>` (CRI-O,
+    cgroupfs), `cri-containerd-<id>.scope` / `crio-<id>.scope` (systemd)."""
+    base = name.removesuffix(".scope")
+    return (base == container_id or base.endswith(f"-{container_id}")) and not is_conmon(name)
 
 
 def is_pod_dir(name: str, pod_uid: str) -> bool:
@@ -167,6 +176,33 @@ class Host:
         pids = self.procs(path)
         return {**self.cgroup(path, names), "pids": pids, "oomScoreAdj": self.oom_score_adj(pids)}
 
+    def process_cgroup(self, path: str) -> str:
+        """Where a container's processes and resources live: crun's `container` sub-cgroup when the scope has
+        one, else the scope (runc) or directory (cgroupfs) itself."""
+        return f"{path}/{CRUN_SUBGROUP}" if CRUN_SUBGROUP in self.children(path) else path
+
+
+def pod_path_of(path: str, pod_uid: str) -> str | None:
+    """The pod cgroup above a process's cgroup (`pod/<container>` or crun's `pod/<scope>/container`)."""
+    parts = path.split("/")
+    for i in range(len(parts) - 2, -1, -1):
+        if is_pod_dir(parts[i], pod_uid):
+            return "/".join(parts[: i + 1])
+    return None
+
+
+def find_pod_cgroup(host: Host, kubepods: str, pod_uid: str) -> str | None:
+    """The pod's cgroup directory below kubepods (Guaranteed pods directly, the others under their QoS
+    cgroup), found by name: also after its last process has gone."""
+    for child in host.children(kubepods):
+        if is_pod_dir(child, pod_uid):
+            return f"{kubepods}/{child}"
+        if qos_leaf_name(child) is not None:
+            for grandchild in host.children(f"{kubepods}/{child}"):
+                if is_pod_dir(grandchild, pod_uid):
+                    return f"{kubepods}/{child}/{grandchild}"
+    return None
+
 
 def pod_evidence(host: Host, pod_uid: str, container_ids: dict[str, str], names: list[str] | None) -> dict[str, Any]:
     """Pod, container and ancestor cgroups (kubepods down to the QoS level) of one pod, its container and
@@ -177,12 +213,7 @@ def pod_evidence(host: Host, pod_uid: str, container_ids: dict[str, str], names:
         if not _CONTAINER_ID.match(cid):
             raise ReaderError(f"bad container id {cid!r} for container {name!r}")
     by_path = host.process_cgroups()
-    pod_path = ""
-    for path in by_path:
-        parts = path.split("/")
-        if len(parts) >= 2 and is_pod_dir(parts[-2], pod_uid):
-            pod_path = "/".join(parts[:-1])
-            break
+    pod_path = next((found for found in (pod_path_of(p, pod_uid) for p in by_path) if found), "")
     if not pod_path:
         hint = f" ({host.outside} processes lie outside our cgroup namespace)" if host.outside else ""
         raise ReaderError(f"no process of pod {pod_uid} found in {host.proc}/*/cgroup{hint}")
@@ -193,8 +224,11 @@ def pod_evidence(host: Host, pod_uid: str, container_ids: dict[str, str], names:
         leaf = next((entry for entry in leaves if is_container_leaf(entry, cid)), None)
         if leaf is not None:
             matched.add(leaf)
-            containers[name] = host.processes(f"{pod_path}/{leaf}", names)
-    sandboxes = [f"{pod_path}/{leaf}" for leaf in leaves if leaf not in matched and host.procs(f"{pod_path}/{leaf}")]
+            containers[name] = host.processes(host.process_cgroup(f"{pod_path}/{leaf}"), names)
+    # The sandbox (pause) is the other cgroup with processes; CRI-O often runs none (drop_infra_ctr).
+    others = [host.process_cgroup(f"{pod_path}/{leaf}") for leaf in leaves
+              if leaf not in matched and not is_conmon(leaf)]
+    sandboxes = [path for path in others if host.procs(path)]
     kubepods = kubepods_of(pod_path)
     above = pod_path[len(kubepods):].strip("/").split("/")[:-1]
     ancestors = [kubepods] + ["/".join([kubepods, *above[: i + 1]]) for i in range(len(above))]
@@ -217,6 +251,20 @@ def node_evidence(host: Host, names: list[str] | None) -> dict[str, Any]:
     return {"kubepods": host.cgroup(kubepods, names), "qos": qos}
 
 
+def pod_cgroup(host: Host, pod_uid: str, names: list[str] | None) -> dict[str, Any]:
+    """The pod's cgroup and its files (`memory.events` for OOM kills), or `{"path": null}` once it is gone."""
+    if not _POD_UID.match(pod_uid):
+        raise ReaderError(f"bad pod uid {pod_uid!r}")
+    path = find_pod_cgroup(host, kubepods_of(host.own_cgroup()), pod_uid)
+    return host.cgroup(path, names) if path is not None else {"path": None}
+
+
+def check(host: Host) -> dict[str, Any]:
+    """Whether the node runs cgroup v2: the unified mount has `cgroup.controllers` at its root (cgroup-v2.rst
+    "Mounting"); a cgroup v1 or hybrid node has per-controller hierarchies there instead."""
+    return {"cgroupV2": os.path.isfile(os.path.join(host.cgroup_root, "cgroup.controllers"))}
+
+
 def facts(host: Host) -> dict[str, Any]:
     """Page size, swap total, kernel release and the controllers pods can use."""
     kubepods = kubepods_of(host.own_cgroup())
@@ -235,11 +283,13 @@ def facts(host: Host) -> dict[str, Any]:
 
 
 def answer(host: Host, request: dict[str, Any]) -> dict[str, Any]:
-    """Dispatch one request: `facts`, `node` or `pod`."""
+    """Dispatch one request: `check`, `facts`, `node`, `pod` or `podCgroup`."""
     names = request.get("files")
     if names is not None and not all(isinstance(n, str) and "/" not in n and n not in (".", "..") for n in names):
         raise ReaderError("bad file name list")
     op = request.get("op")
+    if op == "check":
+        return check(host)
     host.enter_host_cgroup_namespace()
     if op == "facts":
         return facts(host)
@@ -247,6 +297,8 @@ def answer(host: Host, request: dict[str, Any]) -> dict[str, Any]:
         return node_evidence(host, names)
     if op == "pod":
         return pod_evidence(host, str(request.get("podUid", "")), dict(request.get("containers") or {}), names)
+    if op == "podCgroup":
+        return pod_cgroup(host, str(request.get("podUid", "")), names)
     raise ReaderError(f"unknown op {op!r}")
 
 

@@ -243,7 +243,7 @@ def test_seven_gib_of_burstable_requests(deploy: Deploy, oracle: Oracle, kubelet
     version = "1.35" if old else oracle.version
     if old:
         config = kubelet.use(replace(config, feature_gates={**config.feature_gates, "MemoryQoS": True}), version)
-    at_version = Oracle(oracle.facts, version)
+    at_version = Oracle(oracle.facts, version, oracle.others)
     workloads = [scaled(p, 4) for p in pods("memory-qos/seven-gib-burstable.yaml")]
     deployed = deploy_pods(deploy, at_version, kubelet, workloads)
     for p in workloads:

@@ -19,7 +19,7 @@ from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.checks import check_pod, deploy_pods, wait_until
 from suites.conftest import Kubelet, Oracle
-from suites.pods import PROGRAMS_DIR, pod, with_container
+from suites.pods import PROGRAMS_DIR, pod, stop_program, with_container
 from suites.pressure import MIB
 from suites.resize import Usage, decision, patch, status_rows
 
@@ -60,7 +60,7 @@ def test_swap_limit_resize_up_at_once_and_down_deferred(deploy: Deploy, oracle: 
         rows.append(compare_value(workload.name, "app", files.path, f"memory.swap.max right after {after}",
                                   Expected(str(page_floor(right_after * MIB, page)), SWAP_RESIZE),
                                   files.get("memory.swap.max")))
-    result = handle.exec("app", ["pkill", "-f", "memhog.py"])
+    result = handle.exec("app", stop_program("memhog.py"))
     assert result.rc == 0, f"could not stop the hog: {result.stderr}"
     wait_until("the deferred swap decrease applied", lambda: handle.evidence().container("app").cgroup.get(
         "memory.swap.max") == str(8 * MIB), timeout=60)

@@ -227,3 +227,16 @@ def test_events_expected_present_and_unexpected_warnings_named() -> None:
     assert not unexpected.ok
     assert unexpected.expected == "(none)"
     assert unexpected.actual == "Warning SwapNotSupported: the node does not support swap limits"
+
+
+def test_no_pause_rows_when_the_runtime_runs_none() -> None:
+    """CRI-O without an infra container: nothing to compare for the pause; elsewhere its absence is a mismatch."""
+    expected = _res_demo_expectation()
+    evidence = replace(_article_evidence("35"), pause=None)
+    assert [r for r in _with_pause_rows(compare_pod(expected, evidence)) if not r.ok]
+    dropped = replace(evidence, pause_absent="CRI-O runs no infra (pause) container for this pod (drop_infra_ctr)")
+    assert _with_pause_rows(compare_pod(expected, dropped)) == []
+
+
+def _with_pause_rows(rows: list[ComparedValue]) -> list[ComparedValue]:
+    return [r for r in rows if r.container == PAUSE]

@@ -8,6 +8,7 @@ import copy
 import inspect
 import io
 import json
+import shutil
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -86,7 +87,8 @@ class FakeKube:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.events: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.behaviour: dict[str, str] = {}
-        self.refuse: dict[str, tuple[int, str]] = {}
+        # name → KubeApiError arguments (status, message[, reason, causes]), a last "once" to refuse once only
+        self.refuse: dict[str, tuple[Any, ...]] = {}
         self.resize_behaviour: dict[str, str] = {}
         self.execs: list[tuple[str, str, str, list[str]]] = []
         self.exec_answers: dict[str, ExecOutput] = {}
@@ -95,6 +97,12 @@ class FakeKube:
         self.node = node_doc()
         self.closed = False
         self.next_pid = 1000
+        self.others: list[dict[str, Any]] = []  # pods of other namespaces on the node (recorded objects)
+        self.linger = 2  # reader looks before the kubelet removes a force-deleted pod's cgroup
+        self.lingering: dict[str, tuple[str, list[int], int]] = {}
+        self.forbidden_proxy = False
+        self.pause = True  # False: a CRI-O node with drop_infra_ctr
+        (tree.cgroup / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids\n")
         for level in (KUBEPODS, f"{KUBEPODS}/kubelet-kubepods-burstable.slice",
                       f"{KUBEPODS}/kubelet-kubepods-besteffort.slice"):
             tree.cgroup_dir(level, cpu_weight="100", memory_max="max", cgroup_controllers="cpu memory pids")
@@ -113,7 +121,14 @@ class FakeKube:
         return copy.deepcopy(self.node)
 
     def node_proxy(self, node: str, path: str) -> str:
+        if self.forbidden_proxy:
+            raise KubeApiError(403, f'nodes "{node}" is forbidden: User "dev" cannot get resource "nodes/proxy" '
+                                    'in API group "" at the cluster scope', "Forbidden")
         return {"configz": json.dumps(self.configz), "metrics": METRICS}[path]
+
+    def list_pods(self, field_selector: str) -> list[dict[str, Any]]:
+        assert field_selector == f"spec.nodeName={NODE}"
+        return copy.deepcopy([*self.others, *self.pods.values()])
 
     def create_namespace(self, manifest: dict[str, Any]) -> dict[str, Any]:
         name = manifest["metadata"]["name"]
@@ -162,11 +177,15 @@ class FakeKube:
         self._need_namespace(namespace)
         name = manifest["metadata"]["name"]
         if name in self.refuse:
-            raise KubeApiError(*self.refuse[name])
+            refusal = self.refuse[name]
+            if refusal[-1] == "once":
+                del self.refuse[name]
+            raise KubeApiError(*refusal[:-1] if refusal[-1] == "once" else refusal)
         if (namespace, name) in self.pods:
             raise KubeApiError(409, f'pods "{name}" already exists')
         obj = copy.deepcopy(manifest)
-        obj["metadata"].update(uid=str(uuid.uuid4()), generation=1)
+        obj["metadata"].update(uid=str(uuid.uuid4()), generation=1,
+                               creationTimestamp=f"2026-11-29T19:{len(self.pods):02d}:00Z")
         obj["status"] = {"phase": "Pending", "qosClass": qos_of(obj["spec"])}
         obj["reads"] = 0
         self.pods[(namespace, name)] = obj
@@ -183,9 +202,11 @@ class FakeKube:
         uid_ = obj["metadata"]["uid"].replace("-", "_")
         pod_dir = (f"{KUBEPODS}/kubelet-kubepods-pod{uid_}.slice" if qos == "Guaranteed" else
                    f"{KUBEPODS}/kubelet-kubepods-{qos.lower()}.slice/kubelet-kubepods-{qos.lower()}-pod{uid_}.slice")
-        self.tree.cgroup_dir(pod_dir, cpu_weight="10", memory_max="max")
+        self.tree.cgroup_dir(pod_dir, cpu_weight="10", memory_max="max", memory_events="oom_kill 0")
+        obj["pod_dir"] = pod_dir
         adj = {"Guaranteed": -997, "BestEffort": 1000, "Burstable": 500}[qos]
-        self.tree.process(self._pid(), f"{pod_dir}/cri-containerd-{uuid.uuid4().hex * 2}.scope", -998)
+        if self.pause:
+            self.tree.process(self._pid(), f"{pod_dir}/cri-containerd-{uuid.uuid4().hex * 2}.scope", -998)
         statuses = []
         for container in spec["containers"]:
             cid = uuid.uuid4().hex * 2
@@ -225,10 +246,25 @@ class FakeKube:
         elif behaviour == "reject":
             status.update(phase="Failed", reason="OutOfmemory",
                           message="Pod was rejected: Node didn't have enough resource: memory")
-        elif behaviour == "image":
+        elif behaviour in ("image", "image-once", "bad-image"):
             container = obj["spec"]["containers"][0]
+            reason = "InvalidImageName" if behaviour == "bad-image" else "ErrImagePull"
             status["containerStatuses"] = [{"name": container["name"], "restartCount": 0, "state": {"waiting": {
-                "reason": "ErrImagePull", "message": f'failed to pull image "{container["image"]}"'}}}]
+                "reason": reason, "message": f'failed to pull image "{container["image"]}"'}}}]
+            if behaviour == "image-once":  # the kubelet's retry pulls it
+                self.behaviour[obj["metadata"]["name"]] = "run"
+                obj["reads"] = 1
+        elif behaviour in ("oom-racy", "sigkill"):
+            # containerd < 2.3: the exit is reported before (or without) TaskOOM, so the reason is Error; the
+            # kernel's oom_kill count in the pod cgroup tells an OOM kill from a plain SIGKILL.
+            self._start(obj)
+            first = status["containerStatuses"][0]
+            first.update(restartCount=1, lastState={"terminated": {
+                "exitCode": 137, "reason": "Error", "containerID": first["containerID"],
+                "finishedAt": "2026-11-29T19:00:05Z"}})
+            kills = "1" if behaviour == "oom-racy" else "0"
+            (self.tree.cgroup / obj["pod_dir"] / "memory.events").write_text(
+                f"low 0\nhigh 0\nmax 12\noom 1\noom_kill {kills}\noom_group_kill 0\n")
         elif behaviour == "oom":
             self._start(obj)
             first = status["containerStatuses"][0]
@@ -240,18 +276,31 @@ class FakeKube:
         obj = self.pods.get((namespace, name))
         if obj is None:
             raise KubeApiError(404, f'pods "{name}" not found')
-        if obj.get("deleting"):
-            del self.pods[(namespace, name)]
-        else:
-            self._kubelet(obj)
-            self._resize_step(obj)
+        self._kubelet(obj)
+        self._resize_step(obj)
         return copy.deepcopy(obj)
 
     def delete_pod(self, namespace: str, name: str, grace_seconds: int) -> None:
+        """A force delete (grace 0): the API object goes at once, the kubelet removes the cgroup later."""
         assert grace_seconds == 0
-        if (namespace, name) not in self.pods:
+        obj = self.pods.pop((namespace, name), None)
+        if obj is None:
             raise KubeApiError(404, f'pods "{name}" not found')
-        self.pods[(namespace, name)]["deleting"] = True
+        if "pod_dir" in obj:
+            pids = [int(pid) for procs in (self.tree.cgroup / obj["pod_dir"]).rglob("cgroup.procs")
+                    for pid in procs.read_text().split()]
+            self.lingering[obj["metadata"]["uid"]] = (obj["pod_dir"], pids, self.linger)
+
+    def _kubelet_cleanup(self) -> None:
+        """One look of the kubelet's housekeeping: a force-deleted pod's processes and cgroup go in time."""
+        for uid, (pod_dir, pids, looks) in list(self.lingering.items()):
+            if looks > 1:
+                self.lingering[uid] = (pod_dir, pids, looks - 1)
+                continue
+            del self.lingering[uid]
+            for pid in pids:
+                shutil.rmtree(self.tree.proc / str(pid))
+            shutil.rmtree(self.tree.cgroup / pod_dir)
 
     def list_events(self, namespace: str, field_selector: str) -> list[dict[str, Any]]:
         wanted = dict(part.split("=", 1) for part in field_selector.split(",") if part)
@@ -295,6 +344,28 @@ class FakeKube:
         elif behaviour == "defer":
             obj["status"]["conditions"] = [{"type": "PodResizePending", "status": "True", "reason": "Deferred",
                                             "message": "Node didn't have enough capacity: memory"}]
+        elif behaviour == "infeasible":
+            obj["status"]["conditions"] = [{"type": "PodResizePending", "status": "True", "reason": "Infeasible",
+                                            "message": "Node didn't have enough capacity: cpu"}]
+        elif behaviour.startswith("accept"):
+            # The kubelet accepts (PodResizeInProgress), actuates (status resources), then clears the condition;
+            # `accept-stuck` never finishes (e.g. a memory limit below usage: reason Error).
+            in_progress = {"type": "PodResizeInProgress", "status": "True"}
+            if behaviour == "accept-stuck":
+                in_progress.update(reason="Error", message="memory limit too low")
+                obj["resize_pending"] = behaviour
+            step = obj.get("resize_step", 0)
+            obj["resize_step"] = step + 1
+            if step == 0 or behaviour == "accept-stuck":
+                obj["status"]["conditions"] = [in_progress]
+            elif step == 1:
+                for container, status in zip(obj["spec"]["containers"], obj["status"]["containerStatuses"],
+                                             strict=True):
+                    status["resources"] = copy.deepcopy(container["resources"])
+            else:
+                obj["status"]["conditions"] = []
+            if step < 2 and behaviour != "accept-stuck":
+                obj["resize_pending"] = behaviour
 
     def pod_log(self, namespace: str, name: str, container: str, previous: bool) -> str:
         return f"log of {namespace}/{name}/{container} previous={previous}\n"
@@ -308,6 +379,8 @@ class FakeKube:
         assert self.objects[("ConfigMap", namespace, mounted)]["data"] == {
             "kube_reader.py": inspect.getsource(kube_reader)}
         request = json.loads(argv[2])
+        if request["op"] == "podCgroup":
+            self._kubelet_cleanup()
         assert (request["proc"], request["cgroupRoot"]) == ("/proc", "/host/cgroup")
         request.update(proc=str(self.tree.proc), cgroupRoot=str(self.tree.cgroup))
         out = io.StringIO()
@@ -330,8 +403,9 @@ def fake(tmp_path: Path) -> FakeKube:
 
 
 def make_node(fake: FakeKube, clock: FakeClock) -> KubeNode:
-    return KubeNode(fake, NODE, spec="kube:kind-kind", run_id=RUN, timeouts=Timeouts(pod=10, start=10, delete=5,
-                    resize=3, quota=5, poll=0.5), sleep=clock.sleep, clock=clock)
+    return KubeNode(fake, NODE, spec="kube:kind-kind", run_id=RUN, timeouts=Timeouts(
+        pod=10, start=10, delete=5, resize=3, quota=5, start_retry=3, service_account=3, poll=0.5),
+        sleep=clock.sleep, clock=clock)
 
 
 @pytest.fixture
@@ -365,7 +439,10 @@ def test_start_creates_the_reader_pod_on_the_node(node: KubeNode, fake: FakeKube
         {"name": "cgroup", "mountPath": "/host/cgroup", "readOnly": True},
         {"name": "reader", "mountPath": "/opt/nodeconf/reader", "readOnly": True}]
     assert spec["volumes"][0]["hostPath"]["path"] == "/sys/fs/cgroup"
-    assert "resources" not in spec["containers"][0]  # BestEffort: adds nothing to the QoS-level sums
+    # Guaranteed (requests = limits, small): evicted after the suites' own Burstable and BestEffort hogs.
+    resources = spec["containers"][0]["resources"]
+    assert resources["requests"] == resources["limits"] == {"cpu": "500m", "memory": "128Mi"}
+    assert helper["status"]["qosClass"] == "Guaranteed"
     assert helper["metadata"]["labels"]["nodeconf.io/run"] == RUN
 
 
@@ -377,8 +454,8 @@ def test_close_deletes_every_namespace_of_the_run(fake: FakeKube, clock: FakeClo
 
 
 def test_a_reader_pod_that_cannot_start_leaves_nothing_behind(fake: FakeKube, clock: FakeClock) -> None:
-    fake.behaviour[HELPER_NAME] = "image"
-    with pytest.raises(NodeError, match=r"reader pod .* cannot start: container reader: ErrImagePull"):
+    fake.behaviour[HELPER_NAME] = "bad-image"
+    with pytest.raises(NodeError, match=r"reader pod .* cannot start: container reader: InvalidImageName"):
         make_node(fake, clock).start()
     assert fake.deleted_namespaces == [BASE_NS] and fake.closed
 
@@ -398,9 +475,10 @@ def test_run_binds_the_pod_to_the_node_in_the_run_namespace(node: KubeNode, fake
     assert sent["metadata"]["labels"] == {"app": "x", "app.kubernetes.io/managed-by": "nodeconf",
                                           "nodeconf.io/run": RUN}
     app, idle, hog = sent["spec"]["containers"]
-    assert app["image"] == "docker.io/library/busybox:1.37" and app["command"] == ["sleep", "3600"]
-    assert idle["image"] == "docker.io/library/busybox:1.37" and idle["command"] == ["sleep", "infinity"]
-    assert hog["image"] == "docker.io/library/python:3.12-slim"
+    # Registry-neutral short names: the node's runtime resolves them with its own registry and mirror settings.
+    assert app["image"] == "busybox:1.37" and app["command"] == ["sleep", "3600"]
+    assert idle["image"] == "busybox:1.37" and idle["command"] == ["sleep", "infinity"]
+    assert hog["image"] == "python:3.12-slim"
     assert hog["volumeMounts"] == [{"name": "programs", "mountPath": PROGRAMS_DIR, "readOnly": True}]
     assert sent["spec"]["volumes"] == [{"name": "programs", "configMap": {"name": PROGRAMS_CONFIGMAP}}]
     programs = fake.objects[("ConfigMap", DEFAULT_NS, PROGRAMS_CONFIGMAP)]["data"]
@@ -409,7 +487,7 @@ def test_run_binds_the_pod_to_the_node_in_the_run_namespace(node: KubeNode, fake
 
 @pytest.mark.parametrize(("keep_images", "image", "command"), [
     # As the enforcer: the command runs, or a sleeper; the seed's example image is not pulled.
-    pytest.param(False, "docker.io/library/busybox:1.37", ["sleep", "infinity"], id="stand-in"),
+    pytest.param(False, "busybox:1.37", ["sleep", "infinity"], id="stand-in"),
     pytest.param(True, "ghcr.io/example/hello:1.0", None, id="keep-images"),
 ])
 def test_image_policy(fake: FakeKube, clock: FakeClock, keep_images: bool, image: str,
@@ -461,7 +539,8 @@ def test_api_outage_is_an_infrastructure_error(node: KubeNode, fake: FakeKube) -
 
 def test_an_image_that_cannot_be_pulled_is_an_error_and_the_pod_is_deleted(node: KubeNode, fake: FakeKube) -> None:
     fake.behaviour["cache"] = "image"
-    with pytest.raises(NodeError, match=r'pod .*/cache .* cannot start: container c: ErrImagePull: .*busybox:1\.37"'):
+    with pytest.raises(NodeError, match=r'pod .*/cache .* cannot start \(for 3 s\): container c: ErrImagePull: '
+                                        r'.*busybox:1\.37"'):
         node.run(Pod(name="cache", containers=(ctr("c", image="cache:latest"),)))
     assert (DEFAULT_NS, "cache") not in fake.pods
 
@@ -660,7 +739,8 @@ def test_configure_on_kind_says_how_to_create_the_cluster(node: KubeNode) -> Non
     assert isinstance(err.value, NotApplicable)  # the suites skip the check
     text = str(err.value)
     assert "memorySwap.swapBehavior: requested WorkloadControlledSwap, node has LimitedSwap" in text
-    assert "kind create cluster --config" in text and "workloadcontrolledswap.yaml" in text
+    # No config under infra/kind/ gives it: no released node image knows the WorkloadControlledSwap gate.
+    assert "kind create cluster" not in text and "no released kind node image knows" in text
 
 
 def test_configure_on_a_real_cluster_and_another_version(node: KubeNode, fake: FakeKube) -> None:

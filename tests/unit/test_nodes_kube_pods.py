@@ -14,6 +14,7 @@ from nodeconf.nodes.kube_pods import (
     pod_events,
     resize_status,
     resources_actuated,
+    settled_resize,
     start_failure,
 )
 
@@ -73,14 +74,19 @@ def test_container_ids_strip_the_runtime_scheme_and_skip_odd_ones() -> None:
 
 
 @pytest.mark.parametrize(("waiting", "failure"), [
+    # The kubelet retries pulls and container creation with a back-off: not permanent.
     pytest.param({"reason": "ErrImagePull", "message": 'failed to pull "cache:latest"'},
-                 'container app: ErrImagePull: failed to pull "cache:latest"', id="pull"),
+                 ('container app: ErrImagePull: failed to pull "cache:latest"', False), id="pull"),
     pytest.param({"reason": "CreateContainerConfigError", "message": 'configmap "x" not found'},
-                 'container app: CreateContainerConfigError: configmap "x" not found', id="config"),
+                 ('container app: CreateContainerConfigError: configmap "x" not found', False), id="config"),
+    pytest.param({"reason": "CreateContainerError", "message": "context deadline exceeded"},
+                 ("container app: CreateContainerError: context deadline exceeded", False), id="create"),
+    pytest.param({"reason": "InvalidImageName", "message": 'couldn\'t parse image name "A:b"'},
+                 ('container app: InvalidImageName: couldn\'t parse image name "A:b"', True), id="bad-name"),
     pytest.param({"reason": "ContainerCreating"}, None, id="normal-wait"),
     pytest.param({"reason": "CrashLoopBackOff"}, None, id="crash-loop-is-behaviour"),
 ])
-def test_start_failure(waiting: dict[str, str], failure: str | None) -> None:
+def test_start_failure(waiting: dict[str, str], failure: tuple[str, bool] | None) -> None:
     assert start_failure(pod("Pending", [{"name": "app", "state": {"waiting": waiting}}])) == failure
 
 
@@ -123,6 +129,32 @@ def with_resize(obj: dict[str, Any], **changes: Any) -> dict[str, Any]:
 ])
 def test_resize_status(obj: dict[str, Any], requested: bool, expected: ResizeStatus | None) -> None:
     assert resize_status(obj, requested) == expected
+
+
+ACTUATED = {**RUNNING, "resources": {"requests": {"cpu": "250m", "memory": "64Mi"},
+                                     "limits": {"cpu": "1", "memory": "128Mi"}}}
+
+
+@pytest.mark.parametrize(("conditions", "statuses", "settled"), [
+    # The kubelet's sequence for an accepted resize (status_manager.go): InProgress while actuating, then cleared.
+    pytest.param([{"type": "PodResizeInProgress", "status": "True"}], [RUNNING], None, id="accepted"),
+    pytest.param([{"type": "PodResizeInProgress", "status": "True"}], [ACTUATED], None,
+                 id="actuated-condition-not-cleared-yet"),
+    pytest.param([], [ACTUATED], ResizeStatus("Applied"), id="conditions-cleared"),
+    pytest.param([{"type": "PodResizeInProgress", "status": "True", "reason": "Error", "message": "m"}],
+                 [RUNNING], None, id="actuation-error-is-retried"),
+    pytest.param([{"type": "PodResizePending", "status": "True", "reason": "Deferred"}], [RUNNING], None,
+                 id="deferred-may-change"),
+    pytest.param([{"type": "PodResizePending", "status": "True", "reason": "Infeasible", "message": "m"}],
+                 [RUNNING], ResizeStatus("Infeasible", "m"), id="infeasible-is-terminal"),
+])
+def test_settled_resize_waits_until_both_conditions_clear(conditions: list[dict[str, str]],
+                                                          statuses: list[dict[str, Any]],
+                                                          settled: ResizeStatus | None) -> None:
+    """Upstream's resize helper (test/e2e/framework/pod/resize.go WaitForPodResizeActuation)."""
+    obj = with_resize(pod("Running", statuses), observedGeneration=2, conditions=conditions)
+    obj["spec"]["containers"][0]["resources"] = ACTUATED["resources"]
+    assert settled_resize(obj) == settled
 
 
 @pytest.mark.parametrize(("actual", "same"), [

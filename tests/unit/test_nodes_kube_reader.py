@@ -31,16 +31,28 @@ HELPER_CID = "d" * 64
 
 @dataclass(frozen=True)
 class Layout:
-    """Where one runtime/driver combination puts kubepods, a Burstable pod and its containers."""
+    """Where one runtime/driver combination puts kubepods, a Burstable pod and its containers.
+
+    `sub` is crun's sub-cgroup of a systemd scope (crun cgroup-systemd.c, `run.oci.systemd.subgroup`),
+    `conmon` CRI-O's monitor cgroup next to the containers (cri-o conmon_cgroup "pod"), `pause` False for a
+    CRI-O pod without an infra container (drop_infra_ctr).
+    """
 
     kubepods: str
     burstable: str
     besteffort: str
     pod: str
     leaf: str  # format string with {cid}
+    sub: str = ""
+    conmon: str = ""
+    pause: bool = True
+
+    def scope(self, cid: str) -> str:
+        return f"{self.pod}/{self.leaf.format(cid=cid)}"
 
     def container(self, cid: str) -> str:
-        return f"{self.pod}/{self.leaf.format(cid=cid)}"
+        """The cgroup holding the container's processes and OCI resources."""
+        return f"{self.scope(cid)}/{self.sub}" if self.sub else self.scope(cid)
 
 
 SYSTEMD = Layout(
@@ -72,8 +84,36 @@ CRIO = Layout(
     pod=f"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_}.slice",
     leaf="crio-{cid}.scope",
 )
-LAYOUTS = [pytest.param(SYSTEMD, id="systemd"), pytest.param(CGROUPFS, id="cgroupfs"),
-           pytest.param(KIND, id="kind-nested"), pytest.param(CRIO, id="crio-systemd")]
+CONTAINERD_CRUN = Layout(
+    kubepods="kubepods.slice",
+    burstable="kubepods.slice/kubepods-burstable.slice",
+    besteffort="kubepods.slice/kubepods-besteffort.slice",
+    pod=f"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_}.slice",
+    leaf="cri-containerd-{cid}.scope",
+    sub="container",
+)
+CRIO_CRUN = Layout(
+    kubepods="kubepods.slice",
+    burstable="kubepods.slice/kubepods-burstable.slice",
+    besteffort="kubepods.slice/kubepods-besteffort.slice",
+    pod=f"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_}.slice",
+    leaf="crio-{cid}.scope",
+    sub="container",
+    conmon="crio-conmon-{cid}.scope",
+    pause=False,
+)
+CRIO_CGROUPFS = Layout(
+    kubepods="kubepods",
+    burstable="kubepods/burstable",
+    besteffort="kubepods/besteffort",
+    pod=f"kubepods/burstable/pod{UID}",
+    leaf="crio-{cid}",
+    conmon="crio-conmon-{cid}",
+)
+LAYOUTS = [pytest.param(SYSTEMD, id="containerd-runc-systemd"), pytest.param(CGROUPFS, id="containerd-runc-cgroupfs"),
+           pytest.param(KIND, id="kind-nested"), pytest.param(CRIO, id="crio-runc-systemd"),
+           pytest.param(CONTAINERD_CRUN, id="containerd-crun-systemd"), pytest.param(CRIO_CRUN, id="crio-crun-systemd"),
+           pytest.param(CRIO_CGROUPFS, id="crio-cgroupfs")]
 
 
 class FakeNode:
@@ -112,9 +152,16 @@ class FakeNode:
         for level in (layout.kubepods, layout.burstable, layout.besteffort):
             self.cgroup_dir(level, cpu_weight="100", memory_min="0", cgroup_controllers="cpu memory pids")
         self.cgroup_dir(layout.pod, cpu_weight="10", memory_max="max", memory_low="0")
+        if layout.sub:  # crun: the scope carries systemd's view (swap as memory+swap), the sub-cgroup the OCI one
+            self.cgroup_dir(layout.scope(CID_APP), cpu_weight="35", memory_max="134217728",
+                            memory_swap_max="134217728")
         self.cgroup_dir(layout.container(CID_APP), cpu_weight="35", memory_max="134217728", memory_swap_max="0")
         self.cgroup_dir(layout.container(CID_SIDE), cpu_weight="1", memory_max="max")
-        self.process(101, layout.container(CID_SANDBOX), -998)
+        if layout.pause:
+            self.process(101, layout.container(CID_SANDBOX), -998)
+        if layout.conmon:
+            self.process(105, f"{layout.pod}/{layout.conmon.format(cid=CID_APP)}", -1000)
+            self.process(106, f"{layout.pod}/{layout.conmon.format(cid=CID_SIDE)}", -1000)
         self.process(102, layout.container(CID_APP), 963)
         self.process(103, layout.container(CID_APP), 963)
         self.process(104, layout.container(CID_SIDE), 999)
@@ -145,8 +192,10 @@ def test_unified_path_reads_the_zero_line(text: str, expected: str | None) -> No
     pytest.param(f"crio-{CID_APP}.scope", True, id="crio"),
     pytest.param(f"docker-{CID_APP}.scope", True, id="cri-dockerd"),
     pytest.param(f"crio-conmon-{CID_APP}.scope", False, id="crio-conmon"),
+    pytest.param(f"crio-{CID_APP}", True, id="crio-cgroupfs"),
+    pytest.param(f"crio-conmon-{CID_APP}", False, id="crio-conmon-cgroupfs"),
     pytest.param(f"cri-containerd-{CID_SIDE}.scope", False, id="other-id"),
-    pytest.param(f"cri-containerd-{CID_APP}", False, id="no-scope-suffix"),
+    pytest.param(f"x{CID_APP}.scope", False, id="id-not-after-a-dash"),
 ])
 def test_container_leaf_names(name: str, matches: bool) -> None:
     assert is_container_leaf(name, CID_APP) is matches
@@ -188,8 +237,21 @@ def test_pod_evidence_discovers_every_level(node: FakeNode, layout: Layout) -> N
     assert app["pids"] == [102, 103]
     assert app["oomScoreAdj"] == {"102": 963, "103": 963}
     assert got["containers"]["side"]["oomScoreAdj"] == {"104": 999}
-    assert [s["path"] for s in got["sandboxes"]] == [layout.container(CID_SANDBOX)]
-    assert got["sandboxes"][0]["oomScoreAdj"] == {"101": -998}
+    if layout.pause:
+        assert [s["path"] for s in got["sandboxes"]] == [layout.container(CID_SANDBOX)]
+        assert got["sandboxes"][0]["oomScoreAdj"] == {"101": -998}
+    else:  # CRI-O without an infra container: its conmon cgroups are not mistaken for the pause
+        assert got["sandboxes"] == []
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_pod_cgroup_is_found_by_name_until_it_is_removed(node: FakeNode, layout: Layout) -> None:
+    node.pod(layout)
+    (node.cgroup / layout.pod / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+    got = answer(node.host, {"op": "podCgroup", "podUid": UID, "files": ["memory.events"]})
+    assert got == {"path": layout.pod, "files": {"memory.events": "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1"}}
+    other = "11111111-2222-3333-4444-555555555555"
+    assert answer(node.host, {"op": "podCgroup", "podUid": other, "files": []}) == {"path": None}
 
 
 def test_pod_evidence_reads_only_the_named_files(node: FakeNode) -> None:
@@ -260,6 +322,14 @@ def test_a_pod_seen_only_from_outside_our_namespace_says_so(node: FakeNode) -> N
                                                            + "9" * 4 + "_" + "9" * 12))
     with pytest.raises(ReaderError, match=r"no process of pod .* \(1 processes lie outside our cgroup namespace\)"):
         answer(node.host, {"op": "pod", "podUid": UID, "containers": {"app": CID_APP}})
+
+
+def test_check_tells_cgroup_v1_from_v2(node: FakeNode) -> None:
+    """cgroup v2 has cgroup.controllers at the root of its mount; a v1 node mounts per-controller dirs there."""
+    node.pod(SYSTEMD)
+    assert answer(node.host, {"op": "check"}) == {"cgroupV2": False}
+    (node.cgroup / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    assert answer(node.host, {"op": "check"}) == {"cgroupV2": True}
 
 
 def test_cgroup_v1_node_is_an_error(node: FakeNode) -> None:

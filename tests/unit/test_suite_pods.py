@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import secrets
+import subprocess
+import sys
+
 import pytest
 
 from nodeconf.manifest import MEMORY, SWAP
-from suites.pods import fit_to_node, memory_divisor, pod, renamed, scaled, with_container
+from suites.pods import fit_to_node, memory_divisor, pod, renamed, scaled, stop_program, with_container
 
 MI = 1024**2
 GI = 1024**3
@@ -62,3 +66,19 @@ def test_unknown_container_and_manifest_are_named() -> None:
         pod("none.yaml")
     with pytest.raises(LookupError, match="expected one pod, found 3"):
         pod("requests-limits/qos-classes.yaml")
+
+
+def test_stop_program_is_pkill_f_without_procps() -> None:
+    """python:slim has no pkill: the suites stop a workload with python3 itself, pkill's way (SIGTERM to every
+    process whose command line contains the word, exit 1 when none), never matching its own command line."""
+    word = f"nodeconf-canary-{secrets.token_hex(4)}.py"
+    canary = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", word])
+    try:
+        argv = stop_program(word)
+        assert not any(word in part for part in argv)
+        assert subprocess.run(argv, check=False, timeout=30).returncode == 0
+        assert canary.wait(timeout=10) == -15  # SIGTERM
+        assert subprocess.run(argv, check=False, timeout=30).returncode == 1
+    finally:
+        canary.kill()
+        canary.wait()
