@@ -8,6 +8,7 @@ from nodeconf.errors import InputError
 from nodeconf.report.generate import read_results, report_paths, write_reports
 from nodeconf.report.results import ReportError
 from nodeconf.report.summary import summary_lines
+from nodeconf.report.summary_json import SUMMARY_FILE, results_verdict, write_summary
 
 
 def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -33,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     except ReportError as error:
         raise InputError(str(error)) from None
     written = write_reports(results, output)
-    for line in summary_lines(results, report_paths(written)):
+    summary = write_summary(output.parent / SUMMARY_FILE, results_verdict(results), results, "nodeconf report")
+    for line in summary_lines(results, [*report_paths(written), ("summary", summary)]):
         print(line)
     if written.allure_note:
         print(f"nodeconf: {written.allure_note}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """`nodeconf run` end to end on a throw-away project: pytest, JUnit, Allure results, HTML, summary, exit codes."""
 
 import argparse
+import hashlib
 import json
 import sys
 import tempfile
@@ -12,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from nodeconf import resources
 from nodeconf.cli import run as run_cli
 from nodeconf.errors import InputError
 from nodeconf.report import generate
 from nodeconf.report.allure_html import allure_cli
+from nodeconf.report.properties import read_properties
+from nodeconf.report.run_info import COMMAND_ENV, RUN_KEYS
 
 CONFTEST = '''
 from fixtures.evidence import record_enforcer_log, record_node_facts
@@ -96,6 +100,7 @@ def _write_project(root: Path) -> Path:
         "[pytest]\nmarkers =\n    kep5359: x\n    memory_qos: x\n    requests_limits: x\n", encoding="utf-8"
     )
     (root / "conftest.py").write_text(textwrap.dedent(CONFTEST), encoding="utf-8")
+    (root / "pyproject.toml").write_text('[project]\nname = "nodeconf"\n', encoding="utf-8")  # a checkout
     (root / "suites" / "swap").mkdir(parents=True)
     (root / "suites" / "swap" / "test_checks.py").write_text(CHECKS, encoding="utf-8")
     (root / "kubelet.yaml").write_text("kind: KubeletConfiguration\n", encoding="utf-8")
@@ -124,7 +129,10 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullRun]:
     with pytest.MonkeyPatch.context() as monkeypatch, tempfile.TemporaryFile("w+") as out:
         monkeypatch.chdir(root)
         monkeypatch.setattr(sys, "stdout", out)
-        code = run_cli.run(_args("--node", "local", "--profile", "1.36", "--kubelet-config", "kubelet.yaml"))
+        argv = ("--node", "local", "--profile", "1.36", "--kubelet-config", "kubelet.yaml")
+        monkeypatch.setattr(sys, "argv", ["nodeconf", "run", *argv])
+        monkeypatch.setenv(COMMAND_ENV, "")  # restored afterwards: run() sets it for its pytest
+        code = run_cli.run(_args(*argv))
         out.seek(0)
         yield FullRun(root, code, out.read())
 
@@ -171,10 +179,12 @@ def test_run_writes_junit_with_every_check(full_run: FullRun) -> None:
 def test_run_writes_environment_and_categories(full_run: FullRun) -> None:
     results = full_run.project / "reports" / "allure-results"
     environment = (results / "environment.properties").read_text(encoding="utf-8")
-    assert environment.splitlines()[:6] == [
-        "node=local", "profile=1.36", "kubelet\\ config=kubelet.yaml",
-        "memory_capacity=1073741824", "swap_capacity=536870912", "cpu_capacity_milli=2000",
-    ]
+    entries = dict(read_properties(results / "environment.properties"))
+    assert list(entries)[:12] == [*RUN_KEYS, "node", "memory_capacity", "swap_capacity"]
+    assert (entries["profile"], entries["kubelet config"], entries["node"]) == ("1.36", "kubelet.yaml", "local")
+    assert entries["kubelet config sha256"] == hashlib.sha256(b"kind: KubeletConfiguration\n").hexdigest()
+    assert entries["command"] == "nodeconf run --node local --profile 1.36 --kubelet-config kubelet.yaml"
+    assert entries["started"] <= entries["finished"]
     assert "kernel_version=6.1.0-28-amd64" in environment
     assert (results / "categories.json").is_file()
 
@@ -244,9 +254,11 @@ def test_run_usage_errors(project: Path, argv: tuple[str, ...], message: str) ->
     assert not (project / "reports").exists()
 
 
-def test_run_outside_the_project_root_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_without_any_suites_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError, match="no suites/ directory here"):
+    monkeypatch.setattr(resources, "BUNDLED_DIR", tmp_path / "not-installed")
+    monkeypatch.setattr(resources, "PACKAGE_DIR", tmp_path / "site-packages" / "nodeconf")
+    with pytest.raises(InputError, match="no nodeconf suites: not inside a nodeconf checkout"):
         run_cli.run(_args())
 
 
