@@ -1,7 +1,8 @@
 """The wheel as a vendor installs it: built, installed into a fresh venv, `nodeconf run` from an unrelated directory.
 
-The venv gets the wheel without dependencies and sees this project's installed dependencies through a .pth file:
-resolving them from the package index took ≈ 3 min on the shared host, the wheel's own content is what is tested.
+The venv (no pip of its own: this pip installs into it) gets the wheel without dependencies and sees this project's
+installed dependencies through a .pth file: resolving them from the package index took ≈ 3 min on the shared host and
+a venv with its own pip ≈ 25 s; the wheel's own content is what is tested. Measured: build ≈ 22 s, venv + install ≈ 7 s.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import sysconfig
 import zipfile
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -53,9 +54,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
                    check=True, capture_output=True, timeout=300)
     (wheel,) = (base / "dist").glob("nodeconf-*.whl")
     venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "--no-deps", "-q", str(wheel)], check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--no-deps",
+                    "-q", str(wheel)], check=True, capture_output=True, timeout=300)
     purelib = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
                                    "['purelib'])"], check=True, capture_output=True, text=True).stdout.strip())
     (purelib / "project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
@@ -115,7 +116,7 @@ def test_installed_nodeconf_run_records_what_judged_the_node(installed: Installe
     assert entries["kubelet config"] == "(none given: nodeconf defaults)"
     assert entries["command"] == f"{installed.bin('nodeconf')} run --node vm -k res_demo"
     started, finished = (datetime.fromisoformat(entries[key]) for key in ("started", "finished"))
-    assert started.utcoffset() is not None and started.utcoffset().total_seconds() == 0 and started <= finished
+    assert started.utcoffset() == timedelta(0) and started <= finished
     assert entries["controller"] == socket.gethostname()
     assert int(entries["memory_capacity"]) > 0 and entries["kernel_version"]
 

@@ -284,3 +284,40 @@ def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) ->
         "-o", "junit_suite_name=nodeconf", "--alluredir=reports/allure-results", "--clean-alluredir",
         "-p", "fixtures.evidence", "suites/swap", "-x",
     ]
+
+
+def test_run_writes_summary_json(full_run: FullRun) -> None:
+    summary = json.loads((full_run.project / "reports" / "summary.json").read_text(encoding="utf-8"))
+    assert (summary["verdict"], summary["exit_code"], summary["written_by"]) == ("FAIL", 1, "nodeconf run")
+    assert summary["counts"] == {"total": 4, "failed": 1, "broken": 1, "skipped": 1, "passed": 1}
+    checks = {check["name"]: check for check in summary["checks"]}
+    assert {name: (c["status"], c["node"], c["suite"], c["source"]) for name, c in checks.items()} == {
+        "test_swap_limit_passes": ("passed", "local", "swap", "kep5359"),
+        "test_memory_high_fails": ("failed", "local", "swap", "memory_qos"),
+        "test_needs_swap_skipped": ("skipped", "local", "swap", "requests_limits"),
+        "test_node_unreachable_errors": ("broken", "local", "swap", "kep5359"),
+    }
+    mismatch = checks["test_memory_high_fails"]["first_mismatch"]
+    assert mismatch.startswith('AssertionError: value of cgroup "memory.high"')
+    assert summary["run"]["profile"] == "1.36" and summary["run"]["node"] == "local"
+
+
+def test_run_html_header_names_what_judged_the_node(full_run: FullRun) -> None:
+    html = (full_run.project / "reports" / "html" / "nodeconf-report.html").read_text(encoding="utf-8")
+    header = html[: html.index("</header>")]
+    for key in RUN_KEYS:
+        assert f"<dt>{key}</dt>" in header
+    assert hashlib.sha256(b"kind: KubeletConfiguration\n").hexdigest() in header
+
+
+def test_report_rewrites_summary_json_from_the_results(full_run: FullRun, tmp_path: Path) -> None:
+    from nodeconf.cli import report as report_cli
+
+    output = tmp_path / "out" / "html"
+    args = argparse.Namespace(results_dir=full_run.project / "reports" / "allure-results", output=output)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(generate, "allure_cli", lambda: None)
+        assert report_cli.run(args) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert (summary["verdict"], summary["exit_code"], summary["written_by"]) == ("FAIL", 1, "nodeconf report")
+    assert len(summary["checks"]) == 4
