@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
     _check_usage(args)
     reports: Path = args.reports
     (reports / JUNIT_FILE).unlink(missing_ok=True)
+    (reports / SUMMARY_FILE).unlink(missing_ok=True)  # a run killed before the end leaves none that looks current
     shutil.rmtree(reports / RESULTS_DIR, ignore_errors=True)
     remove_reports(reports / HTML_DIR)
     started = time.monotonic()
