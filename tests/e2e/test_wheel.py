@@ -22,6 +22,7 @@ import pytest
 
 from nodeconf.report.properties import read_properties
 from nodeconf.report.run_info import RUN_KEYS
+from nodeconf.semantics.profile import DEFAULT_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 # What a run needs besides the nodeconf package's modules (issue 17).
@@ -112,7 +113,7 @@ def test_installed_nodeconf_run_records_what_judged_the_node(installed: Installe
     assert [key for key in RUN_KEYS if key not in entries] == []
     assert entries["nodeconf version"] == "0.1.0"
     assert entries["nodeconf commit"].removesuffix("+modified") == _head()
-    assert entries["profile"] == "1.36" and entries["node"] == "vm"
+    assert entries["profile"] == DEFAULT_VERSION and entries["node"] == "vm"  # no --profile: the newest
     assert entries["kubelet config"] == "(none given: nodeconf defaults)"
     assert entries["command"] == f"{installed.bin('nodeconf')} run --node vm -k res_demo"
     started, finished = (datetime.fromisoformat(entries[key]) for key in ("started", "finished"))
