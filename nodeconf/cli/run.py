@@ -73,10 +73,11 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     """The pytest command line: suites (unless a path was given), node options, report outputs, user args."""
     user_args = list(args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args)
     reports: Path = args.reports
-    argv = [sys.executable, "-m", "pytest"]
-    suites = locate_tree().suites  # the checkout's around the working directory, else the installed ones
-    if not selects_tests(user_args, suites):
-        argv.append(str(suites))
+    tree = locate_tree()  # the checkout around the working directory, else the installed suites
+    # Installed: -P keeps the working directory off sys.path, so a `fixtures/` or `infra/` there cannot shadow ours.
+    argv = [sys.executable, *(["-P"] if tree.kind == "installed" else []), "-m", "pytest"]
+    if not selects_tests(user_args, tree.suites):
+        argv.append(str(tree.suites))
     for option in ("node", "kubelet_config", "profile"):
         value = getattr(args, option)
         if value is not None:

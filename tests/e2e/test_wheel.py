@@ -104,8 +104,13 @@ def test_pytest_driven_by_hand_collects_the_installed_suites(installed: Installe
 
 @pytest.mark.vm
 def test_installed_nodeconf_run_records_what_judged_the_node(installed: Installed) -> None:
-    reports = installed.workdir / "reports"
-    done = installed.run(installed.bin("nodeconf"), "run", "--node", "vm", "-k", "res_demo", timeout=600)
+    vendor = installed.workdir / "vendor-repo"  # a CI repository with packages named like ours
+    for name in ("fixtures", "infra", "suites"):
+        (vendor / name).mkdir(parents=True)
+        (vendor / name / "__init__.py").write_text(f"raise ImportError('the vendor repository {name} was imported')")
+    reports = vendor / "reports"
+    done = subprocess.run([installed.bin("nodeconf"), "run", "--node", "vm", "-k", "res_demo"], cwd=vendor,
+                          capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, f"exit {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
 
     results = reports / "allure-results"
