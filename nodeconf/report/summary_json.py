@@ -1,8 +1,9 @@
 """`reports/summary.json`: the run's verdict, counts and per-check outcome for CI systems that do not read JUnit.
 
 Source: issue 17. Schema (version 1): {schema, written_by, verdict, exit_code, reason, counts{total, failed, broken,
-skipped, passed}, run{environment.properties run keys}, checks[{id, name, status, node, suite, source, message,
-first_mismatch}]}; `source` is the check's source marker (kep5359, kep2400, memory_qos, requests_limits) or "".
+skipped, passed}, run{environment.properties run keys, node; a run without results: this nodeconf's version and
+commit}, checks[{id, name, status, node, suite, source, message, first_mismatch}]}; `source` is the check's source
+marker (kep5359, kep2400, memory_qos, requests_limits) or "".
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from typing import Any
 
 import pytest
 
+from nodeconf.build_info import commit, version
+from nodeconf.errors import InputError
 from nodeconf.report.results import STATUS_ORDER, Check, RunResults, Status
-from nodeconf.report.run_info import run_fields
+from nodeconf.report.run_info import COMMIT_KEY, VERSION_KEY, run_fields
 from nodeconf.report.summary import check_id
 from nodeconf.report.verdict import EXIT_CHECK_FAILED, EXIT_PASSED, Verdict, verdict
+from nodeconf.resources import Tree, locate_tree
 
 SCHEMA_VERSION = 1
 SUMMARY_FILE = "summary.json"
@@ -67,6 +71,15 @@ def results_verdict(results: RunResults) -> Verdict:
     return verdict(pytest.ExitCode.TESTS_FAILED if problems else pytest.ExitCode.OK, results)
 
 
+def _this_nodeconf() -> dict[str, str]:
+    """Version and commit of the nodeconf writing the summary, for a run that left no environment.properties."""
+    try:
+        tree: Tree | None = locate_tree()
+    except InputError:
+        tree = None
+    return {VERSION_KEY: version(), COMMIT_KEY: commit(tree) or "unknown"}
+
+
 def summary_document(outcome: Verdict, results: RunResults | None, written_by: str) -> dict[str, Any]:
     """The summary as a JSON-ready mapping; a run without results has no checks and zero counts."""
     checks = results.checks if results is not None else ()
@@ -79,7 +92,8 @@ def summary_document(outcome: Verdict, results: RunResults | None, written_by: s
         "exit_code": outcome.code,
         "reason": outcome.reason,
         "counts": {"total": len(checks), **counts},
-        "run": {**run_fields(tuple(environment.items())), "node": environment.get("node", "")},
+        "run": {**run_fields(tuple(environment.items())), "node": environment.get("node", "")}
+        if results is not None else _this_nodeconf(),
         "checks": [check_entry(check, environment.get("node", "")) for check in checks],
     }
 

@@ -94,3 +94,4 @@ def test_a_run_without_results_is_an_error_summary(tmp_path: Path) -> None:
     document = json.loads(path.read_text(encoding="utf-8"))
     assert (document["verdict"], document["exit_code"], document["checks"]) == ("ERROR", 2, [])
     assert document["counts"] == {"total": 0, "failed": 0, "broken": 0, "skipped": 0, "passed": 0}
+    assert set(document["run"]) == {"nodeconf version", "nodeconf commit"}  # still names who judged
