@@ -249,7 +249,7 @@ def render_html(results: RunResults, generated: datetime | None = None) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>nodeconf conformance report</title><style>{css}</style></head><body>"
         f"<header><h1>nodeconf conformance report</h1><p class=\"meta\">generated {_e(when)} from "
-        f"<code>{_e(results.results_dir)}</code></p>{run_header(results.environment)}{_banner(results)}"
+        f"<code>{_e(results.results_dir)}</code></p>{_banner(results)}{run_header(results.environment)}"
         '<nav><a href="#totals">totals</a><a href="#matrix">matrix</a><a href="#node">node</a>'
         '<a href="#checks">checks</a></nav></header><main>'
         '<section id="totals"><h2>Totals</h2><div class="side">'
