@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from nodeconf.cli.version import VersionAction
 from nodeconf.errors import InputError
 
 # subcommand -> (module, one-line help); each module has add_parser(subparsers) and run(args) -> int.
@@ -31,6 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse the subcommand and run it; usage errors exit 2."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = _OneLineParser(prog="nodeconf", description="Kubernetes node conformance suite")
+    parser.add_argument("--version", action=VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     name = next((a for a in args_list if not a.startswith("-")), None)
     for command, (module_name, help_text) in SUBCOMMANDS.items():

@@ -8,6 +8,7 @@ from nodeconf.errors import InputError
 from nodeconf.report.generate import read_results, report_paths, write_reports
 from nodeconf.report.results import ReportError
 from nodeconf.report.summary import summary_lines
+from nodeconf.report.summary_json import SUMMARY_FILE, write_summary
 from nodeconf.report.verdict import INTERRUPTED, results_verdict
 
 
@@ -36,11 +37,12 @@ def run(args: argparse.Namespace) -> int:
         written = write_reports(results, output)
     except ReportError as error:
         raise InputError(str(error)) from None
-    for line in summary_lines(results, report_paths(written)):
+    outcome = results_verdict(results)
+    summary = write_summary(output.parent / SUMMARY_FILE, outcome, results, "nodeconf report")
+    for line in summary_lines(results, [*report_paths(written), ("summary", summary)]):
         print(line)
     if written.allure_note:
         print(f"nodeconf: {written.allure_note}", file=sys.stderr)
-    outcome = results_verdict(results)
     if outcome.label == INTERRUPTED:
         print(f"nodeconf: {INTERRUPTED}: {outcome.reason}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ Source: DESIGN.md `nodeconf run` contract (exit 0 all pass, 1 a check failed, 2 
 """
 
 import argparse
+import os
 import re
 import shutil
 import sys
@@ -17,11 +18,13 @@ from nodeconf.cli.signals import PytestGroup
 from nodeconf.errors import InputError
 from nodeconf.nodes.registry import NodeSpecError, parse_spec
 from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
-from nodeconf.report.results import ReportError
+from nodeconf.report.results import ReportError, RunResults
+from nodeconf.report.run_info import COMMAND_ENV, command_line
 from nodeconf.report.summary import summary_lines
+from nodeconf.report.summary_json import SUMMARY_FILE, write_summary
 from nodeconf.report.verdict import EXIT_ERROR, INTERRUPTED, Verdict, verdict
+from nodeconf.resources import locate_tree
 
-SUITES_DIR = Path("suites")
 JUNIT_FILE = "junit.xml"
 RESULTS_DIR = "allure-results"
 HTML_DIR = "html"
@@ -70,9 +73,11 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     """The pytest command line: suites (unless a path was given), node options, report outputs, user args."""
     user_args = list(args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args)
     reports: Path = args.reports
-    argv = [sys.executable, "-m", "pytest"]
-    if not selects_tests(user_args, SUITES_DIR):
-        argv.append(str(SUITES_DIR))
+    tree = locate_tree()  # the checkout around the working directory, else the installed suites
+    # Installed: -P keeps the working directory off sys.path, so a `fixtures/` or `infra/` there cannot shadow ours.
+    argv = [sys.executable, *(["-P"] if tree.kind == "installed" else []), "-m", "pytest"]
+    if not selects_tests(user_args, tree.suites):
+        argv.append(str(tree.suites))
     for option in ("node", "kubelet_config", "profile"):
         value = getattr(args, option)
         if value is not None:
@@ -89,8 +94,7 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
 
 
 def _check_usage(args: argparse.Namespace) -> None:
-    if not SUITES_DIR.is_dir():
-        raise InputError("no suites/ directory here; run nodeconf from the project root", source=str(Path.cwd()))
+    locate_tree()  # an InputError when there are no suites to run
     if args.node is not None:
         try:
             parse_spec(args.node)
@@ -113,32 +117,37 @@ def run(args: argparse.Namespace) -> int:
     _check_usage(args)
     reports: Path = args.reports
     (reports / JUNIT_FILE).unlink(missing_ok=True)
+    (reports / SUMMARY_FILE).unlink(missing_ok=True)  # a run killed before the end leaves none that looks current
     shutil.rmtree(reports / RESULTS_DIR, ignore_errors=True)
     remove_reports(reports / HTML_DIR)
     started = time.monotonic()
+    os.environ[COMMAND_ENV] = command_line(sys.argv)  # the report records the command, not pytest's
     status = _run_pytest(pytest_argv(args))
     try:
         results = read_results(reports / RESULTS_DIR)
     except ReportError as error:
         if status in RAN_CHECKS:  # otherwise pytest's own status explains why there are no results
             print(f"nodeconf: {error}", file=sys.stderr)
-        return _finish(verdict(status, None), started)
+        return _finish(verdict(status, None), started, reports, None)
     try:
         written = write_reports(results, reports / HTML_DIR)
     except ReportError as error:
         print(f"nodeconf: {error}", file=sys.stderr)
-        return _finish(verdict(status, results), started, EXIT_ERROR)
+        return _finish(verdict(status, results), started, reports, results, EXIT_ERROR)
     junit = [("junit", reports / JUNIT_FILE)] if (reports / JUNIT_FILE).is_file() else []
     for line in summary_lines(results, [*junit, *report_paths(written)]):
         print(line)
     if written.allure_note:
         print(f"nodeconf: {written.allure_note}", file=sys.stderr)
-    return _finish(verdict(status, results), started)
+    return _finish(verdict(status, results), started, reports, results)
 
 
-def _finish(outcome: Verdict, started: float, code: int | None = None) -> int:
-    """Print the verdict line and return its exit code (`code` when the reports themselves failed)."""
+def _finish(outcome: Verdict, started: float, reports: Path, results: RunResults | None,
+            code: int | None = None) -> int:
+    """Write summary.json, print the verdict line and return its exit code (`code` when the reports themselves
+    failed)."""
     code = max(outcome.code, code) if code is not None else outcome.code
+    write_summary(reports / SUMMARY_FILE, outcome, results, "nodeconf run")
     stream = sys.stdout if code != EXIT_ERROR else sys.stderr
     wall = time.monotonic() - started
     interrupted = f"{INTERRUPTED}: " if outcome.label == INTERRUPTED else ""

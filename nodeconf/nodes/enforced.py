@@ -35,6 +35,7 @@ from nodeconf.nodes.base import (
     Terminated,
     parse_metrics,
 )
+from nodeconf.resources import locate_tree
 from nodeconf.semantics.expectation import Event
 
 REMOTE_DIR = "/opt/nodeconf"
@@ -100,11 +101,12 @@ def agent_bundle() -> bytes:
     files = [root / "nodeconf" / name for name in BUNDLE_MODULES]
     for package in BUNDLE_PACKAGES:
         files += sorted((root / "nodeconf" / package).glob("*.py"))
-    files += sorted((root / PROGRAMS).glob("*.py"))
+    members = [(path, str(path.relative_to(root))) for path in files]
+    members += [(path, f"{PROGRAMS}/{path.name}") for path in sorted(locate_tree().programs.glob("*.py"))]
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for path in files:
-            info = archive.gettarinfo(str(path), arcname=str(path.relative_to(root)))
+        for path, arcname in members:
+            info = archive.gettarinfo(str(path), arcname=arcname)
             info.uid = info.gid = 0
             info.uname = info.gname = "root"
             info.mode = 0o644

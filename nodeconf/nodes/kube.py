@@ -41,7 +41,7 @@ from nodeconf.nodes.base import (
     ResizeStatus,
     parse_metrics,
 )
-from nodeconf.nodes.enforced import PROGRAMS, _object_to_dict, repo_root
+from nodeconf.nodes.enforced import PROGRAMS, _object_to_dict
 from nodeconf.nodes.kube_api import (
     ClientKubeApi,
     KubeApi,
@@ -87,6 +87,7 @@ from nodeconf.nodes.kube_pods import (
 )
 from nodeconf.nodes.kube_refusals import infrastructure_error, is_service_account_race, rejection
 from nodeconf.nodes.shield import signals_deferred
+from nodeconf.resources import locate_tree
 from nodeconf.semantics.cpu import milli_cpu_to_shares
 from nodeconf.semantics.profile import SUPPORTED_VERSIONS
 from nodeconf.semantics.resize import ResizeStatus as ResizeOutcome
@@ -136,7 +137,7 @@ class Timeouts:
 
 def workload_programs() -> dict[str, str]:
     """The workload programs (file name → source) the pods of the suites may run."""
-    return {path.name: path.read_text(encoding="utf-8") for path in sorted((repo_root() / PROGRAMS).glob("*.py"))}
+    return {path.name: path.read_text(encoding="utf-8") for path in sorted(locate_tree().programs.glob("*.py"))}
 
 
 def reader_source() -> str:

@@ -14,7 +14,7 @@ from nodeconf.report.categories import CATEGORIES
 from nodeconf.report.results import ReportError
 
 TOOL_DIR = Path(__file__).resolve().parent / "npm"
-INSTALL_HINT = "nodeconf/report/install-tool.sh"
+INSTALL_HINT = f"sh {TOOL_DIR.parent / 'install-tool.sh'}"  # also where a wheel installed it
 GENERATE_TIMEOUT_S = 300
 # The awesome plugin always embeds Google Analytics (generators.js: `analyticsEnable: true`); a report opened
 # offline or inside a company must not call out, so the tag and its inline set-up script are removed.

@@ -10,6 +10,7 @@ from pathlib import Path
 from nodeconf.report.allure_json import ReportError, read_bounded, shown
 from nodeconf.report.categories import category_name
 from nodeconf.report.comparison import COMPARISON_MIME, parse_comparison
+from nodeconf.report.html_run import run_header
 from nodeconf.report.results import STATUS_ORDER, Attachment, Check, RunResults, Status, Step
 from nodeconf.report.verdict import results_verdict
 
@@ -258,7 +259,7 @@ def render_html(results: RunResults, generated: datetime | None = None) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>nodeconf conformance report</title><style>{css}</style></head><body>"
         f"<header><h1>nodeconf conformance report</h1><p class=\"meta\">generated {_e(when)} from "
-        f"<code>{_e(results.results_dir)}</code></p>{_banner(results)}"
+        f"<code>{_e(results.results_dir)}</code></p>{_banner(results)}{run_header(results.environment)}"
         '<nav><a href="#totals">totals</a><a href="#matrix">matrix</a><a href="#node">node</a>'
         '<a href="#checks">checks</a></nav></header><main>'
         '<section id="totals"><h2>Totals</h2><div class="side">'

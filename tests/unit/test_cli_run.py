@@ -1,6 +1,7 @@
 """`nodeconf run` end to end on a throw-away project: pytest, JUnit, Allure results, HTML, summary, exit codes."""
 
 import argparse
+import hashlib
 import json
 import sys
 import tempfile
@@ -12,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from nodeconf import resources
 from nodeconf.cli import run as run_cli
 from nodeconf.errors import InputError
 from nodeconf.report import generate
 from nodeconf.report.allure_html import allure_cli
+from nodeconf.report.properties import read_properties
+from nodeconf.report.run_info import COMMAND_ENV, RUN_KEYS
 
 CONFTEST = '''
 from fixtures.evidence import record_enforcer_log, record_node_facts
@@ -96,6 +100,7 @@ def _write_project(root: Path) -> Path:
         "[pytest]\nmarkers =\n    kep5359: x\n    memory_qos: x\n    requests_limits: x\n", encoding="utf-8"
     )
     (root / "conftest.py").write_text(textwrap.dedent(CONFTEST), encoding="utf-8")
+    (root / "pyproject.toml").write_text('[project]\nname = "nodeconf"\n', encoding="utf-8")  # a checkout
     (root / "suites" / "swap").mkdir(parents=True)
     (root / "suites" / "swap" / "test_checks.py").write_text(CHECKS, encoding="utf-8")
     (root / "kubelet.yaml").write_text("kind: KubeletConfiguration\n", encoding="utf-8")
@@ -124,7 +129,10 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FullRun]:
     with pytest.MonkeyPatch.context() as monkeypatch, tempfile.TemporaryFile("w+") as out:
         monkeypatch.chdir(root)
         monkeypatch.setattr(sys, "stdout", out)
-        code = run_cli.run(_args("--node", "local", "--profile", "1.36", "--kubelet-config", "kubelet.yaml"))
+        argv = ("--node", "local", "--profile", "1.36", "--kubelet-config", "kubelet.yaml")
+        monkeypatch.setattr(sys, "argv", ["nodeconf", "run", *argv])
+        monkeypatch.setenv(COMMAND_ENV, "")  # restored afterwards: run() sets it for its pytest
+        code = run_cli.run(_args(*argv))
         out.seek(0)
         yield FullRun(root, code, out.read())
 
@@ -171,10 +179,12 @@ def test_run_writes_junit_with_every_check(full_run: FullRun) -> None:
 def test_run_writes_environment_and_categories(full_run: FullRun) -> None:
     results = full_run.project / "reports" / "allure-results"
     environment = (results / "environment.properties").read_text(encoding="utf-8")
-    assert environment.splitlines()[:6] == [
-        "node=local", "profile=1.36", "kubelet\\ config=kubelet.yaml",
-        "memory_capacity=1073741824", "swap_capacity=536870912", "cpu_capacity_milli=2000",
-    ]
+    entries = dict(read_properties(results / "environment.properties"))
+    assert list(entries)[:12] == [*RUN_KEYS, "node", "memory_capacity", "swap_capacity"]
+    assert (entries["profile"], entries["kubelet config"], entries["node"]) == ("1.36", "kubelet.yaml", "local")
+    assert entries["kubelet config sha256"] == hashlib.sha256(b"kind: KubeletConfiguration\n").hexdigest()
+    assert entries["command"] == "nodeconf run --node local --profile 1.36 --kubelet-config kubelet.yaml"
+    assert entries["started"] <= entries["finished"]
     assert "kernel_version=6.1.0-28-amd64" in environment
     assert (results / "categories.json").is_file()
 
@@ -244,9 +254,11 @@ def test_run_usage_errors(project: Path, argv: tuple[str, ...], message: str) ->
     assert not (project / "reports").exists()
 
 
-def test_run_outside_the_project_root_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_without_any_suites_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError, match="no suites/ directory here"):
+    monkeypatch.setattr(resources, "BUNDLED_DIR", tmp_path / "not-installed")
+    monkeypatch.setattr(resources, "PACKAGE_DIR", tmp_path / "site-packages" / "nodeconf")
+    with pytest.raises(InputError, match="no nodeconf suites: not inside a nodeconf checkout"):
         run_cli.run(_args())
 
 
@@ -272,3 +284,40 @@ def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) ->
         "-o", "junit_suite_name=nodeconf", "--alluredir=reports/allure-results", "--clean-alluredir",
         "-p", "fixtures.evidence", "-p", "fixtures.session", "suites/swap", "-x",
     ]
+
+
+def test_run_writes_summary_json(full_run: FullRun) -> None:
+    summary = json.loads((full_run.project / "reports" / "summary.json").read_text(encoding="utf-8"))
+    assert (summary["verdict"], summary["exit_code"], summary["written_by"]) == ("FAIL", 1, "nodeconf run")
+    assert summary["counts"] == {"total": 4, "failed": 1, "broken": 1, "skipped": 1, "passed": 1}
+    checks = {check["name"]: check for check in summary["checks"]}
+    assert {name: (c["status"], c["node"], c["suite"], c["source"]) for name, c in checks.items()} == {
+        "test_swap_limit_passes": ("passed", "local", "swap", "kep5359"),
+        "test_memory_high_fails": ("failed", "local", "swap", "memory_qos"),
+        "test_needs_swap_skipped": ("skipped", "local", "swap", "requests_limits"),
+        "test_node_unreachable_errors": ("broken", "local", "swap", "kep5359"),
+    }
+    mismatch = checks["test_memory_high_fails"]["first_mismatch"]
+    assert mismatch.startswith('AssertionError: value of cgroup "memory.high"')
+    assert summary["run"]["profile"] == "1.36" and summary["run"]["node"] == "local"
+
+
+def test_run_html_header_names_what_judged_the_node(full_run: FullRun) -> None:
+    html = (full_run.project / "reports" / "html" / "nodeconf-report.html").read_text(encoding="utf-8")
+    header = html[: html.index("</header>")]
+    for key in RUN_KEYS:
+        assert f"<dt>{key}</dt>" in header
+    assert hashlib.sha256(b"kind: KubeletConfiguration\n").hexdigest() in header
+
+
+def test_report_rewrites_summary_json_from_the_results(full_run: FullRun, tmp_path: Path) -> None:
+    from nodeconf.cli import report as report_cli
+
+    output = tmp_path / "out" / "html"
+    args = argparse.Namespace(results_dir=full_run.project / "reports" / "allure-results", output=output)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(generate, "allure_cli", lambda: None)
+        assert report_cli.run(args) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert (summary["verdict"], summary["exit_code"], summary["written_by"]) == ("FAIL", 1, "nodeconf report")
+    assert len(summary["checks"]) == 4
