@@ -3,6 +3,8 @@
 Source: DESIGN.md `nodeconf run` contract (exit 0 all pass, 1 a check failed, 2 usage or infrastructure error).
 """
 
+from __future__ import annotations
+
 import argparse
 import re
 import shutil
@@ -11,22 +13,21 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-
-import pytest
+from typing import TYPE_CHECKING
 
 from nodeconf.errors import InputError
-from nodeconf.nodes.registry import NodeSpecError, parse_spec
-from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
-from nodeconf.report.results import ReportError
-from nodeconf.report.summary import summary_lines
-from nodeconf.report.verdict import EXIT_ERROR, Verdict, verdict
+from nodeconf.nodes.spec import declare_node_option
+
+if TYPE_CHECKING:
+    from nodeconf.report.verdict import Verdict
 
 SUITES_DIR = Path("suites")
 JUNIT_FILE = "junit.xml"
 RESULTS_DIR = "allure-results"
 HTML_DIR = "html"
-# pytest exit statuses after which the checks' Allure results are expected.
-RAN_CHECKS = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+# pytest exit statuses (pytest.ExitCode OK, TESTS_FAILED) after which the checks' Allure results are expected;
+# pytest and the report modules are imported only once the usage is known to be good (a bad --node exits at once).
+RAN_CHECKS = (0, 1)
 PROFILE = re.compile(r"\d+\.\d+")
 # pytest options whose value may be a path inside suites/ without selecting tests to run.
 PATH_VALUE_OPTIONS = frozenset(
@@ -35,7 +36,7 @@ PATH_VALUE_OPTIONS = frozenset(
 )
 
 
-def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `nodeconf run` and its options; everything after them goes to pytest."""
     parser = subparsers.add_parser(
         "run",
@@ -45,8 +46,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "nodeconf's own options come first; everything after -- or from the first other argument on goes to "
         "pytest: nodeconf run --node vm -- -k swap -x; nodeconf run suites/swap.",
     )
-    parser.add_argument("--node", help="vm (default), local, ssh://user@host[:port] or kube[:context]; options "
-                        "after ?, e.g. vm?memory=6144&swap=2048 or vm?fault=cpu-weight-formula=linear")
+    declare_node_option(parser.add_argument)
     parser.add_argument("--kubelet-config", type=Path, metavar="FILE", help="KubeletConfiguration YAML")
     parser.add_argument("--profile", metavar="X.Y", help="Kubernetes profile the oracle uses (default: the newest)")
     parser.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
@@ -73,7 +73,8 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     argv = [sys.executable, "-m", "pytest"]
     if not selects_tests(user_args, SUITES_DIR):
         argv.append(str(SUITES_DIR))
-    for option in ("node", "kubelet_config", "profile"):
+    argv += [f"--node={spec.display}" for spec in args.node or ()]
+    for option in ("kubelet_config", "profile"):
         value = getattr(args, option)
         if value is not None:
             argv.append(f"--{option.replace('_', '-')}={value}")
@@ -90,11 +91,9 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
 def _check_usage(args: argparse.Namespace) -> None:
     if not SUITES_DIR.is_dir():
         raise InputError("no suites/ directory here; run nodeconf from the project root", source=str(Path.cwd()))
-    if args.node is not None:
-        try:
-            parse_spec(args.node)
-        except NodeSpecError as err:
-            raise InputError(str(err), field="--node") from None
+    if len(args.node or ()) > 1:
+        raise InputError("several nodes per run are not supported yet (each spec was valid): give one",
+                         field="--node")
     if args.profile is not None and not PROFILE.fullmatch(args.profile):
         raise InputError(f'must look like "1.36", got {args.profile!r}', field="--profile")
     if args.kubelet_config is not None and not args.kubelet_config.is_file():
@@ -113,6 +112,11 @@ def _run_pytest(argv: list[str]) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the suites, write the reports, print the summary and return 0, 1 or 2."""
     _check_usage(args)
+    from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
+    from nodeconf.report.results import ReportError
+    from nodeconf.report.summary import summary_lines
+    from nodeconf.report.verdict import verdict
+
     reports: Path = args.reports
     (reports / JUNIT_FILE).unlink(missing_ok=True)
     shutil.rmtree(reports / RESULTS_DIR, ignore_errors=True)
@@ -135,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _finish(outcome: Verdict, started: float) -> int:
+    from nodeconf.report.verdict import EXIT_ERROR
+
     stream = sys.stdout if outcome.code != EXIT_ERROR else sys.stderr
     wall = time.monotonic() - started
     print(f"nodeconf: exit {outcome.code}: {outcome.reason} (wall time {wall:.1f} s)", file=stream)

@@ -20,6 +20,7 @@ import paramiko
 import pytest
 from paramiko import common
 
+from nodeconf.nodes.spec import NodeSpecError
 from nodeconf.nodes.ssh import (
     CommandError,
     CommandResult,
@@ -246,7 +247,7 @@ def test_parse_spec(spec: str, target: SshTarget) -> None:
 @pytest.mark.parametrize("spec", ["root@node", "ssh://", "ssh://root:pw@node", "ssh://node/path",
                                   "ssh://node:99999", "http://node"])
 def test_parse_spec_rejects(spec: str) -> None:
-    with pytest.raises(ValueError, match="node spec"):
+    with pytest.raises(NodeSpecError, match="node spec"):
         SshTarget.parse(spec)
 
 
