@@ -41,8 +41,7 @@ def open_ssh_node(spec: NodeSpec) -> Node:
     login = spec.ssh
     if login is None:
         raise ValueError(f"open_ssh_node needs an ssh:// spec, got {spec.display!r}")
-    transport = SshTransport.connect(login.target, login.key, host_key=login.host_key, known_hosts=login.known_hosts)
-    return EnforcedNode(transport, enforcer_settings(spec), spec=spec.display).start()
+    return EnforcedNode(SshTransport.login(login), enforcer_settings(spec), spec=spec.display).start()
 
 
 def open_kube_node(spec: NodeSpec) -> Node:

@@ -20,6 +20,7 @@ from types import TracebackType
 import paramiko
 
 from nodeconf.errors import InfrastructureError
+from nodeconf.nodes.spec import SshLogin
 from nodeconf.nodes.spec import SshTarget as SshTarget  # re-exported: the target is part of the node spec
 
 DEFAULT_TIMEOUT = 60.0
@@ -146,12 +147,10 @@ class SshTransport(Transport):
         return cls(client, target)
 
     @classmethod
-    def from_spec(cls, spec: str, key_file: Path, *, host_key: str | None = None,
-                  known_hosts: Path | None = None, accept_unknown_host: bool = False,
-                  timeout: float = CONNECT_TIMEOUT) -> SshTransport:
-        """Connect to `ssh://user@host[:port]` (see connect for host-key pinning)."""
-        return cls.connect(SshTarget.parse(spec), key_file, host_key=host_key, known_hosts=known_hosts,
-                           accept_unknown_host=accept_unknown_host, timeout=timeout)
+    def login(cls, login: SshLogin, *, timeout: float = CONNECT_TIMEOUT) -> SshTransport:
+        """Connect as an `ssh://` node spec says: its key, its pinned host key (never an unknown host)."""
+        return cls.connect(login.target, login.key, host_key=login.host_key, known_hosts=login.known_hosts,
+                           timeout=timeout)
 
     def run(self, argv: Sequence[str], *, input: bytes | None = None,
             timeout: float = DEFAULT_TIMEOUT) -> CommandResult:
