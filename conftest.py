@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from nodeconf.nodes.spec import declare_node_option
+
 pytest_plugins: list[str] = [
     "fixtures.markers", "fixtures.vm", "fixtures.node", "fixtures.evidence", "fixtures.session",
 ]
@@ -11,10 +13,6 @@ pytest_plugins: list[str] = [
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("nodeconf")
-    group.addoption(
-        "--node",
-        default="vm",
-        help="node under test: vm (default, the reference VM), local, ssh://user@host[:port], kube[:context]",
-    )
+    declare_node_option(group.addoption)
     group.addoption("--kubelet-config", default=None, help="KubeletConfiguration YAML the node starts with")
     group.addoption("--profile", default=None, help="Kubernetes profile X.Y the oracle uses (default: newest)")

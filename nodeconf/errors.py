@@ -1,9 +1,23 @@
-"""The one error type for unusable input: it names the file, the object and the field."""
+"""nodeconf's exception families, one per verdict: usage (exit 2), not applicable (skip), infrastructure (broken),
+interrupted. Callers catch a family, never a list of unrelated classes.
+
+Source: DESIGN.md `nodeconf run` contract (exit 0 pass, 1 a check failed, 2 usage or infrastructure error); STYLE.md
+"One exception family per outcome" (httpx `_exceptions.py`).
+"""
 
 from __future__ import annotations
 
 
-class InputError(Exception):
+class NodeconfError(Exception):
+    """Every error nodeconf raises on purpose."""
+
+
+class UsageError(NodeconfError):
+    """Input from the user that cannot be used (a bad option, spec or file): one line and exit 2, before anything
+    starts."""
+
+
+class InputError(UsageError):
     """Input that cannot be understood (bad YAML, unknown kind, malformed quantity, unknown enum value)."""
 
     def __init__(self, problem: str, *, source: str = "", obj: str = "", field: str = "") -> None:
@@ -22,3 +36,15 @@ class InputError(Exception):
         return InputError(
             self.problem, source=self.source or source, obj=self.obj or obj, field=self.field
         )
+
+
+class NotApplicable(NodeconfError):
+    """The node cannot be put in the state a check needs (e.g. a cluster's kubelet runs another config): skip."""
+
+
+class InfrastructureError(NodeconfError, RuntimeError):
+    """The node, the VM, the transport or the cluster failed us (not a failed check): the run is broken, exit 2."""
+
+
+class Interrupted(NodeconfError):
+    """The run was stopped by a signal before it finished: never reported as passed."""

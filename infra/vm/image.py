@@ -35,6 +35,7 @@ from infra.vm.recipe import (
     kernel_release,
 )
 from infra.vm.state import list_states
+from nodeconf.errors import InfrastructureError
 
 Progress = Callable[[str], None]
 MANIFEST = "manifest.json"
@@ -44,7 +45,7 @@ BUILD_TOOLS = ("apt-get", "apt-cache", "dpkg-deb", "mmdebstrap", "depmod", "modp
 INITRAMFS_APPLETS = ("sh", "mount", "umount", "insmod", "switch_root", "sleep", "cat", "mkdir")
 
 
-class ImageBuildError(RuntimeError):
+class ImageBuildError(InfrastructureError):
     """The image could not be built; the message is one line saying why and what to do."""
 
 

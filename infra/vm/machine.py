@@ -21,6 +21,8 @@ from infra.vm.accel import AccelChoice, detect_accel
 from infra.vm.image import VmImage
 from infra.vm.qemu import QemuSpec, qemu_argv
 from infra.vm.state import VmState, process_start, prune_stale, terminate_pid, validate_name, vm_directory
+from nodeconf.errors import InfrastructureError
+from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB
 from nodeconf.nodes.ssh import HostKeyError, SshTarget, SshTransport, TransportError
 
 DEFAULT_MEMORY_MIB = 2048
@@ -36,7 +38,7 @@ _live: set[VirtualMachine] = set()
 _live_lock = threading.Lock()
 
 
-class VmError(RuntimeError):
+class VmError(InfrastructureError):
     """The VM could not be started or reached; the message is one line, with the console tail when useful."""
 
 
@@ -64,8 +66,8 @@ class VirtualMachine:
                  swap_mib: int = DEFAULT_SWAP_MIB, name: str | None = None, cache_dir: Path | None = None,
                  accel: AccelChoice | None = None, progress: Callable[[str], None] | None = None,
                  persistent: bool = False) -> None:
-        if memory_mib < 256 or cpus < 1 or swap_mib < 0:
-            raise ValueError("VM needs memory_mib >= 256, cpus >= 1 and swap_mib >= 0")
+        if memory_mib < MIN_VM_MEMORY_MIB or cpus < 1 or swap_mib < 0:
+            raise ValueError(f"VM needs memory_mib >= {MIN_VM_MEMORY_MIB}, cpus >= 1 and swap_mib >= 0")
         self.image = image
         self.memory_mib = memory_mib
         self.cpus = cpus

@@ -17,7 +17,8 @@ from infra.vm.state import list_states, terminate_pid, terminate_qemu, untracked
 from nodeconf.errors import InputError
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced import AgentTransport
-from nodeconf.nodes.registry import NodeSpecError, enforcer_settings, parse_spec
+from nodeconf.nodes.openers import enforcer_settings
+from nodeconf.nodes.spec import NodeSpecError, parse_node_spec
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,18 +71,18 @@ def clean_node(text: str, dry_run: bool) -> None:
     from nodeconf.nodes import leftovers
 
     try:
-        spec = parse_spec(text)
+        spec = parse_node_spec(text)
     except NodeSpecError as err:
         raise InputError(str(err), field="--node") from None
     if spec.scheme == "vm":
         return  # VMs are cleaned above
     if spec.scheme == "kube":
-        core, context = leftovers.kube_core(spec.target or None)
+        core, context = leftovers.kube_core(spec.context)
         for name in leftovers.clean_kube(core, dry_run):
             _say(f"kube {context}: {name}" + ("" if dry_run else "; deleted"))
         return
     if dry_run:
-        _say(f"{text}: would run the enforcer's cleanup (kills its agent, removes the cgroups it marked)")
+        _say(f"{spec.display}: would run the enforcer's cleanup (kills its agent, removes the cgroups it marked)")
         return
     settings = enforcer_settings(spec)
     if spec.scheme == "local":
@@ -89,10 +90,8 @@ def clean_node(text: str, dry_run: bool) -> None:
 
         transport: AgentTransport = LocalTransport()
     else:
-        key = spec.option("key")
-        if key is None:
-            raise InputError("an ssh node needs ?key=PATH (a private key file)", field="--node")
-        transport = leftovers.ssh_transport(spec.target, key, spec.option("host_key"), spec.option("known_hosts"))
+        assert spec.ssh is not None  # an ssh:// spec always carries its login
+        transport = leftovers.ssh_transport(spec.ssh)
     try:
         output = leftovers.clean_enforcer(transport, settings).strip()
     finally:

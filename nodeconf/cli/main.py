@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from nodeconf.cli.version import VersionAction
-from nodeconf.errors import InputError
+from nodeconf.errors import UsageError
 
 # subcommand -> (module, one-line help); each module has add_parser(subparsers) and run(args) -> int.
 SUBCOMMANDS = {
@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.pytest_args = [*unknown, *args.pytest_args]  # `nodeconf run -k swap` passes -k on to pytest
     try:
         code = importlib.import_module(SUBCOMMANDS[args.command][0]).run(args)
-    except InputError as err:
+    except UsageError as err:
         print(f"nodeconf: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

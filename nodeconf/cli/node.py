@@ -8,12 +8,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from infra.vm.image import ImageBuildError, ensure_image
-from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine, VmError
+from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB
+from infra.vm.opener import boot_vm
 from infra.vm.progress import StepPrinter
 from infra.vm.state import VmState, list_states, terminate_pid, validate_name, vm_directory
+from nodeconf.errors import InfrastructureError, UsageError
 from nodeconf.nodes.facts_probe import probe_node_facts
-from nodeconf.nodes.ssh import SshTarget, SshTransport, TransportError
+from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB, SshTarget, VmSize
+from nodeconf.nodes.ssh import SshTransport
 
 DEFAULT_NAME = "default"
 MIB = 1024 * 1024
@@ -53,21 +55,31 @@ def run(args: argparse.Namespace) -> int:
     actions = {"up": _up, "down": _down, "status": _status, "ssh": _ssh}
     try:
         return actions[args.action](args)
-    except (ValueError, ImageBuildError, VmError, TransportError) as err:
+    except (UsageError, InfrastructureError) as err:
         print(f"nodeconf node {args.action}: {err}", file=sys.stderr)
         return 2
 
 
+def _vm_name(name: str) -> str:
+    """A VM name safe as a directory name; UsageError otherwise."""
+    try:
+        return validate_name(name)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
 def _up(args: argparse.Namespace) -> int:
-    name = validate_name(args.name)
-    progress = StepPrinter("node")
-    image = ensure_image(args.cache_dir, progress=progress)
-    machine = VirtualMachine(image, memory_mib=args.memory, cpus=args.cpus, swap_mib=args.swap, name=name,
-                             cache_dir=args.cache_dir, progress=progress, persistent=True)
-    with machine:
+    name = _vm_name(args.name)
+    if args.memory < MIN_VM_MEMORY_MIB or args.cpus < 1 or args.swap < 0:
+        raise UsageError(f"the VM needs --memory >= {MIN_VM_MEMORY_MIB}, --cpus >= 1 and --swap >= 0")
+    machine = boot_vm(VmSize(args.memory, args.swap, args.cpus), name=name, cache_dir=args.cache_dir,
+                      persistent=True, progress=StepPrinter("node"))
+    try:
         with machine.ssh() as transport:
             facts = probe_node_facts(transport)
         state = machine.detach()
+    finally:
+        machine.stop()
     _write_known_hosts(state)
     print(f"{name}: up ({state.accel}, pid {state.pid}); kernel {facts.kernel_version}, "
           f"memory {facts.memory_capacity // MIB} MiB, swap {facts.swap_capacity // MIB} MiB, "
@@ -77,7 +89,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    names = [state.name for state in list_states(args.cache_dir)] if args.all else [validate_name(args.name)]
+    names = [state.name for state in list_states(args.cache_dir)] if args.all else [_vm_name(args.name)]
     for name in names:
         directory = vm_directory(name, args.cache_dir)
         try:
@@ -108,7 +120,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _ssh(args: argparse.Namespace) -> int:
     name, command = ssh_words(args.words)
-    directory = vm_directory(validate_name(name), args.cache_dir)
+    directory = vm_directory(_vm_name(name), args.cache_dir)
     try:
         state = VmState.read(directory)
     except ValueError:
@@ -123,7 +135,7 @@ def _ssh(args: argparse.Namespace) -> int:
                "-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
                "-o", "StrictHostKeyChecking=yes", "-o", "LogLevel=ERROR", "root@127.0.0.1"]
         if shutil.which("ssh") is None:
-            raise ValueError("no ssh client on this host; install openssh-client")
+            raise UsageError("no ssh client on this host; install openssh-client")
         os.execvp("ssh", ssh)
     target = SshTarget("root", "127.0.0.1", state.ssh_port)
     with SshTransport.connect(target, Path(state.client_key), host_key=state.host_public_key) as transport:

@@ -3,6 +3,8 @@
 Source: DESIGN.md `nodeconf run` contract (exit 0 all pass, 1 a check failed, 2 usage or infrastructure error).
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 import re
@@ -11,25 +13,23 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-
-import pytest
+from typing import TYPE_CHECKING
 
 from nodeconf.cli.signals import PytestGroup
 from nodeconf.errors import InputError
-from nodeconf.nodes.registry import NodeSpecError, parse_spec
-from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
-from nodeconf.report.results import ReportError, RunResults
-from nodeconf.report.run_info import COMMAND_ENV, command_line
-from nodeconf.report.summary import summary_lines
-from nodeconf.report.summary_json import SUMMARY_FILE, write_summary
-from nodeconf.report.verdict import EXIT_ERROR, INTERRUPTED, Verdict, verdict
+from nodeconf.nodes.spec import declare_node_option
 from nodeconf.resources import locate_tree
+
+if TYPE_CHECKING:
+    from nodeconf.report.results import RunResults
+    from nodeconf.report.verdict import Verdict
 
 JUNIT_FILE = "junit.xml"
 RESULTS_DIR = "allure-results"
 HTML_DIR = "html"
-# pytest exit statuses after which the checks' Allure results are expected.
-RAN_CHECKS = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+# pytest exit statuses (pytest.ExitCode OK, TESTS_FAILED) after which the checks' Allure results are expected;
+# pytest and the report modules are imported only once the usage is known to be good (a bad --node exits at once).
+RAN_CHECKS = (0, 1)
 PROFILE = re.compile(r"\d+\.\d+")
 # pytest options whose value may be a path inside suites/ without selecting tests to run.
 PATH_VALUE_OPTIONS = frozenset(
@@ -38,7 +38,7 @@ PATH_VALUE_OPTIONS = frozenset(
 )
 
 
-def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `nodeconf run` and its options; everything after them goes to pytest."""
     parser = subparsers.add_parser(
         "run",
@@ -48,8 +48,7 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
         "nodeconf's own options come first; everything after -- or from the first other argument on goes to "
         "pytest: nodeconf run --node vm -- -k swap -x; nodeconf run suites/swap.",
     )
-    parser.add_argument("--node", help="vm (default), local, ssh://user@host[:port] or kube[:context]; options "
-                        "after ?, e.g. vm?memory=6144&swap=2048 or vm?fault=cpu-weight-formula=linear")
+    declare_node_option(parser.add_argument)
     parser.add_argument("--kubelet-config", type=Path, metavar="FILE", help="KubeletConfiguration YAML")
     parser.add_argument("--profile", metavar="X.Y", help="Kubernetes profile the oracle uses (default: the newest)")
     parser.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
@@ -78,7 +77,8 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     argv = [sys.executable, *(["-P"] if tree.kind == "installed" else []), "-m", "pytest"]
     if not selects_tests(user_args, tree.suites):
         argv.append(str(tree.suites))
-    for option in ("node", "kubelet_config", "profile"):
+    argv += [f"--node={spec.display}" for spec in args.node or ()]
+    for option in ("kubelet_config", "profile"):
         value = getattr(args, option)
         if value is not None:
             argv.append(f"--{option.replace('_', '-')}={value}")
@@ -95,11 +95,9 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
 
 def _check_usage(args: argparse.Namespace) -> None:
     locate_tree()  # an InputError when there are no suites to run
-    if args.node is not None:
-        try:
-            parse_spec(args.node)
-        except NodeSpecError as err:
-            raise InputError(str(err), field="--node") from None
+    if len(args.node or ()) > 1:
+        raise InputError("several nodes per run are not supported yet (each spec was valid): give one",
+                         field="--node")
     if args.profile is not None and not PROFILE.fullmatch(args.profile):
         raise InputError(f'must look like "1.36", got {args.profile!r}', field="--profile")
     if args.kubelet_config is not None and not args.kubelet_config.is_file():
@@ -115,6 +113,13 @@ def _run_pytest(argv: list[str]) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the suites, write the reports, print the summary and return 0, 1 or 2."""
     _check_usage(args)
+    from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
+    from nodeconf.report.results import ReportError
+    from nodeconf.report.run_info import COMMAND_ENV, command_line
+    from nodeconf.report.summary import summary_lines
+    from nodeconf.report.summary_json import SUMMARY_FILE
+    from nodeconf.report.verdict import EXIT_ERROR, verdict
+
     reports: Path = args.reports
     (reports / JUNIT_FILE).unlink(missing_ok=True)
     (reports / SUMMARY_FILE).unlink(missing_ok=True)  # a run killed before the end leaves none that looks current
@@ -146,6 +151,9 @@ def _finish(outcome: Verdict, started: float, reports: Path, results: RunResults
             code: int | None = None) -> int:
     """Write summary.json, print the verdict line and return its exit code (`code` when the reports themselves
     failed)."""
+    from nodeconf.report.summary_json import SUMMARY_FILE, write_summary
+    from nodeconf.report.verdict import EXIT_ERROR, INTERRUPTED
+
     code = max(outcome.code, code) if code is not None else outcome.code
     write_summary(reports / SUMMARY_FILE, outcome, results, "nodeconf run")
     stream = sys.stdout if code != EXIT_ERROR else sys.stderr

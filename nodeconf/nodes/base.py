@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from nodeconf.errors import InfrastructureError
+from nodeconf.errors import NotApplicable as NotApplicable  # re-exported: drivers raise it, suites catch it
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import NamespaceObject, Pod
 from nodeconf.node_facts import NodeFacts
@@ -17,12 +19,8 @@ from nodeconf.semantics.expectation import Event
 UNLIMITED = "max"
 
 
-class NodeError(RuntimeError):
+class NodeError(InfrastructureError):
     """The node refused a request or could not be reached (an infrastructure fault, not a failed check)."""
-
-
-class NotApplicable(NodeError):
-    """The node cannot be put in the state a check needs (e.g. a cluster's kubelet runs another config): skip."""
 
 
 @dataclass(frozen=True)

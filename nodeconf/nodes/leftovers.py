@@ -8,13 +8,13 @@ Source: issue 10 item 4; the enforcer's own `cleanup` command (it only touches w
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 from typing import Any
 
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced import AgentTransport, EnforcerSettings, agent_bundle
 from nodeconf.nodes.kube_pods import MANAGED_BY
 from nodeconf.nodes.shield import signals_deferred
+from nodeconf.nodes.spec import SshLogin
 
 SCRATCH_PREFIX = "/tmp/nodeconf-clean."
 PUSH = f'd=$(mktemp -d {SCRATCH_PREFIX}XXXXXXXX) && tar -x -f - -C "$d" --no-same-owner && echo "$d"'
@@ -72,9 +72,8 @@ def kube_core(context: str | None) -> tuple[Any, str]:
     return client.CoreV1Api(api_client), chosen
 
 
-def ssh_transport(target: str, key: str, host_key: str | None, known_hosts: str | None) -> AgentTransport:
+def ssh_transport(login: SshLogin) -> AgentTransport:
     """A logged-in SSH transport as the ssh driver opens it."""
     from nodeconf.nodes.ssh import SshTransport
 
-    return SshTransport.from_spec(f"ssh://{target}", Path(key), host_key=host_key,
-                                  known_hosts=Path(known_hosts) if known_hosts else None)
+    return SshTransport.login(login)

@@ -16,15 +16,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from urllib.parse import urlsplit
 
 import paramiko
+
+from nodeconf.errors import InfrastructureError
+from nodeconf.nodes.spec import SshLogin
+from nodeconf.nodes.spec import SshTarget as SshTarget  # re-exported: the target is part of the node spec
 
 DEFAULT_TIMEOUT = 60.0
 CONNECT_TIMEOUT = 10.0
 
 
-class TransportError(RuntimeError):
+class TransportError(InfrastructureError):
     """The node could not be reached, refused us, or a command did not finish in time."""
 
 
@@ -74,34 +77,6 @@ class CommandResult:
         """This result, or CommandError when the command failed."""
         __tracebackhide__ = True
         return self.expect((0,))
-
-
-@dataclass(frozen=True)
-class SshTarget:
-    """Where to log in: user, host and port, parsed from `ssh://user@host[:port]`."""
-
-    user: str
-    host: str
-    port: int = 22
-
-    @classmethod
-    def parse(cls, spec: str) -> SshTarget:
-        """Parse `ssh://user@host[:port]`; ValueError naming the problem otherwise."""
-        parts = urlsplit(spec)
-        if parts.scheme != "ssh" or not parts.hostname:
-            raise ValueError(f"node spec {spec!r} is not ssh://user@host[:port]")
-        if parts.path not in ("", "/") or parts.query or parts.fragment or parts.password:
-            raise ValueError(f"node spec {spec!r} must be exactly ssh://user@host[:port]")
-        try:
-            port = parts.port or 22
-        except ValueError as err:
-            raise ValueError(f"node spec {spec!r} has a bad port") from err
-        return cls(parts.username or "root", parts.hostname, port)
-
-    @property
-    def known_hosts_name(self) -> str:
-        """The name OpenSSH and paramiko file this host's key under."""
-        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
 
 
 class Transport(ABC):
@@ -172,12 +147,10 @@ class SshTransport(Transport):
         return cls(client, target)
 
     @classmethod
-    def from_spec(cls, spec: str, key_file: Path, *, host_key: str | None = None,
-                  known_hosts: Path | None = None, accept_unknown_host: bool = False,
-                  timeout: float = CONNECT_TIMEOUT) -> SshTransport:
-        """Connect to `ssh://user@host[:port]` (see connect for host-key pinning)."""
-        return cls.connect(SshTarget.parse(spec), key_file, host_key=host_key, known_hosts=known_hosts,
-                           accept_unknown_host=accept_unknown_host, timeout=timeout)
+    def login(cls, login: SshLogin, *, timeout: float = CONNECT_TIMEOUT) -> SshTransport:
+        """Connect as an `ssh://` node spec says: its key, its pinned host key (never an unknown host)."""
+        return cls.connect(login.target, login.key, host_key=login.host_key, known_hosts=login.known_hosts,
+                           timeout=timeout)
 
     def run(self, argv: Sequence[str], *, input: bytes | None = None,
             timeout: float = DEFAULT_TIMEOUT) -> CommandResult:

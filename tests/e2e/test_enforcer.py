@@ -14,13 +14,14 @@ import pytest
 
 from fixtures.compare import assert_matches, compare_node_cgroups, compare_pod, node_metrics
 from fixtures.tolerance import Band, cpu_usage_band, limit_band, throttled_fraction_band
-from infra.vm.image import ensure_image
 from infra.vm.machine import VirtualMachine
+from infra.vm.opener import boot_vm
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod, object_from_dict
 from nodeconf.nodes.base import PodHandle
 from nodeconf.nodes.enforced import REMOTE_DIR, STATE_DIR, EnforcedNode, EnforcedPod, EnforcerSettings
+from nodeconf.nodes.spec import VmSize
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.profile import profile_for
 
@@ -44,8 +45,7 @@ def manifest(path: str) -> Pod:
 
 @pytest.fixture(scope="module")
 def machine() -> Iterator[VirtualMachine]:
-    vm = VirtualMachine(ensure_image(), memory_mib=VM_MEMORY_MIB, name=f"enforcer-e2e-{time.time_ns() % 10**8}")
-    vm.start()
+    vm = boot_vm(VmSize(memory_mib=VM_MEMORY_MIB), name=f"enforcer-e2e-{time.time_ns() % 10**8}")
     try:
         yield vm
     finally:

@@ -26,6 +26,7 @@ from nodeconf.nodes.kube import KubeletConfigNotApplicable, KubeNode, open_node,
 from nodeconf.nodes.kube_api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube_facts import live_kubelet_config
 from nodeconf.nodes.kube_pods import kube_namespace
+from nodeconf.nodes.spec import chosen_specs
 from nodeconf.semantics.cgroup_paths import container_id, pod_cgroup
 from nodeconf.semantics.expectation import QosClass
 
@@ -34,9 +35,9 @@ RES_DEMO = Path(__file__).resolve().parents[2] / "workloads" / "requests-limits"
 
 
 def wanted_context(config: pytest.Config) -> str | None:
-    spec = str(config.getoption("--node", default="") or "")
-    if spec == "kube" or spec.startswith("kube:"):
-        return spec.partition(":")[2] or None
+    (spec,) = chosen_specs(config.getoption("--node", default=None))
+    if spec.scheme == "kube":
+        return spec.context
     return os.environ.get("NODECONF_KUBE_CONTEXT") or None
 
 

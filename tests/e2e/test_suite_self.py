@@ -2,7 +2,8 @@
 
 Each case starts the reference VM's enforcer with one fault (it computes with the fault yet reports true facts),
 runs a selection of the suites against it in a subprocess, and reads the JUnit results. Which tests must fail is
-worked out by hand from the seeds below, not taken from the code under test.
+worked out by hand from the seeds below, not taken from the code under test. Every check's id starts with the
+node's name (`[vm-…]`).
 """
 
 from __future__ import annotations
@@ -47,25 +48,25 @@ CASES = {
     # Linear weights (SEMANTICS.md CPU): 250m → 10 instead of 35 (the article's table), 500m → 20 instead of 59;
     # containers without a cpu request have 2 shares, weight 1 in both formulas, so memory-only pods pass.
     "other-cpu-weight-formula": FaultCase("cpu-weight-formula=linear", (RES_DEMO, HIGH), {
-        "test_res_demo_container_pod_and_pause": (CPU_WEIGHT, 'was "10"; expected "35"', "(rule: "),
-        "test_qos_class_slice_and_oom_score_adj[guaranteed]": (CPU_WEIGHT, 'was "20"; expected "59"', "(rule: "),
+        "test_res_demo_container_pod_and_pause[vm]": (CPU_WEIGHT, 'was "10"; expected "35"', "(rule: "),
+        "test_qos_class_slice_and_oom_score_adj[vm-guaranteed]": (CPU_WEIGHT, 'was "20"; expected "59"', "(rule: "),
     }),
     # Throttling factor 0.5 whatever the config says: every written memory.high differs (the suite's factors are
     # 0.9, 0.6, 0.3); request == limit keeps max. Under profile 1.38 the factor is unset by default, so the
     # QoS-class pods with Memory QoS on get a memory.high they must not have, except Guaranteed (request == limit);
     # res-demo runs with Memory QoS off, as on the article's node.
     "wrong-throttling-factor": FaultCase("memory-throttling-factor=0.5", (RES_DEMO, HIGH), {
-        **{f"test_memory_high_formula[{ratio}-factor{factor}]": MEMORY_HIGH
+        **{f"test_memory_high_formula[vm-{ratio}-factor{factor}]": MEMORY_HIGH
            for ratio in RATIOS_WITH_HIGH for factor in (0.9, 0.6, 0.3)},
-        "test_qos_class_slice_and_oom_score_adj[burstable]": (*MEMORY_HIGH[:2], '; expected "max"'),
-        "test_qos_class_slice_and_oom_score_adj[besteffort]": (*MEMORY_HIGH[:2], '; expected "max"'),
+        "test_qos_class_slice_and_oom_score_adj[vm-burstable]": (*MEMORY_HIGH[:2], '; expected "max"'),
+        "test_qos_class_slice_and_oom_score_adj[vm-besteffort]": (*MEMORY_HIGH[:2], '; expected "max"'),
     }),
     # LimitedSwap that ignores explicit limits (KEP-5359 "workload swap wins"): on LimitedSwap nodes, every row
     # that sets limits.swap (container, pod, or "0") gets the calculated share instead; other modes are untouched.
     "limited-swap-ignores-explicit": FaultCase("limited-swap=ignore-explicit", (TABLE, "-k", "limitedswap"), {
-        **{f"test_semantics_table_cell[{row}-limitedswap]": SWAP_MAX
+        **{f"test_semantics_table_cell[vm-{row}-limitedswap]": SWAP_MAX
            for row in ("set-container", "set-pod", "set-zero")},
-        **{f"test_kep_example[{example}-limitedswap]": SWAP_MAX for example in EXPLICIT_SWAP_EXAMPLES},
+        **{f"test_kep_example[vm-{example}-limitedswap]": SWAP_MAX for example in EXPLICIT_SWAP_EXAMPLES},
     }),
 }
 

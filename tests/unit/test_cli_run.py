@@ -24,12 +24,13 @@ from nodeconf.report.run_info import COMMAND_ENV, RUN_KEYS
 CONFTEST = '''
 from fixtures.evidence import record_enforcer_log, record_node_facts
 from nodeconf.node_facts import NodeFacts
+from nodeconf.nodes.spec import declare_node_option
 
 pytest_plugins = ["fixtures.evidence"]
 
 
 def pytest_addoption(parser):
-    parser.addoption("--node", default="vm")
+    declare_node_option(parser.addoption)
     parser.addoption("--kubelet-config", default=None)
     parser.addoption("--profile", default=None)
 
@@ -243,7 +244,8 @@ def test_pytest_usage_error_never_reports_an_earlier_run(project: Path, capfd: p
     ("argv", "message"),
     [
         pytest.param(("--profile", "latest"), 'must look like "1.36"', id="bad-profile"),
-        pytest.param(("--node", "nonsense"), "--node: unknown node spec 'nonsense'", id="unknown-node"),
+        pytest.param(("--node", "local", "--node", "kube"), "--node: several nodes per run are not supported yet",
+                     id="several-nodes"),
         pytest.param(("--kubelet-config", "missing.yaml"), "missing.yaml: --kubelet-config: no such file",
                      id="missing-kubelet-config"),
     ],
@@ -278,9 +280,10 @@ def test_selects_tests(project: Path, pytest_args: list[str], selects: bool) -> 
 
 
 def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) -> None:
-    argv = run_cli.pytest_argv(_args("--node", "ssh://root@host:2222", "--", "suites/swap", "-x"))
+    spec = "ssh://root@host:2222?key=kubelet.yaml&known_hosts=kubelet.yaml"
+    argv = run_cli.pytest_argv(_args("--node", spec, "--", "suites/swap", "-x"))
     assert argv[1:] == [
-        "-m", "pytest", "--node=ssh://root@host:2222", "--junitxml=reports/junit.xml",
+        "-m", "pytest", f"--node={spec}", "--junitxml=reports/junit.xml",
         "-o", "junit_suite_name=nodeconf", "--alluredir=reports/allure-results", "--clean-alluredir",
         "-p", "fixtures.evidence", "-p", "fixtures.session", "suites/swap", "-x",
     ]

@@ -116,9 +116,11 @@ def test_enforcer_imports_only_stdlib_model_semantics(path: Path) -> None:
         (("fixtures",), "suites"),
         (("nodeconf", "infra"), "fixtures"),
         (("nodeconf", "infra", "fixtures"), "suites"),
+        (("nodeconf/nodes",), "infra"),
     ],
     ids=["oracle-and-enforcer-not-nodes", "oracle-not-enforcer", "suites-not-enforcer", "fixtures-not-suites",
-         "library-not-fixtures", "library-not-suites"],
+         "library-not-fixtures", "library-not-suites",
+         "nodes-not-infra"],
 )
 def test_never_imported(packages: tuple[str, ...], forbidden: str) -> None:
     files = python_files(*packages)

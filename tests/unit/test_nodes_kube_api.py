@@ -23,7 +23,7 @@ from nodeconf.nodes.kube_api import (
     unreachable_reason,
 )
 from nodeconf.nodes.registry import open_node as open_any_node
-from nodeconf.nodes.registry import parse_spec
+from nodeconf.nodes.spec import parse_node_spec as parse_spec
 
 # Nothing listens on port 1: connections are refused at once.
 UNREACHABLE = "https://127.0.0.1:1"

@@ -20,6 +20,7 @@ import paramiko
 import pytest
 from paramiko import common
 
+from nodeconf.nodes.spec import NodeSpecError, parse_node_spec
 from nodeconf.nodes.ssh import (
     CommandError,
     CommandResult,
@@ -216,11 +217,12 @@ def test_unknown_host_key_accepted_only_when_asked(server: Server) -> None:
         assert transport.check_output(["echo", "ok"]) == "ok"
 
 
-def test_from_spec_with_a_known_hosts_file(server: Server, tmp_path: Path) -> None:
+def test_login_as_a_node_spec_says_with_a_known_hosts_file(server: Server, tmp_path: Path) -> None:
     known_hosts = tmp_path / "known_hosts"
     known_hosts.write_text(f"[127.0.0.1]:{server.port} {server.host_key_line}\n")
-    spec = f"ssh://root@127.0.0.1:{server.port}"
-    with SshTransport.from_spec(spec, server.client_key_file, known_hosts=known_hosts) as transport:
+    spec = parse_node_spec(f"ssh://root@127.0.0.1:{server.port}?key={server.client_key_file}&known_hosts={known_hosts}")
+    assert spec.ssh is not None
+    with SshTransport.login(spec.ssh) as transport:
         assert transport.check_output(["echo", "pinned"]) == "pinned"
 
 
@@ -246,7 +248,7 @@ def test_parse_spec(spec: str, target: SshTarget) -> None:
 @pytest.mark.parametrize("spec", ["root@node", "ssh://", "ssh://root:pw@node", "ssh://node/path",
                                   "ssh://node:99999", "http://node"])
 def test_parse_spec_rejects(spec: str) -> None:
-    with pytest.raises(ValueError, match="node spec"):
+    with pytest.raises(NodeSpecError, match="node spec"):
         SshTarget.parse(spec)
 
 

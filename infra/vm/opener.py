@@ -1,0 +1,45 @@
+"""Boot the reference VM — the one way `vm` nodes, `nodeconf node up` and the VM test fixtures get one — and open
+a `vm` node on it, run by the enforcer.
+
+Source: issue 12 (one VM opener beside the VM, used by the session fixture, `nodeconf node up` and the registry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from infra.vm.image import ensure_image
+from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine
+from infra.vm.progress import StepPrinter
+from nodeconf.nodes.base import Node
+from nodeconf.nodes.enforced import EnforcedNode
+from nodeconf.nodes.openers import enforcer_settings
+from nodeconf.nodes.spec import NodeSpec, VmSize
+
+
+def boot_vm(size: VmSize | None = None, *, name: str | None = None, cache_dir: Path | None = None,
+            persistent: bool = False, progress: Callable[[str], None] | None = None) -> VirtualMachine:
+    """Build the image if needed and boot one VM of the given size (defaults for what it leaves out); the caller
+    stops it. ImageBuildError or VmError when that fails."""
+    say = progress or StepPrinter("vm")
+    size = size or VmSize()
+    machine = VirtualMachine(
+        ensure_image(cache_dir, progress=say),
+        memory_mib=size.memory_mib or DEFAULT_MEMORY_MIB,
+        swap_mib=DEFAULT_SWAP_MIB if size.swap_mib is None else size.swap_mib,
+        cpus=size.cpus or DEFAULT_CPUS,
+        name=name, cache_dir=cache_dir, progress=say, persistent=persistent,
+    )
+    return machine.start()
+
+
+def open_vm_node(spec: NodeSpec) -> Node:
+    """A fresh reference VM run by the enforcer; closing the node stops the VM."""
+    machine = boot_vm(spec.vm)
+    try:
+        node = EnforcedNode(machine.ssh(), enforcer_settings(spec), spec=spec.display, after_close=(machine.stop,))
+        return node.start()
+    except BaseException:
+        machine.stop()
+        raise

@@ -1,0 +1,377 @@
+"""The node spec: one string (`vm`, `local`, `ssh://user@host[:port]?key=…`, `kube[:context]`), parsed once, fully.
+
+Source: issue 12 (one spec, parsed once, a bad one is one line and exit 2); issue 10 (node options are data, not
+shell; keys only, nothing secret echoed); testinfra `parse_hostspec` (STYLE.md "For the node side").
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import posixpath
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from nodeconf.errors import UsageError
+from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
+
+SCHEMES = ("vm", "local", "ssh", "kube")
+DEFAULT_SPEC = "vm"
+EXPECTED = "vm, local, ssh://user@host[:port]?key=FILE&known_hosts=FILE, kube or kube:CONTEXT"
+# Options an enforced node (vm, local, ssh) takes in the query string; only fault= may be given more than once.
+ENFORCER_OPTIONS = ("fault", "backoff", "cpu-weight-formula", "root", "dir", "python")
+SSH_OPTIONS = ("key", "known_hosts", "host_key")
+VM_OPTIONS = ("memory", "swap", "cpus")
+ALLOWED_OPTIONS = {
+    "vm": (*VM_OPTIONS, *ENFORCER_OPTIONS), "local": ENFORCER_OPTIONS, "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS),
+    "kube": (),
+}
+REPEATABLE = frozenset({"fault"})
+MIN_VM_MEMORY_MIB = 256
+CGROUP_MOUNT = "/sys/fs/cgroup"
+# Paths and programs on the node: letters, digits and . _ + @ - only (no shell metacharacters, no `=` that `env`
+# would take for a variable, no spaces).
+NODE_PATH = re.compile(r"(/[A-Za-z0-9._+@-]+)+")
+PROGRAM = re.compile(r"[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*")
+USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+HOSTNAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")
+IPV6 = re.compile(r"\[([0-9A-Fa-f:.]+)\]")
+SECONDS = re.compile(r"\d+(\.\d+)?")
+PUBLIC_KEY = re.compile(r"[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}")
+ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class NodeSpecError(UsageError):
+    """A node spec that cannot be used: one line naming the spec (any password masked)."""
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where to log in: user, host and port, parsed from `ssh://user@host[:port]` (user defaults to root)."""
+
+    user: str
+    host: str
+    port: int = 22
+
+    @classmethod
+    def parse(cls, text: str) -> SshTarget:
+        """Parse exactly `ssh://user@host[:port]`; NodeSpecError naming the problem otherwise."""
+        if not text.startswith("ssh://"):
+            raise NodeSpecError(f"node spec {redact(text)!r} is not ssh://user@host[:port]")
+        return _ssh_target(text[len("ssh://"):], redact(text))
+
+    @property
+    def known_hosts_name(self) -> str:
+        """The name OpenSSH and paramiko file this host's key under."""
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+    @property
+    def display(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.user}@{host}" + ("" if self.port == 22 else f":{self.port}")
+
+
+@dataclass(frozen=True)
+class SshLogin:
+    """An SSH node: the target, the private key file, and the pinned host key (a known_hosts file or a key)."""
+
+    target: SshTarget
+    key: Path
+    known_hosts: Path | None = None
+    host_key: str | None = None
+
+
+@dataclass(frozen=True)
+class VmSize:
+    """The reference VM's size from `vm?memory=MiB&swap=MiB&cpus=N` (None: the VM's default)."""
+
+    memory_mib: int | None = None
+    swap_mib: int | None = None
+    cpus: int | None = None
+
+
+@dataclass(frozen=True)
+class EnforcerOptions:
+    """How the bundled enforcer runs on vm, local and ssh nodes (None: the driver's default)."""
+
+    faults: tuple[str, ...] = ()
+    backoff: float | None = None
+    cpu_weight_formula: str | None = None
+    cgroup_root: str | None = None
+    remote_dir: str | None = None
+    python: str | None = None
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A parsed node spec; `display` (also `str()`) is its canonical text, which holds no secret."""
+
+    scheme: str
+    options: tuple[tuple[str, str], ...] = ()
+    ssh: SshLogin | None = None
+    context: str | None = None
+    vm: VmSize = field(default_factory=VmSize)
+    enforcer: EnforcerOptions = field(default_factory=EnforcerOptions)
+
+    @property
+    def display(self) -> str:
+        if self.ssh is not None:
+            base = f"ssh://{self.ssh.target.display}"
+        elif self.scheme == "kube" and self.context is not None:
+            base = f"kube:{self.context}"
+        else:
+            base = self.scheme
+        query = "&".join(f"{name}={quote(value, safe='/:=,@+.-_')}" for name, value in self.options)
+        return f"{base}?{query}" if query else base
+
+    @property
+    def name(self) -> str:
+        """A short id for test ids and file names: `vm`, `local`, `ssh-HOST-PORT`, `kube`, `kube-CONTEXT`."""
+        if self.ssh is not None:
+            raw = f"ssh-{self.ssh.target.host}-{self.ssh.target.port}"
+        elif self.context is not None:
+            raw = f"kube-{self.context}"
+        else:
+            raw = self.scheme
+        return ID_UNSAFE.sub("-", raw).strip("-") or self.scheme
+
+    def option(self, name: str) -> str | None:
+        """The text of a single-valued option, None when absent."""
+        return next((value for key, value in self.options if key == name), None)
+
+    def __str__(self) -> str:
+        return self.display
+
+    def __repr__(self) -> str:
+        return f"NodeSpec({self.display!r})"
+
+
+def redact(text: str) -> str:
+    """The spec text with whatever may be an SSH password (`:` before the first `@`) masked up to the last `@`."""
+    first_at = text.find("@")
+    if not text.startswith("ssh://") or first_at < 0 or ":" not in text[len("ssh://"):first_at]:
+        return text
+    user = text[len("ssh://"):first_at].partition(":")[0]
+    return f"ssh://{user}:***@{text[text.rindex('@') + 1:]}"
+
+
+def parse_node_spec(text: str) -> NodeSpec:
+    """Parse and validate a node spec: scheme, target and every option with its range; NodeSpecError otherwise."""
+    shown = redact(text)
+    base, _, query = text.partition("?")
+    if base.startswith("ssh://"):
+        scheme = "ssh"
+    elif base == "kube" or base.startswith("kube:"):
+        scheme = "kube"
+    elif base in ("vm", "local"):
+        scheme = base
+    else:
+        raise NodeSpecError(f"unknown node spec {shown!r} (expected {EXPECTED})")
+    if shown != text:
+        raise NodeSpecError(f"node spec {shown!r}: passwords are not accepted (keys only): "
+                            "give ssh://user@host[:port]?key=FILE")
+    options = _options(query, scheme, shown)
+    single = dict(options)
+    return NodeSpec(
+        scheme, options,
+        ssh=_ssh_login(base[len("ssh://"):], single, shown) if scheme == "ssh" else None,
+        context=_kube_context(base, shown) if scheme == "kube" else None,
+        vm=_vm_size(single, shown) if scheme == "vm" else VmSize(),
+        enforcer=_enforcer_options(options, scheme, shown) if scheme != "kube" else EnforcerOptions(),
+    )
+
+
+def chosen_specs(given: Sequence[NodeSpec] | None) -> list[NodeSpec]:
+    """The specs of a run's `--node` options (given once or more), or the default `vm`."""
+    return list(given) if given else [parse_node_spec(DEFAULT_SPEC)]
+
+
+def declare_node_option(add_option: Callable[..., object]) -> None:
+    """Declare `--node` (repeatable, parsed by parse_node_spec) with `nodeconf run`'s add_argument or pytest's
+    addoption: one declaration for both."""
+    add_option("--node", action="append", type=node_spec_argument, metavar="SPEC",
+               help=f"node under test, repeatable: {EXPECTED} (default: {DEFAULT_SPEC}, the reference VM); options "
+               "after ?, e.g. vm?memory=6144&swap=2048 or vm?fault=cpu-weight-formula=linear")
+
+
+def node_spec_argument(text: str) -> NodeSpec:
+    """parse_node_spec as an argparse `type=`: a bad spec becomes argparse's one-line usage error (exit 2)."""
+    try:
+        return parse_node_spec(text)
+    except NodeSpecError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _options(query: str, scheme: str, shown: str) -> tuple[tuple[str, str], ...]:
+    """The query's (name, value) pairs in order; unknown, valueless and repeated options are refused."""
+    allowed = ALLOWED_OPTIONS[scheme]
+    pairs: list[tuple[str, str]] = []
+    for item in query.split("&") if query else ():
+        name, equals, value = item.partition("=")
+        if name not in allowed:
+            raise NodeSpecError(f"node spec {shown!r}: unknown option {name!r} "
+                                f"(allowed for {scheme}: {', '.join(allowed) or 'none'})")
+        if not equals or not value:
+            raise NodeSpecError(f"node spec {shown!r}: option {name!r} needs a value ({name}=...)")
+        if name not in REPEATABLE and any(name == seen for seen, _ in pairs):
+            raise NodeSpecError(f"node spec {shown!r}: option {name!r} is given more than once")
+        pairs.append((name, unquote(value)))
+    return tuple(pairs)
+
+
+def _ssh_target(rest: str, shown: str) -> SshTarget:
+    """user@host[:port] with user and host non-empty, the port 1-65535, and no password (keys only)."""
+    netloc, slash, path = rest.partition("/")
+    if slash and path:
+        raise NodeSpecError(f"node spec {shown!r} is not ssh://user@host[:port]")
+    userinfo, at, hostport = netloc.rpartition("@")
+    if ":" in userinfo:
+        raise NodeSpecError(f"node spec {shown!r}: passwords are not accepted (keys only): give ?key=FILE")
+    user = userinfo if at else "root"
+    if not USER.fullmatch(user):
+        raise NodeSpecError(f"node spec {shown!r}: the user must be a non-empty login name, got {user!r}")
+    ipv6 = IPV6.match(hostport)
+    if ipv6:
+        host, port_part = ipv6.group(1), hostport[ipv6.end():]
+    else:
+        host, colon, port_text = hostport.partition(":")
+        port_part = colon + port_text
+        if not HOSTNAME.fullmatch(host):
+            raise NodeSpecError(f"node spec {shown!r}: the host must be a non-empty host name or address, "
+                                f"got {host!r}")
+    if not port_part:
+        return SshTarget(user, host)
+    port_text = port_part[1:] if port_part.startswith(":") else ""
+    if not (port_text.isdigit() and 1 <= int(port_text) <= 65535):
+        raise NodeSpecError(f"node spec {shown!r}: the port must be 1-65535, got {port_part.lstrip(':')!r}")
+    return SshTarget(user, host, int(port_text))
+
+
+def _readable_file(name: str, value: str, shown: str) -> Path:
+    path = Path(value)
+    if not path.is_file() or not os.access(path, os.R_OK):
+        raise NodeSpecError(f"node spec {shown!r}: {name}={value} is not a readable file")
+    return path
+
+
+def _ssh_login(rest: str, options: dict[str, str], shown: str) -> SshLogin:
+    """The SSH target, a readable private key, and a pinned host key (host-key checking never only warns)."""
+    target = _ssh_target(rest, shown)
+    if "key" not in options:
+        raise NodeSpecError(f"node spec {shown!r} needs ?key=FILE (a private key file; passwords are not accepted)")
+    key = _readable_file("key", options["key"], shown)
+    if "known_hosts" not in options and "host_key" not in options:
+        raise NodeSpecError(f"node spec {shown!r} needs the node's host key: ?known_hosts=FILE or "
+                            "?host_key=TYPE%20BASE64")
+    known_hosts = _readable_file("known_hosts", options["known_hosts"], shown) if "known_hosts" in options else None
+    host_key = options.get("host_key")
+    if host_key is not None and not PUBLIC_KEY.fullmatch(host_key):
+        raise NodeSpecError(f"node spec {shown!r}: host_key must be `TYPE BASE64` (a public key line)")
+    return SshLogin(target, key, known_hosts, host_key)
+
+
+def _kube_context(base: str, shown: str) -> str | None:
+    """None for `kube` (the kubeconfig's current context); the context after `kube:`, which must not be empty."""
+    if base == "kube":
+        return None
+    context = base[len("kube:"):]
+    if not context or not context.isprintable() or any(c.isspace() for c in context):
+        raise NodeSpecError(f"node spec {shown!r}: kube: needs a context name after the colon "
+                            "(or plain kube for the current context)")
+    return context
+
+
+def _whole_number(options: dict[str, str], name: str, low: int, high: int | None, why: str,
+                  shown: str) -> int | None:
+    value = options.get(name)
+    if value is None:
+        return None
+    if not value.isdigit() or int(value) < low or (high is not None and int(value) > high):
+        bound = f"{low}-{high}" if high is not None else f">= {low}"
+        raise NodeSpecError(f"node spec {shown!r}: {name} must be a whole number {bound}{why}, got {value!r}")
+    return int(value)
+
+
+def _vm_size(options: dict[str, str], shown: str) -> VmSize:
+    """memory ≥ 256 MiB (the smallest the reference VM boots with), swap ≥ 0 MiB, 1 ≤ cpus ≤ this host's cpus
+    (more vCPUs than host cpus would skew the CPU throttling checks)."""
+    host_cpus = os.cpu_count() or 1
+    return VmSize(
+        memory_mib=_whole_number(options, "memory", MIN_VM_MEMORY_MIB, None, " (MiB)", shown),
+        swap_mib=_whole_number(options, "swap", 0, None, " (MiB)", shown),
+        cpus=_whole_number(options, "cpus", 1, host_cpus, f" (this host has {host_cpus})", shown),
+    )
+
+
+def _node_path(name: str, value: str, shown: str) -> str:
+    """An absolute, normalized path of plain characters (it is data on the node, never shell)."""
+    if not NODE_PATH.fullmatch(value) or posixpath.normpath(value) != value or ".." in value.split("/"):
+        raise NodeSpecError(f"node spec {shown!r}: {name}= must be an absolute, normalized path of letters, "
+                            f"digits and ._+@- without .., got {value!r}")
+    return value
+
+
+def _enforcer_options(options: tuple[tuple[str, str], ...], scheme: str, shown: str) -> EnforcerOptions:
+    from nodeconf.enforcer.lifecycle import Faults
+
+    single = dict(options)
+    faults = tuple(value for name, value in options if name == "fault")
+    try:
+        Faults.parse(faults)
+    except ValueError as err:
+        raise NodeSpecError(f"node spec {shown!r}: {err}") from None
+    backoff = single.get("backoff")
+    if backoff is not None and not (SECONDS.fullmatch(backoff) and math.isfinite(float(backoff))):
+        raise NodeSpecError(f"node spec {shown!r}: backoff must be seconds (a finite number >= 0), got {backoff!r}")
+    formula = single.get("cpu-weight-formula")
+    if formula is not None and formula not in CPU_WEIGHT_FORMULAS:
+        raise NodeSpecError(f"node spec {shown!r}: cpu-weight-formula must be one of "
+                            f"{', '.join(CPU_WEIGHT_FORMULAS)}, got {formula!r}")
+    return EnforcerOptions(
+        faults=faults,
+        backoff=float(backoff) if backoff is not None else None,
+        cpu_weight_formula=formula,
+        cgroup_root=_cgroup_root(single.get("root"), shown),
+        remote_dir=_work_dir(single.get("dir"), scheme, shown),
+        python=_python(single.get("python"), scheme, shown),
+    )
+
+
+def _cgroup_root(value: str | None, shown: str) -> str | None:
+    """root= lies under the cgroup v2 mount, so the enforcer never writes elsewhere."""
+    if value is None:
+        return None
+    _node_path("root", value, shown)
+    if value != CGROUP_MOUNT and not value.startswith(CGROUP_MOUNT + "/"):
+        raise NodeSpecError(f"node spec {shown!r}: root= must be {CGROUP_MOUNT} or a cgroup under it, got {value!r}")
+    return value
+
+
+def _work_dir(value: str | None, scheme: str, shown: str) -> str | None:
+    """dir= is a directory nodeconf creates itself: on `local` it must not exist yet (it is removed at the end)."""
+    if value is None:
+        return None
+    _node_path("dir", value, shown)
+    if scheme == "local" and os.path.lexists(value):
+        raise NodeSpecError(f"node spec {shown!r}: dir={value} already exists; nodeconf only uses a work "
+                            "directory it creates itself (name one that does not exist)")
+    return value
+
+
+def _python(value: str | None, scheme: str, shown: str) -> str | None:
+    """python= is a bare program name or an absolute path (on `local`: an existing executable)."""
+    if value is None:
+        return None
+    if not value.startswith("/"):
+        if not PROGRAM.fullmatch(value):
+            raise NodeSpecError(f"node spec {shown!r}: python= must be an absolute path or a program name of "
+                                f"letters, digits and ._+@-, got {value!r}")
+        return value
+    _node_path("python", value, shown)
+    if scheme == "local" and not (os.path.isfile(value) and os.access(value, os.X_OK)):
+        raise NodeSpecError(f"node spec {shown!r}: python={value} is not an executable file")
+    return value

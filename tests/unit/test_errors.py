@@ -1,0 +1,34 @@
+"""Each error belongs to the one family that decides its verdict, so callers catch a family (issue 12)."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.vm.image import ImageBuildError
+from infra.vm.machine import VmError
+from nodeconf.errors import InfrastructureError, InputError, Interrupted, NodeconfError, NotApplicable, UsageError
+from nodeconf.nodes.base import NodeError
+from nodeconf.nodes.kube import KubeletConfigNotApplicable
+from nodeconf.nodes.kube_api import KubeApiError
+from nodeconf.nodes.spec import NodeSpecError
+from nodeconf.nodes.ssh import CommandError, HostKeyError, TransportError
+
+FAMILIES = (UsageError, NotApplicable, InfrastructureError, Interrupted)
+
+
+@pytest.mark.parametrize(("error", "family"), [
+    (InputError, UsageError),
+    (NodeSpecError, UsageError),
+    (NotApplicable, NotApplicable),
+    (KubeletConfigNotApplicable, NotApplicable),
+    (NodeError, InfrastructureError),
+    (KubeApiError, InfrastructureError),
+    (TransportError, InfrastructureError),
+    (HostKeyError, InfrastructureError),
+    (CommandError, InfrastructureError),
+    (VmError, InfrastructureError),
+    (ImageBuildError, InfrastructureError),
+], ids=lambda value: value.__name__)
+def test_every_error_is_in_exactly_one_family(error: type[Exception], family: type[Exception]) -> None:
+    assert issubclass(error, NodeconfError)
+    assert [f for f in FAMILIES if issubclass(error, f)] == [family]

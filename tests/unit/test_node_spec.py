@@ -1,0 +1,199 @@
+"""The node spec is parsed once and fully; a bad one is one line (never echoing a password) and, through
+`nodeconf run`, exit 2 before anything starts (issue 12; issue 10 item 2)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from nodeconf.errors import UsageError
+from nodeconf.nodes.openers import enforcer_settings
+from nodeconf.nodes.registry import OPENERS, opener
+from nodeconf.nodes.spec import (
+    EnforcerOptions,
+    NodeSpec,
+    NodeSpecError,
+    SshTarget,
+    VmSize,
+    chosen_specs,
+    parse_node_spec,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST_CPUS = os.cpu_count() or 1
+PASSWORD = "hunter2secret"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, str]:
+    """Placeholders for the tables: a readable key and known_hosts, a missing file, an existing canary dir."""
+    (tmp_path / "id_ed25519").write_text("not used: the spec only has to find a readable file\n")
+    (tmp_path / "known_hosts").write_text("[127.0.0.1]:2222 ssh-ed25519 AAAA\n")
+    (tmp_path / "canary").mkdir()
+    (tmp_path / "canary" / "keep").write_text("must survive\n")
+    return {"key": str(tmp_path / "id_ed25519"), "kh": str(tmp_path / "known_hosts"),
+            "missing": str(tmp_path / "missing"), "canary": str(tmp_path / "canary"), "tmp": str(tmp_path)}
+
+
+GOOD = [
+    pytest.param("vm", NodeSpec("vm"), "vm", id="vm"),
+    pytest.param("vm?memory=6144&swap=0&cpus=1&fault=cpu-weight-formula=linear",
+                 NodeSpec("vm", (("memory", "6144"), ("swap", "0"), ("cpus", "1"),
+                                 ("fault", "cpu-weight-formula=linear")),
+                          vm=VmSize(6144, 0, 1), enforcer=EnforcerOptions(faults=("cpu-weight-formula=linear",))),
+                 "vm", id="vm-options"),
+    pytest.param("local", NodeSpec("local"), "local", id="local"),
+    pytest.param("local?root=/sys/fs/cgroup/test.slice&backoff=1.5&python=python3.11"
+                 "&fault=cpu-weight-formula=linear&fault=memory-throttling-factor=0.5",
+                 NodeSpec("local", (("root", "/sys/fs/cgroup/test.slice"), ("backoff", "1.5"), ("python", "python3.11"),
+                                    ("fault", "cpu-weight-formula=linear"), ("fault", "memory-throttling-factor=0.5")),
+                          enforcer=EnforcerOptions(faults=("cpu-weight-formula=linear", "memory-throttling-factor=0.5"),
+                                                   backoff=1.5, cgroup_root="/sys/fs/cgroup/test.slice",
+                                                   python="python3.11")),
+                 "local", id="local-options"),
+    pytest.param("local?dir={tmp}/fresh&python=" + sys.executable, None, "local", id="local-fresh-dir-and-python"),
+    pytest.param("kube", NodeSpec("kube"), "kube", id="kube-current-context"),
+    pytest.param("kube:kind-nodeconf", NodeSpec("kube", context="kind-nodeconf"), "kube-kind-nodeconf", id="kube"),
+    pytest.param("kube:arn:aws:eks:eu-west-1:1:cluster/ci",
+                 NodeSpec("kube", context="arn:aws:eks:eu-west-1:1:cluster/ci"),
+                 "kube-arn-aws-eks-eu-west-1-1-cluster-ci", id="kube-context-with-colons"),
+    pytest.param("ssh://admin@10.0.0.5:2222?key={key}&known_hosts={kh}", None, "ssh-10.0.0.5-2222", id="ssh"),
+    pytest.param("ssh://node.example?key={key}&host_key=ssh-ed25519%20AAAAC3Nz+/a=", None, "ssh-node.example-22",
+                 id="ssh-default-user-port-host-key"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "name"), GOOD)
+def test_good_specs(files: dict[str, str], text: str, expected: NodeSpec | None, name: str) -> None:
+    spec = parse_node_spec(text.format(**files))
+    if expected is not None:
+        assert spec == expected
+    assert spec.name == name
+    assert parse_node_spec(spec.display) == spec, "the redacted text is the canonical spec"
+    assert str(spec) == spec.display and repr(spec) == f"NodeSpec({spec.display!r})"
+
+
+def test_ssh_spec_fields(files: dict[str, str]) -> None:
+    spec = parse_node_spec("ssh://admin@10.0.0.5:2222?key={key}&known_hosts={kh}&dir=/opt/nc-test".format(**files))
+    assert spec.ssh is not None
+    assert spec.ssh.target == SshTarget("admin", "10.0.0.5", 2222)
+    assert (spec.ssh.key, spec.ssh.known_hosts, spec.ssh.host_key) == (Path(files["key"]), Path(files["kh"]), None)
+    assert enforcer_settings(spec).remote_dir == "/opt/nc-test"
+
+
+def test_enforcer_settings_default_what_the_spec_leaves_out() -> None:
+    settings = enforcer_settings(parse_node_spec("local?backoff=0&cpu-weight-formula=linear"))
+    assert (settings.backoff, settings.cpu_weight_formula, settings.cgroup_root) == (0.0, "linear", "/sys/fs/cgroup")
+
+
+BAD = [
+    ("unknown-scheme", "docker", "unknown node spec 'docker'"),
+    ("scheme-prefix", "vmx", "unknown node spec 'vmx'"),
+    ("ssh-port-too-big", "ssh://root@h:99999?key={key}&known_hosts={kh}", "the port must be 1-65535, got '99999'"),
+    ("ssh-port-zero", "ssh://root@h:0?key={key}&known_hosts={kh}", "the port must be 1-65535, got '0'"),
+    ("ssh-port-empty", "ssh://root@h:?key={key}&known_hosts={kh}", "the port must be 1-65535, got ''"),
+    ("ssh-port-name", "ssh://root@h:ssh?key={key}&known_hosts={kh}", "the port must be 1-65535, got 'ssh'"),
+    ("ssh-password", f"ssh://root:{PASSWORD}@h:22?key={{key}}&known_hosts={{kh}}", "passwords are not accepted"),
+    ("ssh-password-with-at-and-query", f"ssh://root:{PASSWORD}?x@y@h?key={{key}}", "passwords are not accepted"),
+    ("ssh-empty-user", "ssh://@h?key={key}&known_hosts={kh}", "the user must be a non-empty login name"),
+    ("ssh-empty-host", "ssh://root@?key={key}&known_hosts={kh}", "the host must be a non-empty host name"),
+    ("ssh-empty-host-with-port", "ssh://root@:22?key={key}&known_hosts={kh}", "the host must be a non-empty"),
+    ("ssh-nothing", "ssh://", "the host must be a non-empty host name"),
+    ("ssh-path", "ssh://root@h/path?key={key}&known_hosts={kh}", "is not ssh://user@host[:port]"),
+    ("ssh-no-key", "ssh://root@h?known_hosts={kh}", "needs ?key=FILE"),
+    ("ssh-missing-key-file", "ssh://root@h?key={missing}&known_hosts={kh}", "key={missing} is not a readable file"),
+    ("ssh-key-is-a-directory", "ssh://root@h?key={tmp}&known_hosts={kh}", "is not a readable file"),
+    ("ssh-no-host-key", "ssh://root@h?key={key}", "needs the node's host key"),
+    ("ssh-missing-known-hosts", "ssh://root@h?key={key}&known_hosts={missing}", "known_hosts={missing} is not a"),
+    ("ssh-bad-host-key", "ssh://root@h?key={key}&host_key=ssh-ed25519", "host_key must be `TYPE BASE64`"),
+    ("unknown-option", "vm?colour=red", "unknown option 'colour' (allowed for vm: memory, swap, cpus, fault"),
+    ("vm-option-on-local", "local?memory=4096", "unknown option 'memory'"),
+    ("kube-option", "kube:ctx?key=x", "unknown option 'key' (allowed for kube: none)"),
+    ("kube-empty-context", "kube:", "kube: needs a context name after the colon"),
+    ("kube-blank-context", "kube: ", "kube: needs a context name after the colon"),
+    ("option-without-value", "vm?memory", "option 'memory' needs a value"),
+    ("option-empty-value", "local?dir=", "option 'dir' needs a value"),
+    ("empty-option", "vm?memory=1024&&swap=1", "unknown option ''"),
+    ("repeated-option", "vm?memory=1024&memory=2048", "option 'memory' is given more than once"),
+    ("memory-zero", "vm?memory=0", "memory must be a whole number >= 256 (MiB), got '0'"),
+    ("memory-below-minimum", "vm?memory=255", "memory must be a whole number >= 256"),
+    ("memory-not-a-number", "vm?memory=abc", "memory must be a whole number >= 256"),
+    ("swap-negative", "vm?swap=-1", "swap must be a whole number >= 0"),
+    ("cpus-zero", "vm?cpus=0", f"cpus must be a whole number 1-{HOST_CPUS}"),
+    ("cpus-more-than-host", f"vm?cpus={HOST_CPUS + 1}", f"(this host has {HOST_CPUS})"),
+    ("backoff-nan", "local?backoff=nan", "backoff must be seconds (a finite number >= 0), got 'nan'"),
+    ("backoff-inf", "vm?backoff=inf", "backoff must be seconds"),
+    ("backoff-negative", "local?backoff=-1", "backoff must be seconds"),
+    ("backoff-word", "local?backoff=soon", "backoff must be seconds"),
+    ("bad-fault", "vm?fault=cpu-weight-formula=cubic", "bad fault 'cpu-weight-formula=cubic'"),
+    ("bad-cpu-weight-formula", "local?cpu-weight-formula=cubic", "cpu-weight-formula must be one of linear"),
+    ("dir-existing", "local?dir={canary}", "dir={canary} already exists"),
+    ("dir-root", "local?dir=/", "dir= must be an absolute, normalized path"),
+    ("dir-relative", "local?dir=work/nodeconf", "dir= must be an absolute, normalized path"),
+    ("dir-dotdot", "local?dir={tmp}/a/../b", "without .., got"),
+    ("dir-shell", "ssh://root@h?key={key}&known_hosts={kh}&dir=/opt/x;rm", "dir= must be an absolute"),
+    ("root-outside-cgroupfs", "local?root={tmp}", "root= must be /sys/fs/cgroup or a cgroup under it"),
+    ("root-prefix-only", "local?root=/sys/fs/cgroupx", "root= must be /sys/fs/cgroup or a cgroup under it"),
+    ("root-dotdot", "vm?root=/sys/fs/cgroup/../../etc", "root= must be an absolute, normalized path"),
+    ("python-shell", "local?python=python3;reboot", "python= must be an absolute path or a program name"),
+    ("python-env-assignment", "vm?python=PYTHONPATH=/x", "python= must be an absolute path or a program name"),
+    ("python-missing", "local?python={missing}", "python={missing} is not an executable file"),
+    ("python-not-executable", "local?python={key}", "is not an executable file"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), [pytest.param(t, m, id=i) for i, t, m in BAD])
+def test_bad_specs_are_one_line_usage_errors(files: dict[str, str], text: str, message: str) -> None:
+    with pytest.raises(NodeSpecError) as info:
+        parse_node_spec(text.format(**files))
+    assert isinstance(info.value, UsageError)
+    assert message.format(**files) in str(info.value)
+    assert "\n" not in str(info.value)
+    assert PASSWORD not in str(info.value)
+    assert Path(files["canary"], "keep").is_file(), "a refused spec touches nothing"
+
+
+def test_the_first_spec_is_used_and_vm_is_the_default() -> None:
+    assert chosen_specs(None) == [parse_node_spec("vm")]
+    assert chosen_specs([parse_node_spec("local")]) == [parse_node_spec("local")]
+
+
+def test_each_scheme_has_an_importable_opener() -> None:
+    openers: list[Callable[[NodeSpec], object]] = [opener(scheme) for scheme in OPENERS]
+    assert [f.__name__ for f in openers] == ["open_vm_node", "open_local_node", "open_ssh_node", "open_kube_node"]
+
+
+def _nodeconf_run(*args: str, reports: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`nodeconf run ARGS` and the CPU seconds it used (wall time on a shared, loaded machine says little)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, "-m", "nodeconf", "run", *args, "--reports", str(reports)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+@pytest.mark.parametrize(("text", "message"), [pytest.param(t, m, id=i) for i, t, m in BAD])
+def test_nodeconf_run_refuses_a_bad_spec_before_anything_starts(files: dict[str, str], tmp_path: Path, text: str,
+                                                                 message: str) -> None:
+    """Exit 2 with one line, well under a second of CPU, no reports written (so no pytest, no VM)."""
+    done, seconds = _nodeconf_run("--node", text.format(**files), reports=tmp_path / "reports")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "argument --node" in done.stderr
+    assert message.format(**files) in done.stderr and PASSWORD not in done.stderr
+    assert done.stdout == ""
+    assert not (tmp_path / "reports").exists()
+    assert seconds < 0.5, f"used {seconds:.2f} CPU seconds"
+    assert Path(files["canary"], "keep").is_file()
+
+
+def test_nodeconf_run_refuses_several_nodes_for_now(tmp_path: Path) -> None:
+    done, seconds = _nodeconf_run("--node", "local", "--node", "vm?memory=1024", reports=tmp_path / "reports")
+    assert (done.returncode, done.stderr) == (
+        2, "nodeconf: --node: several nodes per run are not supported yet (each spec was valid): give one\n")
+    assert not (tmp_path / "reports").exists() and seconds < 0.5
