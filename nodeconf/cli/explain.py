@@ -44,6 +44,10 @@ def add_parser(subparsers: Any) -> None:
         help="the runtime's shares→weight formula: linear or nonlinear (default nonlinear)",
     )
     parser.add_argument("--page-size", default="4096", metavar="N", help="kernel page size in bytes (default 4096)")
+    parser.add_argument(
+        "--no-swap-controller", action="store_true",
+        help="the node has no swap accounting (no memory.swap.max): the kubelet writes no swap setting",
+    )
     parser.add_argument("-o", "--output", default="json", metavar="json|table", help="json (default) or table")
 
 
@@ -82,6 +86,7 @@ def node_facts(args: argparse.Namespace) -> NodeFacts:
         cpu_capacity_milli=cpu_milli,
         page_size=page_size,
         cpu_weight_formula=_choice(args.cpu_weight_formula, CPU_WEIGHT_FORMULAS, "--cpu-weight-formula"),
+        swap_controller=not args.no_swap_controller,
     )
 
 
@@ -123,6 +128,7 @@ def to_json(result: NodeExpectation) -> dict[str, Any]:
             "cpuWeightFormula": n.cpu_weight_formula,
             "pageSize": n.page_size,
             "featureGates": dict(n.feature_gates),
+            "swapController": n.swap_controller,
         },
         "warnings": list(result.warnings),
         "cgroups": {path: {k: e.value for k, e in cg.files.items()} for path, cg in result.cgroups.items()},

@@ -13,6 +13,8 @@ printf 'kernel_version=%s\\n' "$(uname -r)"
 printf 'page_size=%s\\n' "$(getconf PAGESIZE)"
 printf 'cgroup_controllers=%s\\n' "$(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null)"
 printf 'cpu_count=%s\\n' "$(getconf _NPROCESSORS_ONLN)"
+own=$(sed -n 's/^0:://p' /proc/self/cgroup); [ "$own" = / ] && own=/init.scope
+printf 'swap_controller=%s\\n' "$(test -e "/sys/fs/cgroup$own/memory.swap.max" && echo yes || echo no)"
 grep -E '^(MemTotal|SwapTotal):' /proc/meminfo
 """
 _MEMINFO = re.compile(r"^(MemTotal|SwapTotal):\s+(\d+)\s+kB$")
@@ -38,6 +40,7 @@ class ProbedFacts(TypedDict):
     page_size: int
     kernel_version: str
     cgroup_controllers: tuple[str, ...]
+    swap_controller: bool
 
 
 def parse_node_facts(output: str) -> ProbedFacts:
@@ -68,6 +71,7 @@ def parse_node_facts(output: str) -> ProbedFacts:
         page_size=page_size,
         kernel_version=raw["kernel_version"],
         cgroup_controllers=tuple(raw.get("cgroup_controllers", "").split()),
+        swap_controller=raw.get("swap_controller", "yes") != "no",
     )
 
 

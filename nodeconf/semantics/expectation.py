@@ -94,6 +94,7 @@ class NodeSummary:
     cpu_weight_formula: str
     page_size: int
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    swap_controller: bool = True
 
 
 @dataclass(frozen=True)

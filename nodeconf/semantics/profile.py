@@ -85,6 +85,20 @@ class Profile:
         return self.minor <= _DEVIATIONS_UNTIL.get(issue, -1)
 
 
+def gate_warnings(config: KubeletConfig, profile: Profile) -> tuple[str, ...]:
+    """One warning per featureGates entry this profile does not know: it is ignored, never silently (issue 15).
+
+    A kubelet refuses a gate it does not know at all (component-base featuregate "unrecognized feature gate");
+    nodeconf cannot tell that from a real gate it does not model, so it warns and keeps the profile's defaults.
+    """
+    return tuple(
+        f"featureGates.{name}: not a gate nodeconf models for Kubernetes {profile.version}; ignored (a kubelet "
+        "that does not know it refuses to start)"
+        for name in config.feature_gates
+        if name not in profile.gates
+    )
+
+
 def profile_for(version: str = DEFAULT_VERSION, config: KubeletConfig | None = None) -> Profile:
     """The profile of `version`, with the kubelet config's featureGates applied where the gate exists."""
     if version not in SUPPORTED_VERSIONS:
