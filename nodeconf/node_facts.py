@@ -21,6 +21,10 @@ class NodeFacts:
     # memory.swap.max exists in the runtime's own cgroup (containerd SwapControllerAvailable, kubelet
     # swapControllerAvailable); absent when the kernel does no swap accounting (RUNTIME-FACTS.md §1, §2a).
     swap_controller: bool = True
+    # min(kernel.pid_max, kernel.threads-max), the kubelet's `pid` capacity (stats/pidlimit Stats); None: unknown.
+    pid_capacity: int | None = None
+    # (huge page size, total bytes of that size) per size the kernel offers (/sys/kernel/mm/hugepages).
+    hugepages: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.cpu_weight_formula not in CPU_WEIGHT_FORMULAS:

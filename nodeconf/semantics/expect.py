@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, LimitRange, Pod, ResourceQuota
 from nodeconf.node_facts import NodeFacts
-from nodeconf.semantics import admission, allocatable, cgroup_paths, cpu, memory, memory_qos, oom, swap
+from nodeconf.semantics import admission, allocatable, cgroup_paths, cpu, memory, memory_qos, node_limits, oom, swap
 from nodeconf.semantics.expectation import (
     CgroupExpectation,
     ContainerExpectation,
@@ -201,4 +201,7 @@ def expect(
         pods=tuple(results),
         metrics=metrics,
         warnings=gate_warnings(config, profile) + memory_qos.node_warnings(node, config, profile),
+        node_limits=node_limits.node_limit_files(
+            admitted, cgroup_paths.kubepods(config.cgroup_driver), node, config, profile
+        ),
     )

@@ -68,3 +68,22 @@ def test_active_deadline_pod_counts_against_the_terminating_quota(tmp_path: Path
     assert done.returncode == 0, done.stderr
     admitted = {p["name"]: p["admitted"] for p in json.loads(done.stdout)["pods"]}
     assert admitted == {"app": True, "app2": False, "plain": True}
+
+
+def test_node_limits_section(tmp_path: Path) -> None:
+    manifest = POD.replace("limits: {memory: 2Gi}", "limits: {memory: 2Gi, hugepages-2Mi: 4Mi}")
+    done = explain(tmp_path, "podPidsLimit: 512\n", "--pids", "32768", "--hugepages", "2Mi=64Mi,1Gi=0",
+                   manifest=manifest)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    pod_path = out["pods"][0]["cgroup"]["path"]
+    assert out["nodeLimits"][pod_path] == {"pids.max": "512", "hugetlb.2MB.max": str(4 * 2**20),
+                                           "hugetlb.1GB.max": "0"}
+    assert out["nodeLimits"]["kubepods.slice"]["pids.max"] == "32768"
+    assert "EnsureExists" in out["nodeLimitRules"][pod_path]["pids.max"]
+
+
+def test_bad_hugepages_flag_is_one_line_exit_2(tmp_path: Path) -> None:
+    done = explain(tmp_path, "", "--hugepages", "3Mi=6Mi")
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+    assert "--hugepages: expected SIZE=TOTAL with a power-of-two SIZE" in done.stderr
