@@ -32,9 +32,11 @@ def test_parse_vm_output() -> None:
     }
 
 
-@pytest.mark.parametrize(("line", "present"), [("swap_controller=no\n", False), ("swap_controller=yes\n", True)])
+@pytest.mark.parametrize(("line", "present"), [("swap_controller=no\n", False), ("swap_controller=yes\n", True),
+                                              ("swap_controller=unknown\n", True), ("", True)])
 def test_swap_controller_probe(line: str, present: bool) -> None:
-    """memory.swap.max in the probing shell's own cgroup (containerd/kubelet swapControllerAvailable)."""
+    """memory.swap.max in the first memory cgroup found, own else a child of the root (containerd/kubelet
+    swapControllerAvailable); unknown counts as present."""
     assert parse_node_facts(VM_OUTPUT + line)["swap_controller"] is present
 
 
