@@ -43,6 +43,10 @@ class KubeletConfig:
     cpu_cfs_quota: bool = True
     cpu_cfs_quota_period_us: int = 100_000
     max_pods: int = 110
+    # podPidsLimit (-1 = unset: no pids.max on pod cgroups), system-/kubeReservedCgroup (enforced reserves).
+    pod_pids_limit: int = -1
+    system_reserved_cgroup: str = ""
+    kube_reserved_cgroup: str = ""
     source: str = ""
 
     def gate(self, name: str) -> bool | None:
@@ -123,6 +127,17 @@ def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
     max_pods = doc.get("maxPods", 110)
     if isinstance(max_pods, bool) or not isinstance(max_pods, int) or max_pods < 0:
         raise fail("maxPods", f"expected a non-negative integer, got {max_pods!r}")
+    pids = doc.get("podPidsLimit", -1)
+    if isinstance(pids, bool) or not isinstance(pids, int):
+        raise fail("podPidsLimit", f"expected an integer, got {pids!r}")
+    reserved_cgroups = {key: doc.get(key) or "" for key in ("systemReservedCgroup", "kubeReservedCgroup")}
+    for key, value in reserved_cgroups.items():
+        if not isinstance(value, str):
+            raise fail(key, f"expected a cgroup name, got {value!r}")
+    for key, enforced in (("systemReservedCgroup", "system-reserved"), ("kubeReservedCgroup", "kube-reserved")):
+        # pkg/kubelet/apis/config/validation ValidateKubeletConfiguration: an enforced reserve needs its cgroup.
+        if enforced in (enforce or ()) and not reserved_cgroups[key]:
+            raise fail(key, f"must be specified when {enforced!r} is in enforceNodeAllocatable")
     return KubeletConfig(
         swap_behavior=choice("memorySwap.swapBehavior", swap.get("swapBehavior"), SWAP_BEHAVIORS, "NoSwap"),
         feature_gates={str(k): v for k, v in gates.items()},
@@ -142,6 +157,9 @@ def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
         cpu_cfs_quota=flag("cpuCFSQuota", doc.get("cpuCFSQuota"), True),
         cpu_cfs_quota_period_us=_duration_us(str(period), source) if period is not None else 100_000,
         max_pods=max_pods,
+        pod_pids_limit=pids,
+        system_reserved_cgroup=reserved_cgroups["systemReservedCgroup"],
+        kube_reserved_cgroup=reserved_cgroups["kubeReservedCgroup"],
         source=source,
     )
 
@@ -163,7 +181,12 @@ def kubelet_config_to_dict(config: KubeletConfig) -> dict[str, Any]:
         "cpuCFSQuota": config.cpu_cfs_quota,
         "cpuCFSQuotaPeriod": f"{config.cpu_cfs_quota_period_us}us",
         "maxPods": config.max_pods,
+        "podPidsLimit": config.pod_pids_limit,
     }
+    for key, value in (("systemReservedCgroup", config.system_reserved_cgroup),
+                       ("kubeReservedCgroup", config.kube_reserved_cgroup)):
+        if value:
+            doc[key] = value
     if config.memory_throttling_factor is not None:
         doc["memoryThrottlingFactor"] = config.memory_throttling_factor
     if config.eviction_hard is not None:

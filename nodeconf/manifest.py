@@ -80,6 +80,8 @@ class Pod:
     annotations: Mapping[str, str] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
     restart_policy: str = "Always"
+    # spec.activeDeadlineSeconds: set (≥ 0) makes the pod Terminating for quota scopes (quota pods.go isTerminating).
+    active_deadline_seconds: int | None = None
     source: str = ""
     # Values derived from this immutable pod, memoised by the oracle (pod_resources.memoised); never copied.
     derived: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -282,6 +284,7 @@ def pod_from_spec(
         annotations={str(k): str(v) for k, v in annotations.items()},
         labels={str(k): str(v) for k, v in labels.items()},
         restart_policy=reader.string(spec.get("restartPolicy"), f"{prefix}.restartPolicy", "Always"),
+        active_deadline_seconds=reader.integer(spec.get("activeDeadlineSeconds"), f"{prefix}.activeDeadlineSeconds"),
         source=reader.source,
     )
 
@@ -388,6 +391,8 @@ def pod_to_dict(pod: Pod) -> dict[str, Any]:
         spec["priority"] = pod.priority_value
     if pod.priority_class_name:
         spec["priorityClassName"] = pod.priority_class_name
+    if pod.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = pod.active_deadline_seconds
     meta: dict[str, Any] = {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}
     if pod.annotations:
         meta["annotations"] = dict(pod.annotations)

@@ -18,6 +18,13 @@ class NodeFacts:
     kernel_version: str = ""
     cgroup_controllers: tuple[str, ...] = ("cpuset", "cpu", "io", "memory", "hugetlb", "pids")
     cpu_weight_formula: str = "nonlinear"
+    # memory.swap.max exists in the runtime's own cgroup (containerd SwapControllerAvailable, kubelet
+    # swapControllerAvailable); absent when the kernel does no swap accounting (RUNTIME-FACTS.md §1, §2a).
+    swap_controller: bool = True
+    # min(kernel.pid_max, kernel.threads-max), the kubelet's `pid` capacity (stats/pidlimit Stats); None: unknown.
+    pid_capacity: int | None = None
+    # (huge page size, total bytes of that size) per size the kernel offers (/sys/kernel/mm/hugepages).
+    hugepages: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.cpu_weight_formula not in CPU_WEIGHT_FORMULAS:
@@ -27,8 +34,9 @@ class NodeFacts:
 
     @property
     def has_swap_controller(self) -> bool:
-        """cgroup v2 puts memory.swap.* in the memory controller (mm/memcontrol.c swap_files)."""
-        return "memory" in self.cgroup_controllers
+        """cgroup v2 puts memory.swap.* in the memory controller (mm/memcontrol.c swap_files), and only with swap
+        accounting: without it the kubelet writes no swap setting (configureContainerSwapResources)."""
+        return self.swap_controller and "memory" in self.cgroup_controllers
 
     def kernel_at_least(self, major: int, minor: int) -> bool:
         """True when the kernel release is at least major.minor (unknown counts as new enough)."""

@@ -44,6 +44,14 @@ def add_parser(subparsers: Any) -> None:
         help="the runtime's shares→weight formula: linear or nonlinear (default nonlinear)",
     )
     parser.add_argument("--page-size", default="4096", metavar="N", help="kernel page size in bytes (default 4096)")
+    parser.add_argument(
+        "--no-swap-controller", action="store_true",
+        help="the node has no swap accounting (no memory.swap.max): the kubelet writes no swap setting",
+    )
+    parser.add_argument("--pids", metavar="N",
+                        help="the node's pid capacity, min(pid_max, threads-max) (default unknown)")
+    parser.add_argument("--hugepages", default="", metavar="SIZE=TOTAL,...",
+                        help="huge page sizes and their total, e.g. 2Mi=64Mi,1Gi=0 (default none)")
     parser.add_argument("-o", "--output", default="json", metavar="json|table", help="json (default) or table")
 
 
@@ -82,7 +90,30 @@ def node_facts(args: argparse.Namespace) -> NodeFacts:
         cpu_capacity_milli=cpu_milli,
         page_size=page_size,
         cpu_weight_formula=_choice(args.cpu_weight_formula, CPU_WEIGHT_FORMULAS, "--cpu-weight-formula"),
+        swap_controller=not args.no_swap_controller,
+        pid_capacity=_pids(args.pids),
+        hugepages=_hugepages(args.hugepages),
     )
+
+
+def _pids(text: str | None) -> int | None:
+    if text is None:
+        return None
+    if not text.isdigit() or int(text) == 0:
+        raise InputError(f"expected a positive integer, got {text!r}", field="--pids")
+    return int(text)
+
+
+def _hugepages(text: str) -> tuple[tuple[int, int], ...]:
+    """`2Mi=64Mi,1Gi=0` as ((size, total bytes), ...); a size must be a power of two of at least 4Ki."""
+    pairs = []
+    for item in filter(None, text.split(",")):
+        size_text, sep, total_text = item.partition("=")
+        size = _quantity(size_text, "--hugepages")
+        if not sep or size < 4096 or size & (size - 1):
+            raise InputError(f"expected SIZE=TOTAL with a power-of-two SIZE, got {item!r}", field="--hugepages")
+        pairs.append((size, _quantity(total_text, "--hugepages")))
+    return tuple(pairs)
 
 
 def _cgroup(cgroup: CgroupExpectation) -> dict[str, Any]:
@@ -123,6 +154,7 @@ def to_json(result: NodeExpectation) -> dict[str, Any]:
             "cpuWeightFormula": n.cpu_weight_formula,
             "pageSize": n.page_size,
             "featureGates": dict(n.feature_gates),
+            "swapController": n.swap_controller,
         },
         "warnings": list(result.warnings),
         "cgroups": {path: {k: e.value for k, e in cg.files.items()} for path, cg in result.cgroups.items()},
@@ -144,6 +176,8 @@ def to_json(result: NodeExpectation) -> dict[str, Any]:
             for p in result.pods
         ],
         "metrics": dict(result.metrics),
+        "nodeLimits": {path: {k: e.value for k, e in files.items()} for path, files in result.node_limits.items()},
+        "nodeLimitRules": {path: {k: e.rule for k, e in files.items()} for path, files in result.node_limits.items()},
     }
 
 
@@ -183,6 +217,9 @@ def to_table(result: NodeExpectation) -> str:
                 *_file_lines(c.cgroup.files, "      "),
             ]
     lines += ["", "metrics:", *(f"  {name} {value}" for name, value in result.metrics.items())]
+    lines += ["", "node limits (pids, hugetlb, memory.oom.group, reserve cgroups; not enforced yet):"]
+    for path, files in result.node_limits.items():
+        lines += [f"  {path}", *_file_lines(files, "    ")]
     return "\n".join(lines) + "\n"
 
 

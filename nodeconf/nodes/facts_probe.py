@@ -13,6 +13,12 @@ printf 'kernel_version=%s\\n' "$(uname -r)"
 printf 'page_size=%s\\n' "$(getconf PAGESIZE)"
 printf 'cgroup_controllers=%s\\n' "$(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null)"
 printf 'cpu_count=%s\\n' "$(getconf _NPROCESSORS_ONLN)"
+swap=unknown
+for d in "/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)" /sys/fs/cgroup/*/; do
+  [ -e "$d/memory.max" ] || continue
+  if [ -e "$d/memory.swap.max" ]; then swap=yes; else swap=no; fi; break
+done
+printf 'swap_controller=%s\\n' "$swap"
 grep -E '^(MemTotal|SwapTotal):' /proc/meminfo
 """
 _MEMINFO = re.compile(r"^(MemTotal|SwapTotal):\s+(\d+)\s+kB$")
@@ -38,6 +44,7 @@ class ProbedFacts(TypedDict):
     page_size: int
     kernel_version: str
     cgroup_controllers: tuple[str, ...]
+    swap_controller: bool
 
 
 def parse_node_facts(output: str) -> ProbedFacts:
@@ -68,6 +75,9 @@ def parse_node_facts(output: str) -> ProbedFacts:
         page_size=page_size,
         kernel_version=raw["kernel_version"],
         cgroup_controllers=tuple(raw.get("cgroup_controllers", "").split()),
+        # The first memory cgroup found (own, else a child of the root) without memory.swap.max means no swap
+        # accounting; no memory cgroup at all leaves it unknown, taken as present.
+        swap_controller=raw.get("swap_controller", "unknown") != "no",
     )
 
 

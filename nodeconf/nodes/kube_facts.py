@@ -27,6 +27,9 @@ COMPARED_FIELDS = {
     "cpu_cfs_quota": "cpuCFSQuota",
     "cpu_cfs_quota_period_us": "cpuCFSQuotaPeriod",
     "max_pods": "maxPods",
+    "pod_pids_limit": "podPidsLimit",
+    "system_reserved_cgroup": "systemReservedCgroup",
+    "kube_reserved_cgroup": "kubeReservedCgroup",
 }
 # Fields that do not decide node resources (the eviction map is compared on memory.available only: the
 # other signals are disk thresholds, and kind writes its own 0% values for them).

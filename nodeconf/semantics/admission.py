@@ -152,22 +152,29 @@ def quota_usage(pod: Pod, profile: Profile) -> Amounts:
     return usage
 
 
-def _scope_matches(quota: ResourceQuota, qos: QosClass) -> bool:
-    """BestEffort/NotBestEffort by QoS class; no pod model has activeDeadlineSeconds, so all are NotTerminating."""
-    best_effort = qos is QosClass.BEST_EFFORT
-    for scope in quota.scopes:
-        if (scope == "BestEffort" and not best_effort) or (scope == "NotBestEffort" and best_effort):
-            return False
-        if scope == "Terminating":
-            return False
-    return True
+def is_terminating(pod: Pod) -> bool:
+    """activeDeadlineSeconds set and ≥ 0 (quota/v1/evaluator/core/pods.go isTerminating)."""
+    return pod.active_deadline_seconds is not None and pod.active_deadline_seconds >= 0
+
+
+def _scope_matches(quota: ResourceQuota, pod: Pod, qos: QosClass) -> bool:
+    """Every scope must match: Terminating/NotTerminating by activeDeadlineSeconds, BestEffort/NotBestEffort by
+    QoS class (pods.go podMatchesScopeFunc). Other scopes (PriorityClass, CrossNamespacePodAffinity) are not
+    modelled and match every pod."""
+    matches = {
+        "Terminating": is_terminating(pod),
+        "NotTerminating": not is_terminating(pod),
+        "BestEffort": qos is QosClass.BEST_EFFORT,
+        "NotBestEffort": qos is not QosClass.BEST_EFFORT,
+    }
+    return all(matches.get(scope, True) for scope in quota.scopes)
 
 
 def quota_used(quota: ResourceQuota, pods: Sequence[Pod], profile: Profile) -> Amounts:
     """status.used: every hard resource, summed over the pods the quota's scopes select (quota controller)."""
     used: Amounts = {k: Fraction(0) for k in quota.hard}
     for pod in pods:
-        if pod.namespace == quota.namespace and _scope_matches(quota, pod_qos(pod, profile)):
+        if pod.namespace == quota.namespace and _scope_matches(quota, pod, pod_qos(pod, profile)):
             for k, v in quota_usage(pod, profile).items():
                 if k in used:
                     used[k] += v
@@ -207,7 +214,7 @@ def quota_errors(pod: Pod, quotas: Sequence[ResourceQuota], others: Sequence[Pod
     """"must specify" and "exceeded quota" of the first quota the pod breaks (resourcequota controller.go)."""
     qos = pod_qos(pod, profile)
     for quota in quotas:
-        if not _scope_matches(quota, qos):
+        if not _scope_matches(quota, pod, qos):
             continue
         required = set(quota.hard) & _MUST_SPECIFY
         missing: set[str] = set()

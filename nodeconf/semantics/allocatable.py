@@ -63,24 +63,51 @@ def reserved(config: KubeletConfig, resource: str) -> Fraction:
     return total
 
 
+def reservation_error(node: NodeFacts, config: KubeletConfig) -> str | None:
+    """Why the kubelet refuses to start with these reserves, or None: a reservation (systemReserved +
+    kubeReserved, plus the hard memory.available threshold for memory) above capacity is an error at container
+    manager start, never an allocatable of 0 (pkg/kubelet/cm/node_container_manager_linux.go
+    validateNodeAllocatable, GetNodeAllocatableReservation; equal is allowed)."""
+    memory = Quantity(reserved(config, MEMORY)).value() + eviction_memory_bytes(config, node.memory_capacity)
+    cpu = Quantity(reserved(config, CPU)).milli_value()
+    problems = [
+        f'Resource "{name}" has a reservation of {held}{unit} but capacity of {capacity}{unit}. '
+        "Expected capacity >= reservation."
+        for name, held, capacity, unit in (
+            (CPU, cpu, node.cpu_capacity_milli, "m"), (MEMORY, memory, node.memory_capacity, ""),
+        )
+        if held > capacity
+    ]
+    if not problems:
+        return None
+    return "the kubelet refuses to start: invalid Node Allocatable configuration. " + " ".join(problems)
+
+
+def check_reservation(node: NodeFacts, config: KubeletConfig) -> None:
+    """InputError (exit 2) naming the reserves when the kubelet would refuse to start (reservation_error)."""
+    error = reservation_error(node, config)
+    if error is not None:
+        raise InputError(error, source=config.source, obj="KubeletConfiguration", field="systemReserved/kubeReserved")
+
+
 def allocatable_memory(node: NodeFacts, config: KubeletConfig) -> int:
-    """capacity − systemReserved − kubeReserved − evictionHard memory.available, never below 0
-    (pkg/kubelet/cm/node_container_manager_linux.go GetNodeAllocatableReservation)."""
+    """capacity − systemReserved − kubeReserved − evictionHard memory.available
+    (pkg/kubelet/cm/node_container_manager_linux.go GetNodeAllocatableReservation); callers check_reservation
+    first, so it is never negative."""
     capacity = node.memory_capacity
-    held = Quantity(reserved(config, MEMORY)).value() + eviction_memory_bytes(config, capacity)
-    return max(capacity - held, 0)
+    return capacity - Quantity(reserved(config, MEMORY)).value() - eviction_memory_bytes(config, capacity)
 
 
 def allocatable_cpu_milli(node: NodeFacts, config: KubeletConfig) -> int:
-    """cpu capacity − systemReserved − kubeReserved in millicores, never below 0
+    """cpu capacity − systemReserved − kubeReserved in millicores
     (pkg/kubelet/cm/node_container_manager_linux.go GetNodeAllocatableReservation)."""
-    return max(node.cpu_capacity_milli - Quantity(reserved(config, CPU)).milli_value(), 0)
+    return node.cpu_capacity_milli - Quantity(reserved(config, CPU)).milli_value()
 
 
 def allocatable_absolute_memory(node: NodeFacts, config: KubeletConfig) -> int:
-    """capacity − systemReserved − kubeReserved, no eviction threshold, never below 0: what the kubelet hands the
-    runtime manager for memory.high (kubelet.go NewKubeGenericRuntimeManager(..., GetNodeAllocatableAbsolute))."""
-    return max(node.memory_capacity - Quantity(reserved(config, MEMORY)).value(), 0)
+    """capacity − systemReserved − kubeReserved, no eviction threshold: what the kubelet hands the runtime
+    manager for memory.high (kubelet.go NewKubeGenericRuntimeManager(..., GetNodeAllocatableAbsolute))."""
+    return node.memory_capacity - Quantity(reserved(config, MEMORY)).value()
 
 
 def kubepods_memory_bytes(node: NodeFacts, config: KubeletConfig) -> int:

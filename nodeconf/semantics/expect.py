@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, LimitRange, Pod, ResourceQuota
 from nodeconf.node_facts import NodeFacts
-from nodeconf.semantics import admission, allocatable, cgroup_paths, cpu, memory, memory_qos, oom, swap
+from nodeconf.semantics import admission, allocatable, cgroup_paths, cpu, memory, memory_qos, node_limits, oom, swap
 from nodeconf.semantics.expectation import (
     CgroupExpectation,
     ContainerExpectation,
@@ -19,7 +19,7 @@ from nodeconf.semantics.expectation import (
 )
 from nodeconf.semantics.node_fit import PODS, fit_errors
 from nodeconf.semantics.pod_resources import milli, pod_requests, whole
-from nodeconf.semantics.profile import Profile
+from nodeconf.semantics.profile import Profile, gate_warnings
 from nodeconf.semantics.qos import pod_qos
 from nodeconf.semantics.validation import pod_errors, pod_warnings
 
@@ -147,7 +147,11 @@ def expect(
     profile: Profile,
     namespace_objects: Sequence[LimitRange | ResourceQuota] = (),
 ) -> NodeExpectation:
-    """What the node should show with all `pods` admitted in order (rejected ones reported with errors)."""
+    """What the node should show with all `pods` admitted in order (rejected ones reported with errors).
+
+    InputError when the kubelet would refuse to start with this config on this node (allocatable.check_reservation).
+    """
+    allocatable.check_reservation(node, config)
     alloc_memory = allocatable.allocatable_memory(node, config)
     alloc_cpu = allocatable.allocatable_cpu_milli(node, config)
     used = {PODS: 0, CPU: 0, MEMORY: 0}
@@ -185,6 +189,7 @@ def expect(
         cpu_weight_formula=node.cpu_weight_formula,
         page_size=node.page_size,
         feature_gates=dict(profile.gates),
+        swap_controller=node.has_swap_controller,
     )
     metrics = {
         "kubelet_node_swap_allocated_bytes": swap.swap_allocated_bytes([p.pod for p in admitted], config, profile),
@@ -195,5 +200,8 @@ def expect(
         cgroups=_node_cgroups(admitted, node, config, profile),
         pods=tuple(results),
         metrics=metrics,
-        warnings=memory_qos.node_warnings(node, config, profile),
+        warnings=gate_warnings(config, profile) + memory_qos.node_warnings(node, config, profile),
+        node_limits=node_limits.node_limit_files(
+            admitted, cgroup_paths.kubepods(config.cgroup_driver), node, config, profile
+        ),
     )

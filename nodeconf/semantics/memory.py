@@ -65,7 +65,9 @@ def container_files(
 
 
 def oom_group(config: KubeletConfig) -> Expected:
-    """1 in every container cgroup on cgroup v2 unless singleProcessOOMKill (seed requests-limits-qos)."""
+    """1 in every container cgroup on cgroup v2 unless singleProcessOOMKill (seed requests-limits-qos): the kubelet
+    sets unified memory.oom.group=1 only when singleProcessOOMKill is false, its cgroup v2 default
+    (kuberuntime_container_linux.go generateLinuxContainerResources; kubelet.go NewMainKubelet)."""
     if config.single_process_oom_kill:
         return Expected("0", "singleProcessOOMKill: true → memory.oom.group not set (kubelet 1.32+)")
     return Expected("1", "container cgroups get memory.oom.group=1 on cgroup v2 (kubelet 1.28+)")

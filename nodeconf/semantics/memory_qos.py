@@ -13,7 +13,7 @@ from nodeconf.semantics.allocatable import allocatable_absolute_memory
 from nodeconf.semantics.expectation import Expected, QosClass
 from nodeconf.semantics.memory import read_back
 from nodeconf.semantics.pod_resources import pod_level_limits_set, pod_limits, pod_requests, whole
-from nodeconf.semantics.profile import MEMORY_HIGH_WITHOUT_MEMORY, Profile
+from nodeconf.semantics.profile import KUBEPODS_MEMORY_LOW_MISSING, MEMORY_HIGH_WITHOUT_MEMORY, Profile
 
 GATE = "MemoryQoS"
 TIERED = "TieredReservation"
@@ -196,7 +196,7 @@ def node_level_files(
     kubepods = {
         MIN: Expected(read_back(guaranteed + burstable, page),
                       "kubepods memory.min = sum of Guaranteed and Burstable pod requests (post hierarchy)"),
-        LOW: Expected("0", "kubepods memory.low is not written (post hierarchy)"),
+        LOW: _kubepods_low(burstable, page, profile),
     }
     if _old_scheme(profile):
         burstable_files = {
@@ -211,6 +211,20 @@ def node_level_files(
                           "TieredReservation: burstable memory.low = sum of Burstable pod requests (post)"),
         }
     return {KUBEPODS: kubepods, BURSTABLE: burstable_files, BESTEFFORT: unset}
+
+
+def _kubepods_low(burstable: int, page: int, profile: Profile) -> Expected:
+    """kubepods memory.low under TieredReservation: Σ Burstable requests from 1.37, so the burstable slice's
+    memory.low is not capped to 0 by its parent (qos_container_manager_linux.go setMemoryQoS; kubernetes#140267).
+    Before 1.36 the old scheme never writes it."""
+    if _old_scheme(profile):
+        return Expected("0", "before 1.36: kubepods memory.low not written (setMemoryQoS)")
+    if profile.ships(KUBEPODS_MEMORY_LOW_MISSING):
+        return Expected("0", f"kubelet {profile.version} writes no kubepods memory.low ({KUBEPODS_MEMORY_LOW_MISSING}, "
+                             "fixed in 1.37; the post's hierarchy names only kubepods memory.min)")
+    return Expected(read_back(burstable, page),
+                    "TieredReservation: kubepods memory.low = sum of Burstable pod requests, the burstable slice's "
+                    f"ancestor coverage (setMemoryQoS, {KUBEPODS_MEMORY_LOW_MISSING}, 1.37 pod-qos docs), page-floored")
 
 
 def metrics(

@@ -47,9 +47,14 @@ _DEFAULT_THROTTLING_FACTOR: Mapping[str, float | None] = {
 
 # Known shipped deviations from the seeds, by upstream issue, with the last minor version that ships them.
 MEMORY_HIGH_WITHOUT_MEMORY = "kubernetes#137685"
+KUBEPODS_MEMORY_LOW_MISSING = "kubernetes#140267"
 _DEVIATIONS_UNTIL: Mapping[str, int] = {
     # kubelet skips memory.high when request == limit == 0 (BestEffort); fixed by kubernetes#138139 in 1.37.
     MEMORY_HIGH_WITHOUT_MEMORY: 36,
+    # TieredReservation: kubepods gets no memory.low, so the kernel caps the burstable slice's effective
+    # memory.low to 0; the fix (kubepods memory.low = Σ Burstable requests) merged 2026-07-07 for 1.37, and the
+    # 1.37 docs (pod-qos.md) and the qos_container_manager tests (TestQOSCgroupsWithSystemPartition) expect it.
+    KUBEPODS_MEMORY_LOW_MISSING: 36,
 }
 
 
@@ -78,6 +83,20 @@ class Profile:
     def ships(self, issue: str) -> bool:
         """True when this version's kubelet ships the known deviation tracked by `issue`."""
         return self.minor <= _DEVIATIONS_UNTIL.get(issue, -1)
+
+
+def gate_warnings(config: KubeletConfig, profile: Profile) -> tuple[str, ...]:
+    """One warning per featureGates entry this profile does not know: it is ignored, never silently (issue 15).
+
+    A kubelet refuses a gate it does not know at all (component-base featuregate "unrecognized feature gate");
+    nodeconf cannot tell that from a real gate it does not model, so it warns and keeps the profile's defaults.
+    """
+    return tuple(
+        f"featureGates.{name}: not a gate nodeconf models for Kubernetes {profile.version}; ignored (a kubelet "
+        "that does not know it refuses to start)"
+        for name in config.feature_gates
+        if name not in profile.gates
+    )
 
 
 def profile_for(version: str = DEFAULT_VERSION, config: KubeletConfig | None = None) -> Profile:

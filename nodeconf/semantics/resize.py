@@ -21,6 +21,7 @@ from nodeconf.semantics.qos import pod_qos
 
 QOS_CHANGE_MESSAGE = "Pod QOS Class may not change as a result of resizing"
 SWAP_RESIZE_MESSAGE = "In-place resize of containers with swap is not supported."
+STATIC_RESIZE_MESSAGE = "In-place resize of static-pods is not supported"
 
 
 class ResizeStatus(StrEnum):
@@ -95,7 +96,11 @@ def _over_allocatable(pod: Pod, node: NodeFacts, config: KubeletConfig,
 def _infeasible(current: Pod, desired: Pod, node: NodeFacts, config: KubeletConfig, profile: Profile) -> str | None:
     """Kubelet Infeasible: beyond capacity before 1.36 (the API catches it later), or a LimitedSwap container's
     memory request resized without RestartContainer (kubelet canResizePod / disallowResizeForSwappableContainers).
+    A static pod (config source other than the API) is refused first, whatever it asks for (pkg/kubelet/allocation
+    manager test "static pod, expect Infeasible"; kuberuntime IsInPlacePodVerticalScalingAllowed).
     """
+    if current.is_static:
+        return STATIC_RESIZE_MESSAGE
     over = _over_allocatable(desired, node, config, profile)
     if over is not None:
         name, requested, allocatable = over

@@ -17,6 +17,8 @@ _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-
 # Standard container resources (pkg/apis/core/helper IsStandardContainerResourceName), plus swap, which the
 # swap oracle validates itself (KEP-5359).
 _STANDARD = {CPU, MEMORY, "ephemeral-storage", SWAP}
+# ValidatePodSpec: activeDeadlineSeconds in [1, math.MaxInt32] (validation.InclusiveRangeError).
+_MAX_INT32 = 2**31 - 1
 
 
 def _label_error(path: str, value: str) -> str | None:
@@ -71,29 +73,37 @@ def _container_errors(c: Container, path: str, seen: set[str]) -> Iterator[str]:
 
 
 def _pod_level_errors(pod: Pod, profile: Profile) -> Iterator[str]:
-    """Pod-level resources against the containers' aggregate (validation.go validatePodResourceRequirements)."""
+    """Pod-level resources against the containers (validation.go validatePodResources and
+    validatePodResourceConsistency, read at kubernetes 000f260).
+
+    Requests: the pod-level request must cover the containers' aggregate request (AggregateContainerRequests:
+    regular containers and sidecars summed, or the largest init container if bigger). Limits: each regular
+    container's own limit must not exceed the pod-level limit; limits are never summed, so containers that
+    each take the whole pod limit are valid, and init containers are not checked by this rule. Upstream sums
+    container limits only for hugepages; nodeconf refuses pod-level hugepages (cpu and memory only, see
+    POD_LEVEL_RESOURCES), so that case never reaches this rule.
+    """
     if pod.resources is None:
         return
     if not profile.gate("PodLevelResources"):
         yield "spec.resources: Forbidden: pod-level resources need the PodLevelResources feature gate"
         return
     yield from _resource_errors(pod.resources, "spec.resources", pod_level=True)
-    for kind, limits in (("requests", False), ("limits", True)):
-        pod_items = pod.resources.limits if limits else pod.resources.requests
-        aggregate = aggregate_containers(pod, limits=limits)
-        for name in POD_LEVEL_RESOURCES:
-            if name in pod_items and name in aggregate and pod_items[name].amount < aggregate[name]:
-                yield (
-                    f'spec.resources.{kind}[{name}]: Invalid value: "{pod_items[name]}": must be greater than '
-                    f"or equal to aggregate container {kind} of {Quantity.of(aggregate[name])}"
-                )
-    for c in pod.all_containers:
+    requests = pod.resources.requests
+    aggregate = aggregate_containers(pod, limits=False)
+    for name in POD_LEVEL_RESOURCES:
+        if name in requests and name in aggregate and requests[name].amount < aggregate[name]:
+            yield (
+                f'spec.resources.requests[{name}]: Invalid value: "{requests[name]}": must be greater than '
+                f"or equal to aggregate container requests of {Quantity.of(aggregate[name])}"
+            )
+    for i, c in enumerate(pod.containers):
         for name in POD_LEVEL_RESOURCES:
             pod_limit, own = pod.resources.limit(name), c.resources.limit(name)
             if pod_limit is not None and own is not None and own > pod_limit:
                 yield (
-                    f'container "{c.name}" limits[{name}]: Invalid value: "{own}": must be less than or equal '
-                    f"to pod limit of {pod_limit}"
+                    f'spec.resources.containers[{i}][{name}].limits: Invalid value: "{own}": must be less than '
+                    f"or equal to pod limits of {pod_limit}"
                 )
 
 
@@ -122,6 +132,11 @@ def pod_errors(pod: Pod, profile: Profile) -> tuple[str, ...]:
                 f'spec.initContainers[{i}].restartPolicy: Unsupported value: "{c.restart_policy}": '
                 'supported values: "Always"'
             )
+    deadline = pod.active_deadline_seconds
+    if deadline is not None and not 1 <= deadline <= _MAX_INT32:
+        errors.append(
+            f'spec.activeDeadlineSeconds: Invalid value: {deadline}: must be between 1 and {_MAX_INT32}, inclusive'
+        )
     errors.extend(_pod_level_errors(pod, profile))
     return tuple(errors)
 

@@ -165,3 +165,19 @@ def test_limit_alone_defaults_request_before_limitrange() -> None:
 )
 def test_canonical_quantity_strings(amount: Fraction, like: str, text: str) -> None:
     assert canonical(amount, q(like)) == text
+
+
+def test_admit_below_terminating_quota_limit() -> None:
+    """Upstream resourcequota admission_test TestAdmitBelowTerminatingQuotaLimit: a pod with activeDeadlineSeconds
+    is charged to the Terminating quota only; the NotTerminating one does not see it (pods.go isTerminating)."""
+    terminating = ResourceQuota("quota-terminating", "ns", hard={"pods": q("1")}, scopes=("Terminating",))
+    not_terminating = ResourceQuota("quota-non-terminating", "ns", hard={"pods": q("1")}, scopes=("NotTerminating",))
+    deadline = replace(pod("d", "ns", ({"cpu": "100m"}, {})), active_deadline_seconds=60)
+    plain = pod("p", "ns", ({"cpu": "100m"}, {}))
+    quotas = [terminating, not_terminating]
+    assert quota_used(terminating, [deadline, plain], profile_for())["pods"] == 1
+    assert quota_used(not_terminating, [deadline, plain], profile_for())["pods"] == 1
+    assert admit(replace(deadline, name="d2"), quotas, [deadline, plain]).errors == (
+        'pods "d2" is forbidden: exceeded quota: quota-terminating, requested: pods=1, used: pods=1, '
+        "limited: pods=1",)
+    assert admit(replace(plain, name="p2"), quotas, [deadline]).admitted

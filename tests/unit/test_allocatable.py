@@ -12,9 +12,11 @@ from nodeconf.quantity import Quantity
 from nodeconf.semantics.allocatable import (
     allocatable_cpu_milli,
     allocatable_memory,
+    check_reservation,
     effective_eviction_hard,
     kubepods_cpu_milli,
     kubepods_memory_bytes,
+    reservation_error,
 )
 
 ARTICLE_NODE = NodeFacts(memory_capacity=ARTICLE_NODE_MEMORY, cpu_capacity_milli=2000)
@@ -80,10 +82,29 @@ def test_memory_threshold(eviction: dict[str, str], merge: bool, allocatable: in
     assert allocatable_memory(node, config) == allocatable
 
 
-def test_reserves_above_capacity_give_zero() -> None:
-    config = KubeletConfig(system_reserved=reserves("4", "16Gi"))
-    assert allocatable_memory(NodeFacts(memory_capacity=8 * GI), config) == 0
-    assert allocatable_cpu_milli(NodeFacts(memory_capacity=8 * GI), config) == 0
+@pytest.mark.parametrize(
+    ("cpu", "memory", "refused"),
+    [
+        pytest.param("4", "1Gi", ['Resource "cpu" has a reservation of 4000m but capacity of 2000m.'], id="cpu"),
+        pytest.param("1", "8Gi", [f'Resource "memory" has a reservation of {8 * GI + 100 * MI} but capacity of '
+                                  f"{8 * GI}."], id="memory-with-eviction-threshold"),
+        pytest.param("4", "16Gi", ['"cpu"', '"memory"'], id="both"),
+        pytest.param("2", "1Gi", [], id="cpu-equal-capacity-is-allowed"),
+    ],
+)
+def test_reserves_above_capacity_stop_the_kubelet(cpu: str, memory: str, refused: list[str]) -> None:
+    """validateNodeAllocatable: reservation > capacity is a start-up error, not an allocatable of 0."""
+    node = NodeFacts(memory_capacity=8 * GI, cpu_capacity_milli=2000)
+    config = KubeletConfig(system_reserved=reserves(cpu, memory), source="k.yaml")
+    error = reservation_error(node, config)
+    if not refused:
+        assert error is None
+        check_reservation(node, config)
+        return
+    assert error is not None and error.startswith("the kubelet refuses to start: invalid Node Allocatable")
+    assert all(part in error for part in refused), error
+    with pytest.raises(InputError, match=r"^k.yaml: KubeletConfiguration: systemReserved/kubeReserved: the kubelet"):
+        check_reservation(node, config)
 
 
 def test_bad_threshold_names_the_field() -> None:

@@ -32,6 +32,7 @@ def test_fields() -> None:
         "evictionHard": {"memory.available": "200Mi"},
         "mergeDefaultEvictionSettings": True,
         "enforceNodeAllocatable": ["pods", "system-reserved"],
+        "systemReservedCgroup": "/system.slice",
         "cgroupDriver": "cgroupfs",
         "singleProcessOOMKill": True,
         "cpuCFSQuota": False,

@@ -176,6 +176,15 @@ SEVEN_GIB = str(7 * GI)
             {"memory.min": "0", "memory.low": str(4 * GI)},
             {"kubelet_memory_qos_node_memory_min_bytes": 0, "kubelet_memory_qos_node_memory_low_bytes": 7 * GI},
             id="tiered-memory-low"),
+        # 1.37: kubepods also carries memory.low = Σ Burstable requests (kubernetes#140267; upstream
+        # qos_container_manager_linux_test TestQOSCgroupsWithSystemPartition expects it on the node root).
+        pytest.param(
+            "1.37",
+            {"kubepods": {"memory.min": SEVEN_GIB, "memory.low": SEVEN_GIB},
+             "burstable": {"memory.min": "0", "memory.low": SEVEN_GIB}},
+            {"memory.min": "0", "memory.low": str(4 * GI)},
+            {"kubelet_memory_qos_node_memory_min_bytes": 0, "kubelet_memory_qos_node_memory_low_bytes": 7 * GI},
+            id="kubepods-memory-low-from-1.37"),
     ],
 )
 def test_post_seven_gib_of_burstable_requests(version: str, expected_levels: dict[str, dict[str, str]],

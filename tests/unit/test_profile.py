@@ -6,7 +6,7 @@ import pytest
 
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.semantics.profile import MEMORY_HIGH_WITHOUT_MEMORY, profile_for
+from nodeconf.semantics.profile import MEMORY_HIGH_WITHOUT_MEMORY, gate_warnings, profile_for
 
 
 @pytest.mark.parametrize(
@@ -43,3 +43,11 @@ def test_unknown_issue_is_not_shipped() -> None:
 def test_unknown_version_is_an_input_error() -> None:
     with pytest.raises(InputError, match=r"1\.33"):
         profile_for("1.33")
+
+
+def test_gates_the_profile_does_not_know_are_warned_by_name() -> None:
+    config = KubeletConfig(feature_gates={"MemoryQoS": True, "WorkloadControlledSwap": True, "NoSuchGate": False})
+    warnings = gate_warnings(config, profile_for("1.37", config))
+    assert [w.split(":")[0] for w in warnings] == ["featureGates.WorkloadControlledSwap", "featureGates.NoSuchGate"]
+    assert "Kubernetes 1.37; ignored" in warnings[0]
+    assert gate_warnings(config, profile_for("1.38", config)) == (warnings[1].replace("1.37", "1.38"),)

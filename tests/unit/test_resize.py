@@ -178,3 +178,12 @@ def test_pod_level_swap_decrease_waits_for_the_pod_total() -> None:
     assert decision.message.startswith("pod default/shared: memory.swap.max decrease to 1073741824")
     fits = {"a": Used(swap=300 * MI), "b": Used(swap=300 * MI)}
     assert decide_resize(pod("2Gi"), pod("1Gi"), fits, SWAP_NODE, config, PROFILE).status is ResizeStatus.APPLIED
+
+
+def test_static_pod_resize_is_infeasible() -> None:
+    """pkg/kubelet/allocation manager test "static pod, expect Infeasible" (config source file)."""
+    current = replace(res_demo(), annotations={"kubernetes.io/config.source": "file"})
+    decision = decide_resize(current, with_resources(current, {}, {"cpu": "1"}), {}, ARTICLE_NODE,
+                             KubeletConfig(), PROFILE)
+    assert (decision.status, decision.message) == (ResizeStatus.INFEASIBLE,
+                                                   "In-place resize of static-pods is not supported")

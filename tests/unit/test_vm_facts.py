@@ -28,7 +28,16 @@ def test_parse_vm_output() -> None:
         "page_size": 4096,
         "kernel_version": "6.1.0-57-amd64",
         "cgroup_controllers": ("cpuset", "cpu", "io", "memory", "hugetlb", "pids", "rdma", "misc"),
+        "swap_controller": True,
     }
+
+
+@pytest.mark.parametrize(("line", "present"), [("swap_controller=no\n", False), ("swap_controller=yes\n", True),
+                                              ("swap_controller=unknown\n", True), ("", True)])
+def test_swap_controller_probe(line: str, present: bool) -> None:
+    """memory.swap.max in the first memory cgroup found, own else a child of the root (containerd/kubelet
+    swapControllerAvailable); unknown counts as present."""
+    assert parse_node_facts(VM_OUTPUT + line)["swap_controller"] is present
 
 
 def test_no_swap_and_no_cgroup2_controllers() -> None:

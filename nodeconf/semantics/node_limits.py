@@ -1,0 +1,142 @@
+"""pids.max, hugetlb.<size>.max, memory.oom.group and the enforced reserve cgroups: the rules of upstream's node e2e
+areas (issue 15) that no enforcer applies yet, so they stay out of `expect()` and its checks.
+
+Sources: k8s pkg/kubelet/cm/pod_container_manager_linux.go EnsureExists, helpers_linux.go ResourceConfigForPod,
+node_container_manager_linux.go getCgroupConfigInternal / enforceExistingCgroup, cgroup_manager_linux.go
+maybeSetHugetlb, kuberuntime_container_linux.go generateLinuxContainerResources (RUNTIME-FACTS.md §2a, §2b).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.manifest import CPU, MEMORY, Container, Pod
+from nodeconf.node_facts import NodeFacts
+from nodeconf.quantity import Quantity
+from nodeconf.semantics import cpu, memory
+from nodeconf.semantics.allocatable import reserved
+from nodeconf.semantics.expectation import Expected, PodExpectation
+from nodeconf.semantics.pod_resources import pod_requests, whole
+from nodeconf.semantics.profile import Profile
+
+PIDS = "pid"  # the node resource name of process ids (pkg/kubelet/stats/pidlimit PIDs)
+UNLIMITED = "max"
+# containerd's default CRI config drops CRI hugepage_limits (disable_hugetlb_controller = true).
+CONTAINERD_DROPS_HUGEPAGES = ("containerd default disable_hugetlb_controller=true drops the CRI hugepage limits "
+                              "(internal/cri/config/config_unix.go DefaultConfig, RUNTIME-FACTS.md §1)")
+_UNITS = ((2**30, "Gi", "GB"), (2**20, "Mi", "MB"), (2**10, "Ki", "KB"))
+
+
+def _unit(size: int) -> tuple[int, str, str]:
+    for scale, binary, kernel in _UNITS:
+        if size % scale == 0:
+            return size // scale, binary, kernel
+    raise ValueError(f"huge page size {size} is not a whole number of KiB")
+
+
+def hugepage_resource(size: int) -> str:
+    """`hugepages-2Mi` for 2 MiB pages (core/v1 helper HugePageResourceName)."""
+    count, binary, _ = _unit(size)
+    return f"hugepages-{count}{binary}"
+
+
+def hugetlb_file(size: int) -> str:
+    """`hugetlb.2MB.max` for 2 MiB pages (the kernel's hugetlb_cgroup file names, mem_fmt)."""
+    count, _, kernel = _unit(size)
+    return f"hugetlb.{count}{kernel}.max"
+
+
+def _hugetlb(limits: Mapping[int, int], node: NodeFacts, rule: str) -> dict[str, Expected]:
+    """Every size the node offers: the given bytes floored to whole huge pages (hugetlb_cgroup_write rounds
+    down), an omitted size 0 (maybeSetHugetlb "for each page size omitted, limit to 0"); nothing without the
+    hugetlb controller (maybeSetHugetlb returns early)."""
+    if "hugetlb" not in node.cgroup_controllers:
+        return {}
+    return {
+        hugetlb_file(size): Expected(str(limits.get(size, 0) // size * size), rule if size in limits else
+                                     "size not requested: limit 0 (cgroup_manager_linux.go maybeSetHugetlb)")
+        for size, _ in node.hugepages
+    }
+
+
+def pod_pids_max(config: KubeletConfig) -> Expected:
+    """Pod cgroup pids.max = podPidsLimit when > 0, else never written (pod_container_manager_linux.go EnsureExists)."""
+    if config.pod_pids_limit > 0:
+        return Expected(str(config.pod_pids_limit), "podPidsLimit on the pod cgroup (EnsureExists)")
+    return Expected(UNLIMITED, "podPidsLimit unset (-1): pod cgroups get no pids limit (EnsureExists)")
+
+
+def pod_hugetlb(pod: Pod, node: NodeFacts, profile: Profile) -> dict[str, Expected]:
+    """Pod hugetlb.<size>.max from the pod's hugepages requests (ResourceConfigForPod HugePageLimits, every QoS)."""
+    requests = pod_requests(pod, profile)
+    limits = {size: whole(requests[hugepage_resource(size)]) for size, _ in node.hugepages
+              if hugepage_resource(size) in requests}
+    return _hugetlb(limits, node, "pod hugepages requests (ResourceConfigForPod HugePageLimits), whole pages")
+
+
+def container_hugetlb(container: Container, node: NodeFacts) -> dict[str, Expected]:
+    """Container hugetlb.<size>.max: the kubelet sends every host size, 0 unless limited
+    (kuberuntime GetHugepageLimitsFromResources); containerd's default config drops them (accepted `max`)."""
+    limits = {size: q.value() for size, _ in node.hugepages
+              if (q := container.resources.limit(hugepage_resource(size))) is not None}
+    files = _hugetlb(limits, node, "limits.hugepages-<size> via CRI hugepage_limits (GetHugepageLimitsFromResources)")
+    return {name: Expected(e.value, e.rule, {UNLIMITED: CONTAINERD_DROPS_HUGEPAGES}) for name, e in files.items()}
+
+
+def _enforced(config: KubeletConfig, key: str) -> bool:
+    return key in config.enforce_node_allocatable
+
+
+def kubepods_files(node: NodeFacts, config: KubeletConfig) -> dict[str, Expected]:
+    """kubepods pids.max and hugetlb from capacity, minus the reserves when `pods` is enforced
+    (node_container_manager_linux.go createNodeAllocatableCgroups → getCgroupConfigInternal)."""
+    pods = _enforced(config, "pods")
+    scope = "capacity − system/kube reserved" if pods else "capacity (`pods` not enforced)"
+    files: dict[str, Expected] = {}
+    if node.pid_capacity is not None:
+        pids = node.pid_capacity - (Quantity(reserved(config, PIDS)).value() if pods else 0)
+        files["pids.max"] = Expected(str(pids), f"kubepods pids.max = pid {scope} (getCgroupConfigInternal)")
+    totals = {size: total - (Quantity(reserved(config, hugepage_resource(size))).value() if pods else 0)
+              for size, total in node.hugepages}
+    files.update(_hugetlb(totals, node, f"kubepods hugepages {scope} (getCgroupConfigInternal HugePageLimits)"))
+    return files
+
+
+def reserved_cgroup_files(node: NodeFacts, config: KubeletConfig) -> dict[str, dict[str, Expected]]:
+    """systemReservedCgroup / kubeReservedCgroup when enforced: cpu.weight from the reserved cpu (linear, the
+    kubelet's own formula), memory.max and pids.max from the reserved amounts (enforceExistingCgroup →
+    getCgroupConfigInternal); a resource not reserved is not written."""
+    out: dict[str, dict[str, Expected]] = {}
+    for key, cgroup, reserve in (("system-reserved", config.system_reserved_cgroup, config.system_reserved),
+                                 ("kube-reserved", config.kube_reserved_cgroup, config.kube_reserved)):
+        if not _enforced(config, key) or not cgroup:
+            continue
+        files: dict[str, Expected] = {}
+        if CPU in reserve:
+            shares = cpu.milli_cpu_to_shares(reserve[CPU].milli_value())
+            files["cpu.weight"] = Expected(str(cpu.linear_weight(shares)),
+                                           f"{key} cpu → shares {shares} → linear weight (enforceExistingCgroup)")
+        if MEMORY in reserve:
+            files["memory.max"] = Expected(memory.read_back(reserve[MEMORY].value(), node.page_size),
+                                           f"{key} memory, page-floored (enforceExistingCgroup)")
+        if PIDS in reserve:
+            files["pids.max"] = Expected(str(reserve[PIDS].value()), f"{key} pid (enforceExistingCgroup)")
+        out[cgroup.strip("/")] = files
+    return out
+
+
+def node_limit_files(pods: Sequence[PodExpectation], kubepods: str, node: NodeFacts, config: KubeletConfig,
+                     profile: Profile) -> dict[str, dict[str, Expected]]:
+    """Every cgroup's pids/hugetlb/oom.group/reserve expectations for the admitted pods, keyed by cgroup path."""
+    out: dict[str, dict[str, Expected]] = {kubepods: kubepods_files(node, config)}
+    for p in pods:
+        if not p.admitted or p.cgroup is None:
+            continue
+        out[p.cgroup.path] = {"pids.max": pod_pids_max(config), **pod_hugetlb(p.pod, node, profile)}
+        by_name = {c.name: c for c in p.pod.all_containers}
+        for c in p.containers:
+            out[c.cgroup.path] = {"memory.oom.group": memory.oom_group(config),
+                                  **container_hugetlb(by_name[c.name], node)}
+    out.update(reserved_cgroup_files(node, config))
+    return out

@@ -1,0 +1,113 @@
+"""pids.max, hugetlb.<size>.max, memory.oom.group and enforced reserve cgroups (semantics.node_limits), the oracle
+side of upstream's node e2e areas: test/e2e_node pids_test.go, hugepages_test.go, oomkiller_linux_test.go,
+node_container_manager_test.go."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from podspecs import GI, MI, ctr, pod
+
+from nodeconf.errors import InputError
+from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
+from nodeconf.node_facts import NodeFacts
+from nodeconf.quantity import Quantity
+from nodeconf.semantics import node_limits
+from nodeconf.semantics.expect import expect
+from nodeconf.semantics.pod_resources import with_api_defaults
+from nodeconf.semantics.profile import profile_for
+
+PROFILE = profile_for("1.38")
+HUGE = ((2 * MI, 64 * MI), (GI, 0))
+NODE = NodeFacts(memory_capacity=8 * GI, cpu_capacity_milli=4000, pid_capacity=4194304, hugepages=HUGE)
+
+
+def values(files: dict[str, Any]) -> dict[str, str]:
+    return {name: e.value for name, e in files.items()}
+
+
+@pytest.mark.parametrize(("limit", "expected"), [(-1, "max"), (0, "max"), (1024, "1024")])
+def test_pod_pids_max_follows_pod_pids_limit(limit: int, expected: str) -> None:
+    """pids_test.go "should set pids.max for Pod": EnsureExists writes podPidsLimit only when > 0."""
+    assert node_limits.pod_pids_max(KubeletConfig(pod_pids_limit=limit)).value == expected
+
+
+@pytest.mark.parametrize(
+    ("enforce", "expected"),
+    [(("pods",), str(4194304 - 1000)), ((), "4194304")],
+    ids=["pods-enforced-subtracts-reserved-pid", "not-enforced-is-capacity"],
+)
+def test_kubepods_pids_max(enforce: tuple[str, ...], expected: str) -> None:
+    config = KubeletConfig(system_reserved={"pid": Quantity.parse("1000")}, enforce_node_allocatable=enforce)
+    assert node_limits.kubepods_files(NODE, config)["pids.max"].value == expected
+
+
+def test_unknown_pid_capacity_gives_no_kubepods_pids_expectation() -> None:
+    assert "pids.max" not in node_limits.kubepods_files(NodeFacts(memory_capacity=GI), KubeletConfig())
+
+
+def test_hugetlb_at_pod_and_container_level() -> None:
+    """hugepages_test.go: the pod cgroup carries hugetlb.2MB.max = the pod's hugepages-2Mi, every other size 0;
+    the container gets the same through CRI hugepage_limits unless containerd drops them (accepted max)."""
+    p = with_api_defaults(pod(ctr("a", {"memory": "64Mi"}, {"memory": "64Mi", "hugepages-2Mi": "6Mi"}),
+                              ctr("b", {"memory": "64Mi"}, {"memory": "64Mi", "hugepages-2Mi": "4Mi"})))
+    assert values(node_limits.pod_hugetlb(p, NODE, PROFILE)) == {"hugetlb.2MB.max": str(10 * MI),
+                                                                 "hugetlb.1GB.max": "0"}
+    files = node_limits.container_hugetlb(p.containers[0], NODE)
+    assert values(files) == {"hugetlb.2MB.max": str(6 * MI), "hugetlb.1GB.max": "0"}
+    assert files["hugetlb.2MB.max"].accepts("max")
+
+
+def test_hugetlb_floors_to_whole_pages_and_needs_the_controller() -> None:
+    p = with_api_defaults(pod(ctr("a", None, {"memory": "64Mi", "hugepages-2Mi": "3Mi"})))
+    assert node_limits.pod_hugetlb(p, NODE, PROFILE)["hugetlb.2MB.max"].value == str(2 * MI)
+    no_controller = NodeFacts(memory_capacity=8 * GI, hugepages=HUGE, cgroup_controllers=("cpu", "memory"))
+    assert node_limits.pod_hugetlb(p, no_controller, PROFILE) == {}
+
+
+def test_kubepods_hugetlb_is_allocatable_hugepages() -> None:
+    config = KubeletConfig(system_reserved={"hugepages-2Mi": Quantity.parse("4Mi")})
+    assert values({k: v for k, v in node_limits.kubepods_files(NODE, config).items() if k.startswith("hugetlb")}) == {
+        "hugetlb.2MB.max": str(60 * MI), "hugetlb.1GB.max": "0"}
+
+
+@pytest.mark.parametrize(("single", "expected"), [(False, "1"), (True, "0")])
+def test_single_process_oom_kill_decides_memory_oom_group(single: bool, expected: str) -> None:
+    """oomkiller_linux_test.go: memory.oom.group 1 (whole container killed) unless singleProcessOOMKill."""
+    result = expect([pod(ctr("c", {"memory": "64Mi"}))], NODE, KubeletConfig(single_process_oom_kill=single),
+                    PROFILE)
+    (container,) = result.pods[0].containers
+    assert result.node_limits[container.cgroup.path]["memory.oom.group"].value == expected
+
+
+def test_enforced_reserve_cgroups() -> None:
+    """node_container_manager_test.go: system-reserved enforced on its cgroup (cpu, memory, pids), kube-reserved
+    not enforced is left alone."""
+    config = kubelet_config_from_dict({
+        "kind": "KubeletConfiguration", "enforceNodeAllocatable": ["pods", "system-reserved"],
+        "systemReservedCgroup": "/system.slice", "kubeReservedCgroup": "/kube.slice",
+        "systemReserved": {"cpu": "500m", "memory": "1Gi", "pid": "1000"}, "kubeReserved": {"memory": "1Gi"},
+    })
+    files = node_limits.reserved_cgroup_files(NODE, config)
+    assert {path: values(f) for path, f in files.items()} == {
+        "system.slice": {"cpu.weight": "20", "memory.max": str(GI), "pids.max": "1000"}}
+
+
+def test_enforced_reserve_needs_its_cgroup() -> None:
+    with pytest.raises(InputError, match="systemReservedCgroup: must be specified when 'system-reserved'"):
+        kubelet_config_from_dict({"kind": "KubeletConfiguration",
+                                  "enforceNodeAllocatable": ["pods", "system-reserved"]})
+
+
+def test_new_config_fields_round_trip() -> None:
+    config = KubeletConfig(pod_pids_limit=256, system_reserved_cgroup="/system.slice", kube_reserved_cgroup="/kube")
+    assert kubelet_config_from_dict(kubelet_config_to_dict(config)) == config
+
+
+def test_expect_keeps_node_limits_out_of_the_checked_cgroups() -> None:
+    result = expect([pod(ctr("c", {"memory": "64Mi"}))], NODE, KubeletConfig(pod_pids_limit=64), PROFILE)
+    pod_path = result.pods[0].cgroup.path  # type: ignore[union-attr]
+    assert result.node_limits[pod_path]["pids.max"].value == "64"
+    assert "pids.max" not in result.pods[0].cgroup.files  # type: ignore[union-attr]
+    assert "kubepods.slice" in result.node_limits
