@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from nodeconf.loader import load_objects
-from nodeconf.manifest import Pod, object_from_dict, pod_to_dict
+from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest_writer import pod_to_dict
 from nodeconf.nodes.base import Node
-from nodeconf.nodes.enforced import EnforcedNode
+from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.registry import open_node
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"

@@ -23,7 +23,8 @@ from fixtures.compare import (
 )
 from fixtures.evidence import attach_manifest
 from fixtures.node import Deploy
-from nodeconf.manifest import NamespaceObject, Pod, pod_to_dict
+from nodeconf.manifest import NamespaceObject, Pod
+from nodeconf.manifest_writer import pod_to_dict
 from nodeconf.nodes.base import CgroupFiles, Node, PodEvidence, PodHandle
 from nodeconf.semantics.expectation import Expected, NodeExpectation, PodExpectation, QosClass
 from suites.conftest import Kubelet, Oracle

@@ -22,8 +22,9 @@ from infra.vm.image import VmImage
 from infra.vm.qemu import QemuSpec, qemu_argv
 from infra.vm.state import VmState, process_start, prune_stale, terminate_pid, validate_name, vm_directory
 from nodeconf.errors import InfrastructureError
-from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB
-from nodeconf.nodes.ssh import HostKeyError, SshTarget, SshTransport, TransportError
+from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB, SshTarget
+from nodeconf.nodes.transport.base import TransportError
+from nodeconf.nodes.transport.ssh import HostKeyError, SshTransport
 
 DEFAULT_MEMORY_MIB = 2048
 DEFAULT_SWAP_MIB = 1024

@@ -13,8 +13,8 @@ from infra.vm.image import ensure_image
 from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine
 from infra.vm.progress import StepPrinter
 from nodeconf.nodes.base import Node
-from nodeconf.nodes.enforced import EnforcedNode
-from nodeconf.nodes.openers import enforcer_settings
+from nodeconf.nodes.enforced.node import EnforcedNode
+from nodeconf.nodes.enforced.opener import enforcer_settings
 from nodeconf.nodes.spec import NodeSpec, VmSize
 
 

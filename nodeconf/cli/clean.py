@@ -16,8 +16,8 @@ from infra.vm.image import remove_leftover_builds
 from infra.vm.state import list_states, terminate_pid, terminate_qemu, untracked_qemus
 from nodeconf.errors import InputError
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced import AgentTransport
-from nodeconf.nodes.openers import enforcer_settings
+from nodeconf.nodes.enforced.node import AgentTransport
+from nodeconf.nodes.enforced.opener import enforcer_settings
 from nodeconf.nodes.spec import NodeSpecError, parse_node_spec
 
 
@@ -86,7 +86,7 @@ def clean_node(text: str, dry_run: bool) -> None:
         return
     settings = enforcer_settings(spec)
     if spec.scheme == "local":
-        from nodeconf.nodes.local import LocalTransport
+        from nodeconf.nodes.transport.local import LocalTransport
 
         transport: AgentTransport = LocalTransport()
     else:

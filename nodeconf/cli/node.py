@@ -15,7 +15,7 @@ from infra.vm.state import VmState, list_states, terminate_pid, validate_name, v
 from nodeconf.errors import InfrastructureError, UsageError
 from nodeconf.nodes.facts_probe import probe_node_facts
 from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB, SshTarget, VmSize
-from nodeconf.nodes.ssh import SshTransport
+from nodeconf.nodes.transport.ssh import SshTransport
 
 DEFAULT_NAME = "default"
 MIB = 1024 * 1024

@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nodeconf.enforcer import names, process
+from nodeconf import names
+from nodeconf.cgroup_files import evidence_files
+from nodeconf.enforcer import process
 from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.lifecycle import (
     KUBELET_BACKOFF,
@@ -35,19 +37,13 @@ from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.eviction import MEMORY_PRESSURE, PodMemoryUsage, decide_memory_eviction
 from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation
 from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
+from nodeconf.workloads import SLEEPER
 
 APPLIED = "Applied"
 # Resize outcomes that stay pending and are asked about again on every tick (PodResizeInProgress, Deferred).
 PENDING = ("InProgress", "Deferred")
 
 
-# Files read as a pod's evidence besides those the oracle expects (cgroup-v2.rst interface files). memory.stat
-# and the PSI files are costly to read (a stats flush per read): callers ask for them as extra files.
-OBSERVED_FILES = (
-    "cgroup.procs", "cpu.weight", "cpu.max", "cpu.stat",
-    "memory.max", "memory.high", "memory.low", "memory.min", "memory.swap.max", "memory.oom.group",
-    "memory.current", "memory.swap.current", "memory.peak", "memory.events", "memory.swap.events", "pids.current",
-)
 TERMINAL = ("Succeeded", "Failed")
 # How often memory.available is checked (kubelet evictionMonitoringPeriod is 10 s; faster here for tests).
 EVICTION_INTERVAL = 1.0
@@ -305,7 +301,7 @@ class Agent:
         container pids and their oom_score_adj, and its status."""
         with self.lock:
             record = self._record(ref)
-            files = tuple(dict.fromkeys((*OBSERVED_FILES, *(names.cgroup_file(f) for f in extra_files))))
+            files = tuple(evidence_files(extra_files))
             paths = _ancestors(record.cgroup) + [record.cgroup] + [c.cgroup for c in record.containers]
             read = {path: self.tree.read_many(path, files) for path in paths}
             cgroups = {path: found for path, found in read.items() if found is not None}
@@ -321,7 +317,7 @@ class Agent:
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> dict[str, Any]:
         """The node-level cgroups the oracle describes (kubepods and QoS slices) as read back now."""
         with self.lock:
-            files = tuple(dict.fromkeys((*OBSERVED_FILES, *(names.cgroup_file(f) for f in extra_files))))
+            files = tuple(evidence_files(extra_files))
             read = {p: self.tree.read_many(p, files) for p in sorted(self._expect().cgroups)}
             return {p: found for p, found in read.items() if found is not None}
 
@@ -587,7 +583,7 @@ class Agent:
 
 def _container_record(ce: ContainerExpectation, pod: Pod | None) -> ContainerRecord:
     """The record of an expected container (the pause process when pod is None) with its argv and kind."""
-    kind, argv = PAUSE, process.SLEEPER
+    kind, argv = PAUSE, SLEEPER
     if pod is not None:
         spec = next(c for c in pod.all_containers if c.name == ce.name)
         argv = process.container_argv(spec.command, spec.args)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from nodeconf.enforcer import names
+from nodeconf import names
 from nodeconf.enforcer.ownership import ForeignCgroup, foreign_message, holds_foreign, is_marked, mark, walk
 
 # The agent's own top-level cgroups: kubepods of the systemd and the cgroupfs drivers (kubelet cm/cgroup_manager).

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeconf.errors import InputError
-from nodeconf.manifest import Pod, object_from_dict, pod_to_dict
+from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest_writer import pod_to_dict
 
 
 def patched_pod(pod: Pod, patch: Mapping[str, Any]) -> Pod:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-# A container without a command runs a sleeper; the pause process is one too (kubernetes/build/pause).
-SLEEPER: tuple[str, ...] = ("sleep", "infinity")
+from nodeconf.workloads import SLEEPER
+
 # The child shell sets its oom_score_adj, then moves itself into the cgroup (so no process shows up there with
 # the agent's score), then exec's the command, whose first page is charged to its own cgroup. Arguments pass as
 # argv, never as shell text. A refused oom_score_adj is reported on stderr, not fatal: the evidence shows it.

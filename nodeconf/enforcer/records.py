@@ -6,7 +6,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodeconf.manifest import Pod, object_from_dict, pod_to_dict
+from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest_writer import pod_to_dict
 
 # Container kinds in start order: the sandbox, init containers one by one, sidecars, then regular ones.
 PAUSE, INIT, SIDECAR, REGULAR = "pause", "init", "sidecar", "regular"

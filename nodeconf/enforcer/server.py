@@ -15,8 +15,8 @@ from typing import Any
 
 from nodeconf.enforcer.agent import Agent, AgentError
 from nodeconf.enforcer.facts import facts_to_dict
-from nodeconf.enforcer.names import UnsafeName
 from nodeconf.enforcer.ownership import ForeignCgroup
+from nodeconf.names import UnsafeName
 
 Handler = Callable[[Agent, dict[str, Any]], Any]
 # Exit status of `serve` when another agent already answers on the socket (the driver must not clean up then).

@@ -11,8 +11,8 @@ import shlex
 from typing import Any
 
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced import AgentTransport, EnforcerSettings, agent_bundle
-from nodeconf.nodes.kube_pods import MANAGED_BY
+from nodeconf.nodes.enforced.node import AgentTransport, EnforcerSettings, agent_bundle
+from nodeconf.nodes.kube.pods import MANAGED_BY
 from nodeconf.nodes.shield import signals_deferred
 from nodeconf.nodes.spec import SshLogin
 
@@ -66,7 +66,7 @@ def kube_core(context: str | None) -> tuple[Any, str]:
     """A CoreV1Api for the kubeconfig context (the current one when None) and the context's name."""
     from kubernetes import client
 
-    from nodeconf.nodes.kube_api import load_kube_context
+    from nodeconf.nodes.kube.api import load_kube_context
 
     api_client, chosen = load_kube_context(context)
     return client.CoreV1Api(api_client), chosen
@@ -74,6 +74,6 @@ def kube_core(context: str | None) -> tuple[Any, str]:
 
 def ssh_transport(login: SshLogin) -> AgentTransport:
     """A logged-in SSH transport as the ssh driver opens it."""
-    from nodeconf.nodes.ssh import SshTransport
+    from nodeconf.nodes.transport.ssh import SshTransport
 
     return SshTransport.login(login)

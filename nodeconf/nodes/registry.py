@@ -11,17 +11,13 @@ from collections.abc import Callable, Mapping
 
 from nodeconf.nodes.base import Node
 from nodeconf.nodes.spec import NodeSpec, parse_node_spec
-from nodeconf.nodes.spec import NodeSpecError as NodeSpecError  # re-exported for callers written before spec.py
 
 OPENERS: Mapping[str, str] = {
     "vm": "infra.vm.opener:open_vm_node",
-    "local": "nodeconf.nodes.openers:open_local_node",
-    "ssh": "nodeconf.nodes.openers:open_ssh_node",
-    "kube": "nodeconf.nodes.openers:open_kube_node",
+    "local": "nodeconf.nodes.enforced.opener:open_local_node",
+    "ssh": "nodeconf.nodes.enforced.opener:open_ssh_node",
+    "kube": "nodeconf.nodes.kube.opener:open_kube_node",
 }
-
-parse_spec = parse_node_spec  # the name callers used before spec.py
-
 
 def opener(scheme: str) -> Callable[[NodeSpec], Node]:
     """The function that opens nodes of a scheme, imported now."""

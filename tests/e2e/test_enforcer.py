@@ -20,7 +20,7 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod, object_from_dict
 from nodeconf.nodes.base import PodHandle
-from nodeconf.nodes.enforced import REMOTE_DIR, STATE_DIR, EnforcedNode, EnforcedPod, EnforcerSettings
+from nodeconf.nodes.enforced.node import REMOTE_DIR, STATE_DIR, EnforcedNode, EnforcedPod, EnforcerSettings
 from nodeconf.nodes.spec import VmSize
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.profile import profile_for

@@ -21,11 +21,13 @@ from nodeconf.kubelet_config import kubelet_config_from_dict
 from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import NotApplicable
-from nodeconf.nodes.enforced import EnforcedNode
-from nodeconf.nodes.kube import KubeletConfigNotApplicable, KubeNode, open_node, reader_request, reader_source
-from nodeconf.nodes.kube_api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
-from nodeconf.nodes.kube_facts import live_kubelet_config
-from nodeconf.nodes.kube_pods import kube_namespace
+from nodeconf.nodes.enforced.node import EnforcedNode
+from nodeconf.nodes.kube.api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
+from nodeconf.nodes.kube.configz import KubeletConfigNotApplicable
+from nodeconf.nodes.kube.facts import live_kubelet_config
+from nodeconf.nodes.kube.node import KubeNode
+from nodeconf.nodes.kube.opener import open_node
+from nodeconf.nodes.kube.pods import kube_namespace, reader_request, reader_source
 from nodeconf.nodes.spec import chosen_specs
 from nodeconf.semantics.cgroup_paths import container_id, pod_cgroup
 from nodeconf.semantics.expectation import QosClass

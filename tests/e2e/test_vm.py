@@ -23,7 +23,7 @@ from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB
 from infra.vm.paths import images_dir
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.facts_probe import probe_node_facts
-from nodeconf.nodes.ssh import SshTransport
+from nodeconf.nodes.transport.ssh import SshTransport
 
 pytestmark = pytest.mark.vm
 

@@ -21,7 +21,7 @@ from infra.vm import paths
 from infra.vm.image import remove_leftover_builds
 from infra.vm.state import VmState, is_our_qemu, process_start, untracked_qemus
 from nodeconf.cli import clean
-from nodeconf.nodes.kube_pods import MANAGED_BY
+from nodeconf.nodes.kube.pods import MANAGED_BY
 from nodeconf.nodes.leftovers import clean_kube
 
 

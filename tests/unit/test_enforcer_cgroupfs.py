@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeconf.enforcer import names
+from nodeconf import names
 from nodeconf.enforcer.cgroupfs import CgroupTree, is_cgroup2
 
 POD = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod61fc9751_ad7b_4318_9db3_078bbf2e5eb5.slice"

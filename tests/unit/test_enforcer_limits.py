@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from enforcer_support import container, make_agent, pod_doc, tick_until
 
-from nodeconf.enforcer import names
+from nodeconf import names
 from nodeconf.enforcer.agent import Agent
 
 # The longest names Kubernetes accepts: a pod name is a DNS-1123 subdomain (253), namespace and container names

@@ -8,10 +8,11 @@ from infra.vm.image import ImageBuildError
 from infra.vm.machine import VmError
 from nodeconf.errors import InfrastructureError, InputError, Interrupted, NodeconfError, NotApplicable, UsageError
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.kube import KubeletConfigNotApplicable
-from nodeconf.nodes.kube_api import KubeApiError
+from nodeconf.nodes.kube.api import KubeApiError
+from nodeconf.nodes.kube.configz import KubeletConfigNotApplicable
 from nodeconf.nodes.spec import NodeSpecError
-from nodeconf.nodes.ssh import CommandError, HostKeyError, TransportError
+from nodeconf.nodes.transport.base import CommandError, TransportError
+from nodeconf.nodes.transport.ssh import HostKeyError
 
 FAMILIES = (UsageError, NotApplicable, InfrastructureError, Interrupted)
 

@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MODEL = frozenset(f"nodeconf.{name}" for name in ("quantity", "errors", "manifest", "kubelet_config", "node_facts"))
+MODEL = frozenset(
+    f"nodeconf.{name}"
+    for name in ("quantity", "errors", "manifest", "manifest_writer", "kubelet_config", "node_facts", "names",
+                 "cgroup_files", "workloads")
+)
 # Standard-library modules that read files, the clock or the process environment: not in the pure layers.
 IMPURE_STDLIB = frozenset(
     {"os", "sys", "time", "datetime", "subprocess", "socket", "pathlib", "io", "shutil", "tempfile", "random",

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from nodeconf.errors import InputError
-from nodeconf.manifest import LimitRange, Pod, ResourceQuota, object_from_dict, pod_to_dict
+from nodeconf.manifest import LimitRange, Pod, ResourceQuota, object_from_dict
+from nodeconf.manifest_writer import pod_to_dict
 from nodeconf.quantity import Quantity
 
 

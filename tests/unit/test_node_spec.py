@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nodeconf.errors import UsageError
-from nodeconf.nodes.openers import enforcer_settings
+from nodeconf.nodes.enforced.opener import enforcer_settings
 from nodeconf.nodes.registry import OPENERS, opener
 from nodeconf.nodes.spec import (
     EnforcerOptions,

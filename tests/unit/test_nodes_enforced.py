@@ -18,8 +18,8 @@ from nodeconf.enforcer.server import answer
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod, object_from_dict
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced import EnforcedNode, EnforcerSettings
-from nodeconf.nodes.local import LocalTransport
+from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
+from nodeconf.nodes.transport.local import LocalTransport
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.profile import profile_for
 

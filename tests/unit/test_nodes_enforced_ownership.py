@@ -13,10 +13,10 @@ from test_nodes_enforced import local_settings
 
 from nodeconf.enforcer.ownership import foreign_message
 from nodeconf.enforcer.server import OPERATIONS
-from nodeconf.nodes.agent_client import ANSWER_BOUNDS, EXEC_MARGIN, READ_BOUND, AgentClient
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced import MARKER_FILE, EnforcedNode
-from nodeconf.nodes.local import LocalTransport
+from nodeconf.nodes.enforced.agent_client import ANSWER_BOUNDS, EXEC_MARGIN, READ_BOUND, AgentClient
+from nodeconf.nodes.enforced.node import MARKER_FILE, EnforcedNode
+from nodeconf.nodes.transport.local import LocalTransport
 
 
 def canary(directory: Path) -> Path:

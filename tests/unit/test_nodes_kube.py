@@ -19,21 +19,16 @@ import pytest
 from test_nodes_kube_facts import CONFIGZ, node_doc
 from test_nodes_kube_reader import FakeNode
 
-from nodeconf.enforcer.names import UnsafeName
 from nodeconf.kubelet_config import kubelet_config_from_dict
 from nodeconf.manifest import Container, LimitRange, LimitRangeItem, Pod, ResourceQuota, Resources
-from nodeconf.nodes import kube_reader
+from nodeconf.names import UnsafeName
 from nodeconf.nodes.base import NodeError, NotApplicable, ResizeStatus, Terminated
-from nodeconf.nodes.kube import (
-    PROBE_NAME,
-    PROGRAMS_DIR,
-    KubeletConfigNotApplicable,
-    KubeNode,
-    Timeouts,
-    choose_node,
-)
-from nodeconf.nodes.kube_api import ExecOutput, KubeApiError
-from nodeconf.nodes.kube_pods import HELPER_NAME, PROGRAMS_CONFIGMAP, kube_namespace
+from nodeconf.nodes.kube import reader as kube_reader
+from nodeconf.nodes.kube.api import ExecOutput, KubeApiError
+from nodeconf.nodes.kube.configz import KubeletConfigNotApplicable
+from nodeconf.nodes.kube.node import PROBE_NAME, PROGRAMS_DIR, KubeNode, Timeouts
+from nodeconf.nodes.kube.opener import choose_node
+from nodeconf.nodes.kube.pods import HELPER_NAME, PROGRAMS_CONFIGMAP, kube_namespace
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.cgroup_paths import pod_cgroup
 from nodeconf.semantics.expectation import QosClass

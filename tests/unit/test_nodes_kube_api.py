@@ -13,8 +13,8 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from nodeconf.nodes import kube
-from nodeconf.nodes.kube_api import (
+from nodeconf.nodes.kube import opener as kube
+from nodeconf.nodes.kube.api import (
     ClientKubeApi,
     KubeApiError,
     exec_exit_status,

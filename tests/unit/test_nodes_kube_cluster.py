@@ -24,11 +24,13 @@ from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.manifest import Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import ContainerState, NodeError, NotApplicable, ResizeStatus, Terminated
-from nodeconf.nodes.kube import PROBE_NAME, KubeletConfigNotApplicable, KubeNode, choose_node
-from nodeconf.nodes.kube_api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
-from nodeconf.nodes.kube_oom import OomLedger, oom_kill_count, with_oom_reasons
-from nodeconf.nodes.kube_others import OTHERS_NAMESPACE
-from nodeconf.nodes.kube_pods import HELPER_NAME
+from nodeconf.nodes.kube.api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
+from nodeconf.nodes.kube.configz import KubeletConfigNotApplicable
+from nodeconf.nodes.kube.node import PROBE_NAME, KubeNode
+from nodeconf.nodes.kube.oom import OomLedger, oom_kill_count, with_oom_reasons
+from nodeconf.nodes.kube.opener import choose_node
+from nodeconf.nodes.kube.others import OTHERS_NAMESPACE
+from nodeconf.nodes.kube.pods import HELPER_NAME
 from suites.conftest import Oracle
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import pytest
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.loader import load_kubelet_config
-from nodeconf.nodes.kube_facts import (
+from nodeconf.nodes.kube.facts import (
     COMPARED_FIELDS,
     NOT_COMPARED_FIELDS,
     cpu_weight_formula,
@@ -22,7 +22,7 @@ from nodeconf.nodes.kube_facts import (
     live_kubelet_config,
     node_facts,
 )
-from nodeconf.nodes.kube_kind import KIND_DIR, kind_advice, kind_configs
+from nodeconf.nodes.kube.kind import KIND_DIR, kind_advice, kind_configs
 
 
 def node_doc(**overrides: Any) -> dict[str, Any]:

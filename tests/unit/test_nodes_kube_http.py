@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from nodeconf.nodes.kube_api import ClientKubeApi, KubeApiError, load_kube_context
+from nodeconf.nodes.kube.api import ClientKubeApi, KubeApiError, load_kube_context
 
 
 @dataclass(frozen=True)

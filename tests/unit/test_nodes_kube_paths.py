@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeconf.nodes.kube_paths import CgroupFrame
+from nodeconf.nodes.kube.paths import CgroupFrame
 from nodeconf.semantics.cgroup_paths import pod_cgroup
 from nodeconf.semantics.expectation import QosClass
 

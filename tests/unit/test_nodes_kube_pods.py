@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from nodeconf.nodes.base import ContainerState, ResizeStatus, Terminated
-from nodeconf.nodes.kube_pods import (
+from nodeconf.nodes.kube.pods import (
     admission,
     container_ids,
     container_state,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nodeconf.nodes import kube_reader
-from nodeconf.nodes.kube_reader import (
+from nodeconf.nodes.kube import reader as kube_reader
+from nodeconf.nodes.kube.reader import (
     Host,
     ReaderError,
     answer,

@@ -20,17 +20,9 @@ import paramiko
 import pytest
 from paramiko import common
 
-from nodeconf.nodes.spec import NodeSpecError, parse_node_spec
-from nodeconf.nodes.ssh import (
-    CommandError,
-    CommandResult,
-    HostKeyError,
-    SshTarget,
-    SshTransport,
-    TransportError,
-    parse_public_key,
-    tar_tree,
-)
+from nodeconf.nodes.spec import NodeSpecError, SshTarget, parse_node_spec
+from nodeconf.nodes.transport.base import CommandError, CommandResult, TransportError
+from nodeconf.nodes.transport.ssh import HostKeyError, SshTransport, parse_public_key, tar_tree
 
 
 class _CommandServer(paramiko.ServerInterface):

@@ -9,7 +9,7 @@ from typing import Any
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig, kubelet_config_from_dict
 from nodeconf.node_facts import NodeFacts
-from nodeconf.nodes.kube_api import dig
+from nodeconf.nodes.kube.api import dig
 from nodeconf.quantity import Quantity, QuantityError
 from nodeconf.semantics.cpu import linear_weight, nonlinear_weight
 from nodeconf.semantics.profile import profile_for

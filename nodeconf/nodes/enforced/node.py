@@ -16,9 +16,9 @@ from nodeconf.enforcer.facts import facts_from_dict
 from nodeconf.enforcer.ownership import FOREIGN_TREE
 from nodeconf.enforcer.server import ALREADY_RUNNING
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_to_dict
-from nodeconf.manifest import LimitRange, NamespaceObject, Pod, pod_to_dict
+from nodeconf.manifest import NamespaceObject, Pod
+from nodeconf.manifest_writer import namespace_object_to_dict, pod_to_dict
 from nodeconf.node_facts import NodeFacts
-from nodeconf.nodes.agent_client import READ_BOUND, AgentClient, Stream
 from nodeconf.nodes.base import (
     CgroupFiles,
     ContainerEvidence,
@@ -35,15 +35,17 @@ from nodeconf.nodes.base import (
     Terminated,
     parse_metrics,
 )
+from nodeconf.nodes.enforced.agent_client import READ_BOUND, AgentClient, Stream
 from nodeconf.resources import locate_tree
 from nodeconf.semantics.expectation import Event
+from nodeconf.workloads import PROGRAMS
 
 REMOTE_DIR = "/opt/nodeconf"
 STATE_DIR = "/run/nodeconf-enforcer"
 # Modules the agent needs on the node: the model, the oracle and the enforcer (all standard library only).
-BUNDLE_MODULES = ("__init__.py", "errors.py", "quantity.py", "manifest.py", "kubelet_config.py", "node_facts.py")
+BUNDLE_MODULES = ("__init__.py", "errors.py", "quantity.py", "manifest.py", "manifest_writer.py", "kubelet_config.py",
+                  "node_facts.py", "names.py", "cgroup_files.py", "workloads.py")
 BUNDLE_PACKAGES = ("semantics", "enforcer")
-PROGRAMS = "workloads/programs"
 START_TIMEOUT = 60.0
 # The mark in each directory the driver creates on the node; only a directory holding this session's token is
 # ever removed.
@@ -92,7 +94,7 @@ class AgentTransport(Protocol):
 
 
 def repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]
 
 
 def agent_bundle() -> bytes:
@@ -304,7 +306,7 @@ class EnforcedNode(Node):
         return tuple(result["warnings"])
 
     def set_namespace_objects(self, objects: Sequence[NamespaceObject]) -> None:
-        self.client.call("objects", objects=[_object_to_dict(o) for o in objects])
+        self.client.call("objects", objects=[namespace_object_to_dict(o) for o in objects])
 
     def run(self, pod: Pod) -> EnforcedPod:
         result = self.client.call("run", pod=pod_to_dict(pod))
@@ -374,22 +376,3 @@ class EnforcedNode(Node):
 
 def _text(output: bytes) -> str:
     return output.decode(errors="replace").strip()
-
-
-def _object_to_dict(obj: NamespaceObject) -> dict[str, Any]:
-    """A LimitRange or ResourceQuota as the manifest the agent parses."""
-    meta = {"name": obj.name, "namespace": obj.namespace}
-
-    def quantities(items: Mapping[str, Any]) -> dict[str, str]:
-        return {k: str(v) for k, v in items.items()}
-
-    if isinstance(obj, LimitRange):
-        limits = [
-            {"type": item.type, "default": quantities(item.default),
-             "defaultRequest": quantities(item.default_request), "min": quantities(item.min),
-             "max": quantities(item.max), "maxLimitRequestRatio": quantities(item.max_limit_request_ratio)}
-            for item in obj.limits
-        ]
-        return {"apiVersion": "v1", "kind": "LimitRange", "metadata": meta, "spec": {"limits": limits}}
-    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta,
-            "spec": {"hard": quantities(obj.hard), "scopes": list(obj.scopes)}}

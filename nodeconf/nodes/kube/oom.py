@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from nodeconf.nodes.base import ContainerState, Terminated
-from nodeconf.nodes.kube_api import dig
+from nodeconf.nodes.kube.api import dig
 
 OOM_EXIT_CODE = 137
 OOM_KILLED = "OOMKilled"

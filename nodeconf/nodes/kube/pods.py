@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nodeconf.enforcer.process import SLEEPER
-from nodeconf.manifest import Pod, pod_to_dict
+from nodeconf.manifest import Pod
+from nodeconf.manifest_writer import pod_to_dict
 from nodeconf.nodes.base import ContainerState, ResizeStatus, Terminated
-from nodeconf.nodes.kube_api import dig
+from nodeconf.nodes.kube import reader as kube_reader
+from nodeconf.nodes.kube.api import dig
 from nodeconf.quantity import Quantity, QuantityError
+from nodeconf.resources import locate_tree
 from nodeconf.semantics.expectation import Event
 from nodeconf.semantics.resize import ResizeStatus as Outcome
+from nodeconf.workloads import SLEEPER
 
 MANAGED_BY = ("app.kubernetes.io/managed-by", "nodeconf")
 RUN_LABEL = "nodeconf.io/run"
@@ -22,6 +27,7 @@ HELPER_CGROUP_MOUNT = "/host/cgroup"
 READER_CONFIGMAP = "nodeconf-reader"
 READER_DIR = "/opt/nodeconf/reader"
 READER_FILE = "kube_reader.py"
+READER_CONTAINER = "reader"
 PROGRAMS_CONFIGMAP = "nodeconf-programs"
 # Waiting reasons of a container that does not start (kubelet images/types.go, kuberuntime_container.go): an
 # infrastructure fault, not a node behaviour under test. The kubelet retries pulls and container creation
@@ -268,3 +274,22 @@ def settled_resize(pod_obj: Mapping[str, Any]) -> ResizeStatus | None:
     if status is not None and status.status in (Outcome.INFEASIBLE, Outcome.APPLIED):
         return status
     return None
+
+
+def workload_programs() -> dict[str, str]:
+    """The workload programs (file name → source) the pods of the suites may run."""
+    return {path.name: path.read_text(encoding="utf-8") for path in sorted(locate_tree().programs.glob("*.py"))}
+
+
+def reader_source() -> str:
+    return inspect.getsource(kube_reader)
+
+
+def reader_request(request: Mapping[str, Any]) -> str:
+    """One JSON request for the reader, with the helper pod's /proc and cgroup mount unless given."""
+    return json.dumps({"proc": "/proc", "cgroupRoot": HELPER_CGROUP_MOUNT, **request}, sort_keys=True)
+
+
+def reader_argv(request: Mapping[str, Any]) -> list[str]:
+    """The reader's argv in the helper pod: the mounted program and one JSON request (no shell)."""
+    return ["python3", f"{READER_DIR}/{READER_FILE}", reader_request(request)]

@@ -10,9 +10,9 @@ import yaml
 
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
-from nodeconf.nodes.kube_facts import kubelet_config_differences
+from nodeconf.nodes.kube.facts import kubelet_config_differences
 
-KIND_DIR = Path(__file__).resolve().parents[2] / "infra" / "kind"
+KIND_DIR = Path(__file__).resolve().parents[3] / "infra" / "kind"
 KUBELET_CONFIGURATION = "KubeletConfiguration"
 
 

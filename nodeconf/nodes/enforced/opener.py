@@ -1,15 +1,13 @@
-"""Openers of the nodes the bundled enforcer runs on this machine (`local`) or over SSH, and of a cluster node
-(`kube`); the VM's opener lives beside the VM in infra/vm/opener.py.
+"""Openers of the nodes the bundled enforcer runs on this machine (`local`) or over SSH; the VM's opener lives
+beside the VM in infra/vm/opener.py.
 
 Source: issue 12 (each scheme's opener beside its driver, all taking the parsed NodeSpec).
 """
 
 from __future__ import annotations
 
-import importlib
-
 from nodeconf.nodes.base import Node
-from nodeconf.nodes.enforced import EnforcedNode, EnforcerSettings
+from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.spec import NodeSpec
 
 
@@ -29,23 +27,17 @@ def enforcer_settings(spec: NodeSpec) -> EnforcerSettings:
 
 def open_local_node(spec: NodeSpec) -> Node:
     """This machine, run by the enforcer (`local`)."""
-    from nodeconf.nodes.local import LocalTransport
+    from nodeconf.nodes.transport.local import LocalTransport
 
     return EnforcedNode(LocalTransport(), enforcer_settings(spec), spec=spec.display).start()
 
 
 def open_ssh_node(spec: NodeSpec) -> Node:
     """A machine reached over SSH with a key and a pinned host key, run by the enforcer (`ssh://`)."""
-    from nodeconf.nodes.ssh import SshTransport
+    from nodeconf.nodes.transport.ssh import SshTransport
 
     login = spec.ssh
     if login is None:
         raise ValueError(f"open_ssh_node needs an ssh:// spec, got {spec.display!r}")
     return EnforcedNode(SshTransport.login(login), enforcer_settings(spec), spec=spec.display).start()
 
-
-def open_kube_node(spec: NodeSpec) -> Node:
-    """A node of a Kubernetes cluster, through the kubeconfig's context (`kube`, `kube:CONTEXT`)."""
-    kube = importlib.import_module("nodeconf.nodes.kube")
-    node: Node = kube.open_node(spec.context)
-    return node

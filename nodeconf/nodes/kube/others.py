@@ -15,7 +15,7 @@ from typing import Any
 from nodeconf.errors import InputError
 from nodeconf.manifest import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, Pod, object_from_dict
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.kube_api import dig
+from nodeconf.nodes.kube.api import dig
 
 # The oracle's namespace for these pods: no LimitRange or ResourceQuota of a check lives there, and their names
 # (`<namespace>.<name>`) cannot equal a check's pod names.

@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from nodeconf.nodes.ssh import DEFAULT_TIMEOUT, CommandResult, Transport, TransportError
+from nodeconf.nodes.transport.base import DEFAULT_TIMEOUT, CommandResult, Transport, TransportError
 
 
 class PipeStream:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.kube_api import KubeApiError
+from nodeconf.nodes.kube.api import KubeApiError
 
 RESOURCE_FIELD = re.compile(r"^spec\.(?:(?:initContainers|containers)\[\d+\]\.resources|resources|overhead)(?:[.\[]|$)")
 # Field paths in an Invalid message when the Status carries no causes: `...is invalid: [spec.x: Invalid ...`.

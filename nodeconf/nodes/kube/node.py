@@ -9,71 +9,37 @@ permissions this needs are in infra/kube/rbac.yaml.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
-import os
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodeconf.enforcer import names
-from nodeconf.enforcer.agent import OBSERVED_FILES
-from nodeconf.errors import InputError
+from nodeconf import names
+from nodeconf.cgroup_files import evidence_files
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import NamespaceObject, Pod
+from nodeconf.manifest_writer import namespace_object_to_dict
 from nodeconf.node_facts import NodeFacts
-from nodeconf.nodes import kube_reader
-from nodeconf.nodes.base import (
-    CgroupFiles,
-    ContainerEvidence,
-    ContainerState,
-    ExecResult,
-    Metrics,
-    Node,
-    NodeConditions,
-    NodeError,
-    NotApplicable,
-    PodEvidence,
-    PodHandle,
-    PodStatus,
-    ResizeStatus,
-    parse_metrics,
-)
-from nodeconf.nodes.enforced import PROGRAMS, _object_to_dict
-from nodeconf.nodes.kube_api import (
-    ClientKubeApi,
-    KubeApi,
-    KubeApiError,
-    dig,
-    load_kube_context,
-    unreachable_reason,
-)
-from nodeconf.nodes.kube_facts import (
+from nodeconf.nodes.base import CgroupFiles, Metrics, Node, NodeConditions, NodeError, NotApplicable, parse_metrics
+from nodeconf.nodes.kube.api import KubeApi, KubeApiError, dig
+from nodeconf.nodes.kube.configz import require_running_config
+from nodeconf.nodes.kube.facts import (
     cpu_weight_formula,
-    is_kind_node,
-    kubelet_config_differences,
-    kubelet_minor_version,
-    live_kubelet_config,
     node_facts,
-    node_name,
-    present_fields,
 )
-from nodeconf.nodes.kube_kind import kind_advice
-from nodeconf.nodes.kube_oom import OomLedger, oom_kill_count, with_oom_reasons
-from nodeconf.nodes.kube_others import node_selector, other_pods
-from nodeconf.nodes.kube_paths import CgroupFrame
-from nodeconf.nodes.kube_pods import (
-    HELPER_CGROUP_MOUNT,
+from nodeconf.nodes.kube.others import node_selector, other_pods
+from nodeconf.nodes.kube.paths import CgroupFrame
+from nodeconf.nodes.kube.pod import Framed, KubePod
+from nodeconf.nodes.kube.pods import (
     HELPER_NAME,
     READER_CONFIGMAP,
-    READER_DIR,
+    READER_CONTAINER,
     READER_FILE,
     admission,
     configmap,
     container_ids,
-    container_states,
     helper_pod_manifest,
     kube_namespace,
     labels,
@@ -81,16 +47,15 @@ from nodeconf.nodes.kube_pods import (
     pod_events,
     pod_manifest,
     programs_configmap,
-    resize_status,
-    settled_resize,
+    reader_argv,
+    reader_source,
     start_failure,
+    workload_programs,
 )
-from nodeconf.nodes.kube_refusals import infrastructure_error, is_service_account_race, rejection
+from nodeconf.nodes.kube.refusals import infrastructure_error, is_service_account_race, rejection
 from nodeconf.nodes.shield import signals_deferred
-from nodeconf.resources import locate_tree
 from nodeconf.semantics.cpu import milli_cpu_to_shares
-from nodeconf.semantics.profile import SUPPORTED_VERSIONS
-from nodeconf.semantics.resize import ResizeStatus as ResizeOutcome
+from nodeconf.workloads import PROGRAMS
 
 # Short names without a registry: the node's runtime resolves them with its own registry and mirror settings
 # (containerd: docker.io; CRI-O: unqualified-search-registries), so a cluster that mirrors or caches Docker
@@ -98,26 +63,10 @@ from nodeconf.semantics.resize import ResizeStatus as ResizeOutcome
 # another registry. The helper image needs python3 and `sleep` (the reader, the workload programs).
 DEFAULT_HELPER_IMAGE = "python:3.12-slim"
 DEFAULT_WORKLOAD_IMAGE = "busybox:1.37"
-ENV_NODE = "NODECONF_KUBE_NODE"
-ENV_HELPER_IMAGE = "NODECONF_KUBE_HELPER_IMAGE"
-ENV_WORKLOAD_IMAGE = "NODECONF_KUBE_WORKLOAD_IMAGE"
-ENV_KEEP_IMAGES = "NODECONF_KUBE_KEEP_IMAGES"
 PROGRAMS_DIR = f"/opt/nodeconf/{PROGRAMS}"
-READER_CONTAINER = "reader"
 PROBE_NAME = "nodeconf-cpu-weight-probe"
 # 250m → 256 shares: weight 35 (non-linear) vs 10 (linear), the seed article's example.
 PROBE_MILLI_CPU = 250
-CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
-OS_LABEL = "kubernetes.io/os"
-# CRI-O drops the infra (pause) container of a pod without a shared PID namespace (crio.conf(5) drop_infra_ctr,
-# default true since CRI-O 1.2x; OpenShift 4.7+): its pods have no pause process to compare.
-CRIO_NO_PAUSE = "CRI-O runs no infra (pause) container for this pod (drop_infra_ctr)"
-# Files of the pod cgroup read for OOM evidence (kube_oom.py).
-OOM_FILES = ["memory.events"]
-
-
-class KubeletConfigNotApplicable(NotApplicable):
-    """The node's kubelet runs another configuration or version than the check needs: the check is skipped."""
 
 
 @dataclass(frozen=True)
@@ -133,188 +82,6 @@ class Timeouts:
     start_retry: float = 90.0
     service_account: float = 30.0
     poll: float = 0.5
-
-
-def workload_programs() -> dict[str, str]:
-    """The workload programs (file name → source) the pods of the suites may run."""
-    return {path.name: path.read_text(encoding="utf-8") for path in sorted(locate_tree().programs.glob("*.py"))}
-
-
-def reader_source() -> str:
-    return inspect.getsource(kube_reader)
-
-
-def reader_request(request: Mapping[str, Any]) -> str:
-    """One JSON request for the reader, with the helper pod's /proc and cgroup mount unless given."""
-    return json.dumps({"proc": "/proc", "cgroupRoot": HELPER_CGROUP_MOUNT, **request}, sort_keys=True)
-
-
-def reader_argv(request: Mapping[str, Any]) -> list[str]:
-    """The reader's argv in the helper pod: the mounted program and one JSON request (no shell)."""
-    return ["python3", f"{READER_DIR}/{READER_FILE}", reader_request(request)]
-
-
-def evidence_files(extra_files: Sequence[str]) -> list[str]:
-    """The files read per cgroup: the observed set plus validated extras."""
-    return list(dict.fromkeys((*OBSERVED_FILES, *(names.cgroup_file(f) for f in extra_files))))
-
-
-def is_linux(node: Mapping[str, Any]) -> bool:
-    """The kubelet labels its node with its GOOS (`kubernetes.io/os`, pkg/kubelet/kubelet_node_status.go)."""
-    return str((dig(node, "metadata", "labels") or {}).get(OS_LABEL, "linux")) == "linux"
-
-
-def choose_node(nodes: Sequence[Mapping[str, Any]], wanted: str | None) -> Mapping[str, Any]:
-    """The named node, else the first Ready Linux one (a worker rather than a control plane when there are
-    several)."""
-    if wanted:
-        for node in nodes:
-            if node_name(node) == wanted:
-                if not is_linux(node):
-                    raise NodeError(f"node {wanted!r} is not a Linux node ({OS_LABEL}="
-                                    f"{(dig(node, 'metadata', 'labels') or {}).get(OS_LABEL)})")
-                return node
-        raise NodeError(f"no node {wanted!r} in the cluster (nodes: {', '.join(node_name(n) for n in nodes)})")
-    nodes = [n for n in nodes if is_linux(n)]
-
-    def ready(node: Mapping[str, Any]) -> bool:
-        conditions = (node.get("status") or {}).get("conditions") or ()
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-    candidates = [n for n in nodes if ready(n)]
-    if not candidates:
-        raise NodeError("the cluster has no Ready node")
-    workers = [n for n in candidates if CONTROL_PLANE_LABEL not in ((n.get("metadata") or {}).get("labels") or {})]
-    return sorted(workers or candidates, key=node_name)[0]
-
-
-class Framed:
-    """Reader answers turned into protocol values, their paths in the oracle's frame (kube_paths.py); every
-    real path seen is remembered so the node's log can name it."""
-
-    def __init__(self, frame: CgroupFrame, uids: Mapping[str, str], seen: dict[str, str]) -> None:
-        self.frame = frame
-        self.uids = uids
-        self.seen = seen
-
-    def cgroup(self, doc: Mapping[str, Any]) -> CgroupFiles:
-        real = str(doc["path"])
-        path = self.frame.canonical(real, self.uids)
-        self.seen[path] = real
-        return CgroupFiles(path, dict(doc.get("files") or {}))
-
-    def container(self, name: str, doc: Mapping[str, Any]) -> ContainerEvidence:
-        return ContainerEvidence(name=name, cgroup=self.cgroup(doc), pids=tuple(doc.get("pids") or ()),
-                                 oom_score_adj={int(p): adj for p, adj in (doc.get("oomScoreAdj") or {}).items()})
-
-
-class KubePod(PodHandle):
-    """A pod on the node through the API; evidence through the reader pod."""
-
-    def __init__(self, node: KubeNode, pod: Pod, admitted: bool, errors: Sequence[str], namespace: str) -> None:
-        super().__init__(pod, admitted, errors)
-        self.node = node
-        self.namespace = namespace
-        self.name = pod.name
-        self.resized = False
-        self.oom = OomLedger()
-
-    def _require_admitted(self) -> None:
-        if not self.admitted:
-            raise NodeError(f"pod {self.pod.ref} was rejected: {'; '.join(self.errors)}")
-
-    def read(self) -> dict[str, Any]:
-        return self.node.api.read_pod(self.namespace, self.name)
-
-    def status(self) -> PodStatus:
-        self._require_admitted()
-        return self._status(self.read())
-
-    def _status(self, obj: Mapping[str, Any]) -> PodStatus:
-        status = obj.get("status") or {}
-        uid = str((obj.get("metadata") or {}).get("uid") or "")
-        selector = f"involvedObject.kind=Pod,involvedObject.name={self.name}"
-        events = self.node.api.list_events(self.namespace, f"{selector},involvedObject.uid={uid}" if uid else selector)
-        return PodStatus(
-            phase=str(status.get("phase") or ""), qos_class=str(status.get("qosClass") or ""),
-            containers=self._with_oom_evidence(obj, container_states(obj)), events=pod_events(events),
-            reason=str(status.get("reason") or ""),
-            message=str(status.get("message") or ""),
-            resize=resize_status(obj, self.resized) or ResizeStatus(ResizeOutcome.IN_PROGRESS),
-        )
-
-    def _with_oom_evidence(self, obj: Mapping[str, Any], states: dict[str, ContainerState]
-                           ) -> dict[str, ContainerState]:
-        """Container states, with an exit 137 the runtime reported as `Error` shown as OOMKilled when the
-        kernel counted an OOM kill in the pod cgroup since the last such exit (kube_oom.py)."""
-        if self.oom.unjudged(obj):
-            uid = names.uid(str(dig(obj, "metadata", "uid") or ""))
-            doc = self.node.read("podCgroup", podUid=uid, files=OOM_FILES)
-            self.oom.judge(obj, oom_kill_count((doc.get("files") or {}).get("memory.events")))
-        return with_oom_reasons(states, self.oom.oom_killed(obj))
-
-    def evidence(self, extra_files: Sequence[str] = ()) -> PodEvidence:
-        self._require_admitted()
-        obj = self.read()
-        uid = str((obj.get("metadata") or {}).get("uid") or "")
-        doc = self.node.read("pod", podUid=names.uid(uid), containers=container_ids(obj),
-                             files=evidence_files(extra_files))
-        sandboxes = doc.get("sandboxes") or []
-        ancestors = doc.get("ancestors") or []
-        framed = Framed(self.node.frame(ancestors[0]["path"]), {uid: self.pod.uid}, self.node.paths)
-        runtime = str(dig(self.node.node_object(), "status", "nodeInfo", "containerRuntimeVersion") or "")
-        return PodEvidence(
-            status=self._status(obj), pod_cgroup=framed.cgroup(doc["pod"]),
-            containers={name: framed.container(name, c) for name, c in (doc.get("containers") or {}).items()},
-            pause=framed.container("POD", sandboxes[0]) if sandboxes else None,
-            ancestors={level.path: level for level in map(framed.cgroup, ancestors)},
-            pause_absent=CRIO_NO_PAUSE if not sandboxes and runtime.startswith("cri-o://") else "",
-        )
-
-    def resize(self, patch: Mapping[str, Any]) -> ResizeStatus:
-        """PATCH the `resize` subresource, then wait until the resize is settled (kube_pods.settled_resize):
-        Infeasible, or applied with both resize conditions cleared; after `timeouts.resize` the status then
-        (Deferred, or InProgress with the kubelet's message)."""
-        self._require_admitted()
-        try:
-            self.node.api.patch_pod_resize(self.namespace, self.name, patch)
-        except KubeApiError as err:
-            refused = rejection(err, resize=True)
-            if refused is not None:
-                return ResizeStatus(ResizeOutcome.REJECTED, refused)
-            if err.status == 404:
-                self.read()  # the pod is there (else this raises): the API server has no resize subresource
-                raise NotApplicable(f"pod {self.pod.ref}: the API server does not serve pods/resize (in-place "
-                                    f"resize needs Kubernetes 1.33 or newer): {err.message}") from None
-            if not 400 <= err.status < 500:
-                raise
-            raise infrastructure_error(err, f"resize of pod {self.pod.ref}") from None
-        self.resized = True
-        deadline = self.node.clock() + self.node.timeouts.resize
-        while True:
-            obj = self.read()
-            settled = settled_resize(obj)
-            if settled is not None:
-                return settled
-            if self.node.clock() > deadline:
-                return resize_status(obj, True) or ResizeStatus(ResizeOutcome.IN_PROGRESS,
-                                                                "the kubelet has not acted on the resize yet")
-            self.node.sleep(self.node.timeouts.poll)
-
-    def exec(self, container: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
-        self._require_admitted()
-        names.label(container, "container name")
-        out = self.node.api.exec(self.namespace, self.name, container, list(argv), timeout)
-        return ExecResult(out.rc, out.stdout, out.stderr)
-
-    def logs(self, container: str | None = None, previous: bool = False) -> str:
-        self._require_admitted()
-        return self.node.api.pod_log(self.namespace, self.name, container or self.pod.containers[0].name, previous)
-
-    def delete(self) -> None:
-        if self.admitted:
-            self.node.delete_pod(self.namespace, self.name)
-            self.admitted = False
 
 
 class KubeNode(Node):
@@ -513,7 +280,7 @@ class KubeNode(Node):
         self.objects.clear()
         for obj in objects:
             names.label(obj.name, "object name")
-            manifest = _object_to_dict(obj)
+            manifest = namespace_object_to_dict(obj)
             namespace = self.namespace_for(obj.namespace)
             manifest["metadata"] = {"name": obj.name, "namespace": namespace, "labels": labels(self.run_id)}
             self.api.create_object(namespace, manifest)
@@ -568,36 +335,8 @@ class KubeNode(Node):
 
     def configure(self, config: KubeletConfig, version: str | None = None) -> Sequence[str]:
         """A cluster's kubelet cannot be restarted from here: accept the config the node already runs, refuse
-        (KubeletConfigNotApplicable, the check is skipped) any other, one it cannot read or one with values
-        nodeconf does not model. Only the fields the node's /configz shows are compared."""
-        try:
-            configz = self.api.node_proxy(self.node, "configz")
-        except KubeApiError as err:
-            if err.status not in (401, 403, 404):
-                raise
-            raise KubeletConfigNotApplicable(
-                f"the kubelet configuration of node {self.node} cannot be read ({err}); /configz needs `get` on "
-                f"nodes/proxy (infra/kube/rbac.yaml): checks that need a kubelet configuration are skipped"
-            ) from None
-        try:
-            live = live_kubelet_config(configz, self.node)
-        except InputError as err:
-            raise KubeletConfigNotApplicable(
-                f"node {self.node} runs a kubelet configuration nodeconf does not model ({err}): checks that "
-                f"need a kubelet configuration are skipped") from None
-        node = self.node_object()
-        running = kubelet_minor_version(node)
-        profile = version or (running if running in SUPPORTED_VERSIONS else None)
-        differences = kubelet_config_differences(config, live, profile, present_fields(configz))
-        if version is not None and running != version:
-            differences.insert(0, f"profile {version} requested, the node runs kubelet {running}")
-        if differences:
-            how = (kind_advice(config) if is_kind_node(node)
-                   else "give --kubelet-config with the node's values, or point nodeconf at a node whose kubelet "
-                        "runs the needed configuration")
-            raise KubeletConfigNotApplicable(
-                f"node {self.node} runs another kubelet configuration ({'; '.join(differences)}); "
-                f"its kubelet cannot be reconfigured from here: {how}")
+        (KubeletConfigNotApplicable, the check is skipped) any other (configz.require_running_config)."""
+        require_running_config(self.api, self.node, self.node_object, config, version)
         return ()
 
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
@@ -647,29 +386,3 @@ class KubeNode(Node):
                 lines.append(f"{namespace}/{involved.get('name', '?')}: {item.get('type', '')} "
                              f"{item.get('reason', '')}: {item.get('message', '')}")
         return "\n".join(lines)
-
-
-def open_node(context: str | None = None, *, node: str | None = None, config_file: str | None = None) -> KubeNode:
-    """Connect with the kubeconfig's context (the current one when None), pick the node and start the run.
-
-    The node, the reader image and the workload image can be set with NODECONF_KUBE_NODE,
-    NODECONF_KUBE_HELPER_IMAGE and NODECONF_KUBE_WORKLOAD_IMAGE (defaults: short names the node's runtime
-    resolves, DEFAULT_HELPER_IMAGE); NODECONF_KUBE_KEEP_IMAGES=1 runs the manifests' own images instead of the
-    workload image. Only Linux nodes are chosen.
-    """
-    api_client, chosen = load_kube_context(context, config_file)
-    api = ClientKubeApi(api_client)
-    try:
-        reason = unreachable_reason(api_client)
-        if reason:
-            raise KubeApiError(0, f"context {chosen}: {reason}")
-        api.version()
-        target = choose_node(api.list_nodes(), node or os.environ.get(ENV_NODE))
-        kube_node = KubeNode(api, node_name(target), spec=f"kube:{chosen}", context=chosen,
-                             helper_image=os.environ.get(ENV_HELPER_IMAGE, DEFAULT_HELPER_IMAGE),
-                             workload_image=os.environ.get(ENV_WORKLOAD_IMAGE, DEFAULT_WORKLOAD_IMAGE),
-                             keep_images=os.environ.get(ENV_KEEP_IMAGES, "") not in ("", "0"))
-    except BaseException:
-        api.close()
-        raise
-    return kube_node.start()

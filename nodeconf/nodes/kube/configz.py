@@ -1,0 +1,63 @@
+"""The kubelet configuration of a cluster node, read from /configz through the API server's node proxy and held
+against the configuration a check needs (a cluster's kubelet cannot be reconfigured from here).
+
+Source: kubelet /configz (pkg/kubelet/server/server.go); issue 12 (the kube driver split at its seams).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nodeconf.errors import InputError
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.nodes.base import NotApplicable
+from nodeconf.nodes.kube.api import KubeApi, KubeApiError
+from nodeconf.nodes.kube.facts import (
+    is_kind_node,
+    kubelet_config_differences,
+    kubelet_minor_version,
+    live_kubelet_config,
+    present_fields,
+)
+from nodeconf.nodes.kube.kind import kind_advice
+from nodeconf.semantics.profile import SUPPORTED_VERSIONS
+
+
+class KubeletConfigNotApplicable(NotApplicable):
+    """The node's kubelet runs another configuration or version than the check needs: the check is skipped."""
+
+
+def require_running_config(api: KubeApi, node_name: str, node_object: Callable[[], Mapping[str, Any]],
+                           config: KubeletConfig, version: str | None) -> None:
+    """Accept the kubelet config the node already runs, refuse (KubeletConfigNotApplicable) any other, one that
+    cannot be read or one with values nodeconf does not model. Only the fields the node's /configz shows are
+    compared."""
+    try:
+        configz = api.node_proxy(node_name, "configz")
+    except KubeApiError as err:
+        if err.status not in (401, 403, 404):
+            raise
+        raise KubeletConfigNotApplicable(
+            f"the kubelet configuration of node {node_name} cannot be read ({err}); /configz needs `get` on "
+            f"nodes/proxy (infra/kube/rbac.yaml): checks that need a kubelet configuration are skipped"
+        ) from None
+    try:
+        live = live_kubelet_config(configz, node_name)
+    except InputError as err:
+        raise KubeletConfigNotApplicable(
+            f"node {node_name} runs a kubelet configuration nodeconf does not model ({err}): checks that "
+            f"need a kubelet configuration are skipped") from None
+    node = node_object()
+    running = kubelet_minor_version(node)
+    profile = version or (running if running in SUPPORTED_VERSIONS else None)
+    differences = kubelet_config_differences(config, live, profile, present_fields(configz))
+    if version is not None and running != version:
+        differences.insert(0, f"profile {version} requested, the node runs kubelet {running}")
+    if differences:
+        how = (kind_advice(config) if is_kind_node(node)
+               else "give --kubelet-config with the node's values, or point nodeconf at a node whose kubelet "
+                    "runs the needed configuration")
+        raise KubeletConfigNotApplicable(
+            f"node {node_name} runs another kubelet configuration ({'; '.join(differences)}); "
+            f"its kubelet cannot be reconfigured from here: {how}")

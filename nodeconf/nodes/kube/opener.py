@@ -1,0 +1,83 @@
+"""Open a `kube` node: connect with a kubeconfig context, choose a Ready Linux node, start the run.
+
+Source: issue 12 (each scheme's opener beside its driver, taking the parsed NodeSpec).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nodeconf.nodes.base import Node, NodeError
+from nodeconf.nodes.kube.api import ClientKubeApi, KubeApiError, dig, load_kube_context, unreachable_reason
+from nodeconf.nodes.kube.facts import node_name
+from nodeconf.nodes.kube.node import DEFAULT_HELPER_IMAGE, DEFAULT_WORKLOAD_IMAGE, KubeNode
+from nodeconf.nodes.spec import NodeSpec
+
+ENV_NODE = "NODECONF_KUBE_NODE"
+ENV_HELPER_IMAGE = "NODECONF_KUBE_HELPER_IMAGE"
+ENV_WORKLOAD_IMAGE = "NODECONF_KUBE_WORKLOAD_IMAGE"
+ENV_KEEP_IMAGES = "NODECONF_KUBE_KEEP_IMAGES"
+CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
+OS_LABEL = "kubernetes.io/os"
+
+
+def is_linux(node: Mapping[str, Any]) -> bool:
+    """The kubelet labels its node with its GOOS (`kubernetes.io/os`, pkg/kubelet/kubelet_node_status.go)."""
+    return str((dig(node, "metadata", "labels") or {}).get(OS_LABEL, "linux")) == "linux"
+
+
+def choose_node(nodes: Sequence[Mapping[str, Any]], wanted: str | None) -> Mapping[str, Any]:
+    """The named node, else the first Ready Linux one (a worker rather than a control plane when there are
+    several)."""
+    if wanted:
+        for node in nodes:
+            if node_name(node) == wanted:
+                if not is_linux(node):
+                    raise NodeError(f"node {wanted!r} is not a Linux node ({OS_LABEL}="
+                                    f"{(dig(node, 'metadata', 'labels') or {}).get(OS_LABEL)})")
+                return node
+        raise NodeError(f"no node {wanted!r} in the cluster (nodes: {', '.join(node_name(n) for n in nodes)})")
+    nodes = [n for n in nodes if is_linux(n)]
+
+    def ready(node: Mapping[str, Any]) -> bool:
+        conditions = (node.get("status") or {}).get("conditions") or ()
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    candidates = [n for n in nodes if ready(n)]
+    if not candidates:
+        raise NodeError("the cluster has no Ready node")
+    workers = [n for n in candidates if CONTROL_PLANE_LABEL not in ((n.get("metadata") or {}).get("labels") or {})]
+    return sorted(workers or candidates, key=node_name)[0]
+
+
+def open_node(context: str | None = None, *, node: str | None = None, config_file: str | None = None) -> KubeNode:
+    """Connect with the kubeconfig's context (the current one when None), pick the node and start the run.
+
+    The node, the reader image and the workload image can be set with NODECONF_KUBE_NODE,
+    NODECONF_KUBE_HELPER_IMAGE and NODECONF_KUBE_WORKLOAD_IMAGE (defaults: short names the node's runtime
+    resolves, DEFAULT_HELPER_IMAGE); NODECONF_KUBE_KEEP_IMAGES=1 runs the manifests' own images instead of the
+    workload image. Only Linux nodes are chosen.
+    """
+    api_client, chosen = load_kube_context(context, config_file)
+    api = ClientKubeApi(api_client)
+    try:
+        reason = unreachable_reason(api_client)
+        if reason:
+            raise KubeApiError(0, f"context {chosen}: {reason}")
+        api.version()
+        target = choose_node(api.list_nodes(), node or os.environ.get(ENV_NODE))
+        kube_node = KubeNode(api, node_name(target), spec=f"kube:{chosen}", context=chosen,
+                             helper_image=os.environ.get(ENV_HELPER_IMAGE, DEFAULT_HELPER_IMAGE),
+                             workload_image=os.environ.get(ENV_WORKLOAD_IMAGE, DEFAULT_WORKLOAD_IMAGE),
+                             keep_images=os.environ.get(ENV_KEEP_IMAGES, "") not in ("", "0"))
+    except BaseException:
+        api.close()
+        raise
+    return kube_node.start()
+
+
+def open_kube_node(spec: NodeSpec) -> Node:
+    """A node of a Kubernetes cluster, through the kubeconfig's context (`kube`, `kube:CONTEXT`)."""
+    return open_node(spec.context)
