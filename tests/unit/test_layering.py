@@ -121,10 +121,15 @@ def test_enforcer_imports_only_stdlib_model_semantics(path: Path) -> None:
         (("nodeconf", "infra"), "fixtures"),
         (("nodeconf", "infra", "fixtures"), "suites"),
         (("nodeconf/nodes",), "infra"),
+        (("nodeconf/nodes/kube",), "nodeconf.enforcer"),
+        (("nodeconf/nodes/kube",), "nodeconf.nodes.enforced"),
+        (("nodeconf/nodes/transport",), "nodeconf.nodes.enforced"),
+        (("nodeconf/nodes/transport",), "nodeconf.nodes.kube"),
     ],
     ids=["oracle-and-enforcer-not-nodes", "oracle-not-enforcer", "suites-not-enforcer", "fixtures-not-suites",
          "library-not-fixtures", "library-not-suites",
-         "nodes-not-infra"],
+         "nodes-not-infra", "kube-driver-not-enforcer", "kube-driver-not-enforced-driver",
+         "transport-not-enforced-driver", "transport-not-kube-driver"],
 )
 def test_never_imported(packages: tuple[str, ...], forbidden: str) -> None:
     files = python_files(*packages)
@@ -143,3 +148,22 @@ def test_imports_sees_every_import_form(tmp_path: Path) -> None:
     assert resolve(inside, ast.ImportFrom(module="nodes", names=[ast.alias("base")], level=2)) == "nodeconf.nodes"
     assert resolve(inside, ast.ImportFrom(module="oom", names=[ast.alias("x")], level=1)) == "nodeconf.semantics.oom"
     assert not is_stdlib("yaml") and is_stdlib("fractions") and is_stdlib("__future__")
+
+
+def test_enforcer_bundle_holds_every_module_the_enforcer_imports() -> None:
+    """The agent runs on the node from the bundle alone: every nodeconf module it reaches is pushed there."""
+    from nodeconf.nodes.enforced.node import BUNDLE_MODULES, BUNDLE_PACKAGES
+
+    bundled = {f"nodeconf.{m.removesuffix('.py')}" for m in BUNDLE_MODULES if m != "__init__.py"}
+    reached: set[str] = set()
+    todo = [module_name(p) for p in ENFORCER_FILES]
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        target = ROOT.joinpath(*name.split("."))
+        path = target.with_suffix(".py") if target.with_suffix(".py").is_file() else target / "__init__.py"
+        todo += [n for n in imports(path) if within(n, "nodeconf") and is_module(n)]
+    loose = {n for n in reached if n.count(".") == 1 and n.split(".")[1] not in BUNDLE_PACKAGES}
+    assert loose <= bundled, f"imported by the enforcer but not bundled: {sorted(loose - bundled)}"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.facts_probe import FACTS_SCRIPT, parse_node_facts, probe_node_facts, read_node_facts_script
+from nodeconf.nodes.transport.memory import MemoryTransport
 
 # What the reference VM printed (2 GiB RAM, 1 GiB swap disk less mkswap's header page, 2 vCPUs).
 VM_OUTPUT = """\
@@ -64,15 +63,9 @@ def test_a_non_numeric_page_size_is_an_error() -> None:
 
 
 def test_probe_runs_one_command_and_builds_node_facts() -> None:
-    calls: list[list[str]] = []
-
-    class Recorder:
-        def check_output(self, argv: Sequence[str]) -> str:
-            calls.append(list(argv))
-            return VM_OUTPUT
-
-    facts = probe_node_facts(Recorder())
-    assert calls == [read_node_facts_script()] == [["sh", "-c", FACTS_SCRIPT]]
+    node = MemoryTransport({"sh": lambda argv, _: VM_OUTPUT})
+    facts = probe_node_facts(node)
+    assert node.calls == [tuple(read_node_facts_script())] == [("sh", "-c", FACTS_SCRIPT)]
     assert facts == NodeFacts(memory_capacity=2061778944, swap_capacity=1073737728, cpu_capacity_milli=2000,
                               page_size=4096, kernel_version="6.1.0-57-amd64",
                               cgroup_controllers=("cpuset", "cpu", "io", "memory", "hugetlb", "pids", "rdma",
