@@ -18,8 +18,9 @@ from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree
 from nodeconf.enforcer.facts import detect, node_memory_used
 from nodeconf.enforcer.lifecycle import Backoff, Faults
-from nodeconf.enforcer.ownership import FOREIGN_TREE, foreign_message, kill_recorded
-from nodeconf.enforcer.server import ALREADY_RUNNING, AgentServer, agent_answers
+from nodeconf.enforcer.ownership import foreign_message, kill_recorded
+from nodeconf.enforcer.server import AgentServer, agent_answers
+from nodeconf.enforcer.wire import ALREADY_RUNNING, FOREIGN_TREE
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
 PID_FILE = "agent.pid"

@@ -39,23 +39,3 @@ def detect(cgroup_root: Path, cpu_weight_formula: str) -> NodeFacts:
         cgroup_controllers=controllers,
         cpu_weight_formula=cpu_weight_formula,
     )
-
-
-def facts_to_dict(facts: NodeFacts) -> dict[str, object]:
-    return {
-        "memoryCapacity": facts.memory_capacity, "swapCapacity": facts.swap_capacity,
-        "cpuCapacityMilli": facts.cpu_capacity_milli, "pageSize": facts.page_size,
-        "kernelVersion": facts.kernel_version, "cgroupControllers": list(facts.cgroup_controllers),
-        "cpuWeightFormula": facts.cpu_weight_formula,
-    }
-
-
-def facts_from_dict(doc: dict[str, object]) -> NodeFacts:
-    controllers = doc["cgroupControllers"]
-    assert isinstance(controllers, list)
-    return NodeFacts(
-        memory_capacity=int(str(doc["memoryCapacity"])), swap_capacity=int(str(doc["swapCapacity"])),
-        cpu_capacity_milli=int(str(doc["cpuCapacityMilli"])), page_size=int(str(doc["pageSize"])),
-        kernel_version=str(doc["kernelVersion"]), cgroup_controllers=tuple(str(c) for c in controllers),
-        cpu_weight_formula=str(doc["cpuWeightFormula"]),
-    )

@@ -17,8 +17,6 @@ from typing import Any
 OWNER_XATTR = "trusted.nodeconf.owner"
 # The mark in a stand-in directory (not a kernel cgroup2 tree) and in the driver's work directories.
 MARKER_FILE = ".nodeconf-owner"
-# Exit status of `serve` when the node already has a kubepods cgroup that nodeconf did not create.
-FOREIGN_TREE = 4
 ADVICE = "a kubelet (or another tool) runs this node; stop it or use --node kube:CONTEXT"
 
 

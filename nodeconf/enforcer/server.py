@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import socketserver
@@ -14,13 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from nodeconf.enforcer.agent import Agent, AgentError
-from nodeconf.enforcer.facts import facts_to_dict
 from nodeconf.enforcer.ownership import ForeignCgroup
+from nodeconf.enforcer.wire import Op, Reply, WireError, decode_request, encode_reply, facts_to_dict, reply_document
 from nodeconf.names import UnsafeName
 
 Handler = Callable[[Agent, dict[str, Any]], Any]
-# Exit status of `serve` when another agent already answers on the socket (the driver must not clean up then).
-ALREADY_RUNNING = 3
 
 
 def _strings(request: dict[str, Any], key: str) -> list[str]:
@@ -52,47 +49,48 @@ def _docs(request: dict[str, Any], key: str) -> list[dict[str, Any]]:
 
 
 OPERATIONS: dict[str, Handler] = {
-    "ping": lambda agent, r: {"pong": True, "pid": os.getpid()},
-    "facts": lambda agent, r: facts_to_dict(agent.facts),
-    "configure": lambda agent, r: agent.configure(_doc(r, "config"), r.get("version")),
-    "objects": lambda agent, r: agent.set_objects(_docs(r, "objects")),
-    "run": lambda agent, r: agent.run_pod(_doc(r, "pod")),
-    "status": lambda agent, r: agent.status(_text(r, "pod")),
-    "pods": lambda agent, r: agent.pods_status(),
-    "node_status": lambda agent, r: agent.node_status(),
-    "evidence": lambda agent, r: agent.evidence(_text(r, "pod"), _strings(r, "files")),
-    "node_cgroups": lambda agent, r: agent.node_cgroups(_strings(r, "files")),
-    "resize": lambda agent, r: agent.resize(_text(r, "pod"), _doc(r, "patch")),
-    "exec": lambda agent, r: agent.exec_in(_text(r, "pod"), _text(r, "container"), _strings(r, "argv"),
+    Op.PING: lambda agent, r: {"pong": True, "pid": os.getpid()},
+    Op.FACTS: lambda agent, r: facts_to_dict(agent.facts),
+    Op.CONFIGURE: lambda agent, r: agent.configure(_doc(r, "config"), r.get("version")),
+    Op.OBJECTS: lambda agent, r: agent.set_objects(_docs(r, "objects")),
+    Op.RUN: lambda agent, r: agent.run_pod(_doc(r, "pod")),
+    Op.STATUS: lambda agent, r: agent.status(_text(r, "pod")),
+    Op.PODS: lambda agent, r: agent.pods_status(),
+    Op.NODE_STATUS: lambda agent, r: agent.node_status(),
+    Op.EVIDENCE: lambda agent, r: agent.evidence(_text(r, "pod"), _strings(r, "files")),
+    Op.NODE_CGROUPS: lambda agent, r: agent.node_cgroups(_strings(r, "files")),
+    Op.RESIZE: lambda agent, r: agent.resize(_text(r, "pod"), _doc(r, "patch")),
+    Op.EXEC: lambda agent, r: agent.exec_in(_text(r, "pod"), _text(r, "container"), _strings(r, "argv"),
                                            float(r.get("timeout", 30))),
-    "delete": lambda agent, r: agent.delete(_text(r, "pod")),
-    "metrics": lambda agent, r: {"text": agent.metrics()},
-    "logs": lambda agent, r: {"text": agent.logs(r.get("pod"), r.get("container"))},
-    "reset": lambda agent, r: agent.reset(),
+    Op.DELETE: lambda agent, r: agent.delete(_text(r, "pod")),
+    Op.METRICS: lambda agent, r: {"text": agent.metrics()},
+    Op.LOGS: lambda agent, r: {"text": agent.logs(r.get("pod"), r.get("container"))},
+    Op.RESET: lambda agent, r: agent.reset(),
 }
 
 
 def answer(agent: Agent, line: bytes, operations: dict[str, Handler] = OPERATIONS) -> dict[str, Any]:
-    """The reply to one request line: {"id", "ok": true, "result", "agentMs"} or {"id", "ok": false, "error"}."""
+    """The reply to one request line (wire.reply_document)."""
+    return reply_document(_reply(agent, line, operations))
+
+
+def _reply(agent: Agent, line: bytes, operations: dict[str, Handler]) -> Reply:
     try:
-        request = json.loads(line)
-    except ValueError as err:
-        return {"id": None, "ok": False, "error": f"request is not JSON: {err}"}
-    if not isinstance(request, dict):
-        return {"id": None, "ok": False, "error": "request must be a JSON object"}
-    ident = request.get("id")
-    handler = operations.get(str(request.get("op")))
+        request = decode_request(line)
+    except WireError as err:
+        return Reply(None, False, error=str(err))
+    handler = operations.get(request.op)
     if handler is None:
-        return {"id": ident, "ok": False, "error": f"unknown op {request.get('op')!r}"}
+        return Reply(request.ident, False, error=f"unknown op {request.args.get('op')!r}")
     started = time.perf_counter()
     try:
-        result = handler(agent, request)
-        return {"id": ident, "ok": True, "result": result, "agentMs": 1000 * (time.perf_counter() - started)}
+        result = handler(agent, request.args)
+        return Reply(request.ident, True, result, agent_ms=1000 * (time.perf_counter() - started))
     except (AgentError, UnsafeName, ForeignCgroup) as err:
-        return {"id": ident, "ok": False, "error": str(err)}
+        return Reply(request.ident, False, error=str(err))
     except Exception as err:
-        agent.log.error("op %s failed:\n%s", request.get("op"), traceback.format_exc())
-        return {"id": ident, "ok": False, "error": f"agent error in {request.get('op')}: {err!r}"}
+        agent.log.error("op %s failed:\n%s", request.op, traceback.format_exc())
+        return Reply(request.ident, False, error=f"agent error in {request.args.get('op')}: {err!r}")
 
 
 class _Connection(socketserver.StreamRequestHandler):
@@ -102,8 +100,7 @@ class _Connection(socketserver.StreamRequestHandler):
         for line in self.rfile:
             if not line.strip():
                 continue
-            reply = answer(self.server.agent, line, self.server.operations)
-            self.wfile.write(json.dumps(reply).encode() + b"\n")
+            self.wfile.write(encode_reply(_reply(self.server.agent, line, self.server.operations)))
             self.wfile.flush()
             if self.server.stopping.is_set():
                 return
@@ -124,7 +121,7 @@ class AgentServer(socketserver.ThreadingUnixStreamServer):
             super().__init__(str(path), _Connection)
         finally:
             os.umask(old_umask)
-        self.operations: dict[str, Handler] = {**OPERATIONS, "shutdown": self._shutdown_op}
+        self.operations: dict[str, Handler] = {**OPERATIONS, Op.SHUTDOWN: self._shutdown_op}
 
     def _shutdown_op(self, agent: Agent, request: dict[str, Any]) -> Any:
         result = agent.shutdown()

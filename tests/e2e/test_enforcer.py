@@ -16,6 +16,7 @@ from fixtures.compare import assert_matches, compare_node_cgroups, compare_pod, 
 from fixtures.tolerance import Band, cpu_usage_band, limit_band, throttled_fraction_band
 from infra.vm.machine import VirtualMachine
 from infra.vm.opener import boot_vm
+from nodeconf.enforcer.wire import Op
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod, object_from_dict
@@ -219,7 +220,7 @@ def test_restart_after_a_crash_restores_pods_and_cleans_the_rest(machine: Virtua
     crashed = EnforcedNode(machine.ssh(), EnforcerSettings(backoff=BACKOFF_SECONDS)).start()
     handle = crashed.run(hog_pod("survivor", ["sleep", "3600"], {"memory": "16Mi"}))
     old_pid = handle.status().container("c").pid
-    agent_pid = crashed.client.call("ping")["pid"]
+    agent_pid = crashed.client.call(Op.PING)["pid"]
     with machine.ssh() as ssh:
         ssh.check_output(["kill", "-9", str(agent_pid)])
     crashed.transport.close()

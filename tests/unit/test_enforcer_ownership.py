@@ -18,7 +18,6 @@ from enforcer_support import make_agent, res_demo
 
 from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.ownership import (
-    FOREIGN_TREE,
     MARKER_FILE,
     OWNER_XATTR,
     ForeignCgroup,
@@ -28,6 +27,7 @@ from nodeconf.enforcer.ownership import (
     mark,
     process_start,
 )
+from nodeconf.enforcer.wire import FOREIGN_TREE
 
 POD = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podx.slice"
 FOREIGN_SCOPE = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podX.slice/cri-containerd-foreign.scope"

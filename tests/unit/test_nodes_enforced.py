@@ -15,6 +15,7 @@ from enforcer_support import container, pod_doc, res_demo
 
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.server import answer
+from nodeconf.enforcer.wire import Op
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod, object_from_dict
 from nodeconf.nodes.base import NodeError
@@ -87,11 +88,9 @@ def test_resize_exec_metrics_logs(tmp_path: Path, local_node: EnforcedNode) -> N
 
 def test_agent_errors_are_one_line(local_node: EnforcedNode) -> None:
     with pytest.raises(NodeError, match="enforcer: no pod default/ghost"):
-        local_node.client.call("status", pod="default/ghost")
-    with pytest.raises(NodeError, match="unknown op 'explode'"):
-        local_node.client.call("explode")
+        local_node.client.call(Op.STATUS, pod="default/ghost")
     with pytest.raises(NodeError, match=re.escape("memorySwap.swapBehavior: unknown value 'Lots'")):
-        local_node.client.call("configure", config={"kind": "KubeletConfiguration",
+        local_node.client.call(Op.CONFIGURE, config={"kind": "KubeletConfiguration",
                                                     "memorySwap": {"swapBehavior": "Lots"}})
 
 
@@ -112,6 +111,7 @@ def test_bad_requests_answered() -> None:
     assert answer(agent, b"[1]")["error"] == "request must be a JSON object"
     reply = answer(agent, json.dumps({"id": 7, "op": "run", "pod": "text"}).encode())
     assert reply == {"id": 7, "ok": False, "error": "'pod' must be an object"}
+    assert answer(agent, b'{"id": 8, "op": "explode"}') == {"id": 8, "ok": False, "error": "unknown op 'explode'"}
 
 
 def test_a_second_agent_is_refused_and_leaves_the_first_alone(tmp_path: Path, local_node: EnforcedNode) -> None:

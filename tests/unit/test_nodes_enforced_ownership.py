@@ -13,6 +13,7 @@ from test_nodes_enforced import local_settings
 
 from nodeconf.enforcer.ownership import foreign_message
 from nodeconf.enforcer.server import OPERATIONS
+from nodeconf.enforcer.wire import Op
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.agent_client import ANSWER_BOUNDS, EXEC_MARGIN, READ_BOUND, AgentClient
 from nodeconf.nodes.enforced.node import MARKER_FILE, EnforcedNode
@@ -74,13 +75,13 @@ def test_a_marked_leftover_is_replaced_and_only_this_sessions_directory_removed(
 
 def test_an_unanswered_request_fails_within_its_bound_and_later_ones_at_once() -> None:
     stream = LocalTransport().open_stream(["sh", "-c", "cat >/dev/null"], timeout=60)
-    client = AgentClient(stream, bounds={"ping": 0.2})
+    client = AgentClient(stream, bounds={Op.PING: 0.2})
     try:
         started = time.monotonic()
         with pytest.raises(NodeError, match=re.escape("did not answer 'ping' within 0.2 s (the bound for 'ping')")):
-            client.call("ping")
+            client.call(Op.PING)
         with pytest.raises(NodeError, match="no longer answers"):
-            client.call("ping")
+            client.call(Op.PING)
         assert time.monotonic() - started < 5
     finally:
         stream.close()
@@ -89,12 +90,12 @@ def test_an_unanswered_request_fails_within_its_bound_and_later_ones_at_once() -
 def test_each_operation_has_a_bound() -> None:
     client = AgentClient(LocalTransport().open_stream(["true"]))
     try:
-        assert client.bound("evidence", {}) == client.bound("status", {}) == READ_BOUND == 30
-        assert client.bound("exec", {"timeout": 100}) == 100 + EXEC_MARGIN
-        assert client.bound("run", {}) > READ_BOUND
+        assert client.bound(Op.EVIDENCE, {}) == client.bound(Op.STATUS, {}) == READ_BOUND == 30
+        assert client.bound(Op.EXEC, {"timeout": 100}) == 100 + EXEC_MARGIN
+        assert client.bound(Op.RUN, {}) > READ_BOUND
     finally:
         client.close()
 
 
 def test_the_driver_states_a_bound_for_every_agent_operation() -> None:
-    assert set(OPERATIONS) | {"shutdown"} == set(ANSWER_BOUNDS) | {"exec"}
+    assert set(OPERATIONS) | {Op.SHUTDOWN} == set(ANSWER_BOUNDS) | {Op.EXEC} == set(Op)

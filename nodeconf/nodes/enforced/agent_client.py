@@ -4,11 +4,11 @@ driver states per operation (a hung agent fails the run within it, never hangs i
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from nodeconf.enforcer.wire import READS, Op, decode_reply, encode_request
 from nodeconf.nodes.base import NodeError
 
 # Longest wait for one answer of the agent, per operation; a hung agent fails the run within it, never hangs it.
@@ -18,9 +18,7 @@ READ_BOUND = 30.0
 WRITE_BOUND = 120.0
 EXEC_MARGIN = 30.0
 ANSWER_BOUNDS: Mapping[str, float] = {
-    **dict.fromkeys(("ping", "facts", "status", "pods", "node_status", "evidence", "node_cgroups", "metrics", "logs",
-                     "objects"), READ_BOUND),
-    **dict.fromkeys(("configure", "run", "resize", "delete", "reset", "shutdown"), WRITE_BOUND),
+    op: READ_BOUND if op in READS else WRITE_BOUND for op in Op if op is not Op.EXEC
 }
 
 
@@ -46,35 +44,37 @@ class AgentClient:
         self.last_agent_ms = 0.0
         self.failed = ""
 
-    def bound(self, op: str, args: Mapping[str, Any]) -> float:
+    def bound(self, op: Op, args: Mapping[str, Any]) -> float:
         """Seconds to wait for the answer to op: its bound; an exec's own timeout plus EXEC_MARGIN."""
-        if op == "exec":
+        if op is Op.EXEC:
             return float(args.get("timeout", READ_BOUND)) + EXEC_MARGIN
         return self.bounds.get(op, WRITE_BOUND)
 
-    def call(self, op: str, **args: Any) -> Any:
+    def call(self, op: Op, **args: Any) -> Any:
         with self.lock:
             if self.failed:
                 raise NodeError(f"the enforcer no longer answers ({self.failed})")
             ident = next(self.ids)
             bound = self.bound(op, args)
+            name = op.value
             try:
-                self.stream.write(json.dumps({"id": ident, "op": op, **args}).encode() + b"\n")
+                self.stream.write(encode_request(ident, op, args))
                 line = self.stream.readline(bound)
             except (TimeoutError, OSError) as err:
                 # A late answer would pair with the next request: the stream is given up.
-                self.failed = f"it did not answer {op!r} within {bound:g} s, the bound for {op!r}: {err or 'timeout'}"
-                raise NodeError(f"the enforcer did not answer {op!r} within {bound:g} s (the bound for {op!r}): "
+                self.failed = (f"it did not answer {name!r} within {bound:g} s, the bound for {name!r}: "
+                               f"{err or 'timeout'}")
+                raise NodeError(f"the enforcer did not answer {name!r} within {bound:g} s (the bound for {name!r}): "
                                 f"{err or 'timeout'}") from None
         if not line:
-            raise NodeError(f"the enforcer closed the connection during {op!r} (see its log)")
-        reply = json.loads(line)
-        if reply.get("id") != ident:
-            raise NodeError(f"the enforcer answered request {reply.get('id')} to request {ident}")
-        if not reply["ok"]:
-            raise NodeError(f"enforcer: {reply['error']}")
-        self.last_agent_ms = float(reply["agentMs"])
-        return reply["result"]
+            raise NodeError(f"the enforcer closed the connection during {name!r} (see its log)")
+        reply = decode_reply(line)
+        if reply.ident != ident:
+            raise NodeError(f"the enforcer answered request {reply.ident} to request {ident}")
+        if not reply.ok:
+            raise NodeError(f"enforcer: {reply.error}")
+        self.last_agent_ms = reply.agent_ms
+        return reply.result
 
     def close(self) -> None:
         self.stream.close()

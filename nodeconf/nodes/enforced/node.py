@@ -12,9 +12,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from nodeconf.enforcer.facts import facts_from_dict
-from nodeconf.enforcer.ownership import FOREIGN_TREE
-from nodeconf.enforcer.server import ALREADY_RUNNING
+from nodeconf.enforcer.wire import (
+    ALREADY_RUNNING,
+    FOREIGN_TREE,
+    ContainerStatusDoc,
+    EvidenceDoc,
+    ExecDoc,
+    NodeStatusDoc,
+    Op,
+    PodStatusDoc,
+    ResizeDoc,
+    RunDoc,
+    facts_from_dict,
+)
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_to_dict
 from nodeconf.manifest import NamespaceObject, Pod
 from nodeconf.manifest_writer import namespace_object_to_dict, pod_to_dict
@@ -117,7 +127,7 @@ def agent_bundle() -> bytes:
     return buffer.getvalue()
 
 
-def _container_state(doc: Mapping[str, Any]) -> ContainerState:
+def _container_state(doc: ContainerStatusDoc) -> ContainerState:
     last = (doc.get("lastState") or {}).get("terminated")
     return ContainerState(
         name=doc["name"], state=doc["state"], reason=doc["reason"], exit_code=doc["exitCode"],
@@ -126,7 +136,7 @@ def _container_state(doc: Mapping[str, Any]) -> ContainerState:
     )
 
 
-def pod_status(doc: Mapping[str, Any]) -> PodStatus:
+def pod_status(doc: PodStatusDoc) -> PodStatus:
     """A PodStatus from the agent's status document."""
     return PodStatus(
         phase=doc["phase"], qos_class=doc["qosClass"],
@@ -152,11 +162,11 @@ class EnforcedPod(PodHandle):
 
     def status(self) -> PodStatus:
         self._require_admitted()
-        return pod_status(self.node.client.call("status", pod=self.pod.ref))
+        return pod_status(self.node.client.call(Op.STATUS, pod=self.pod.ref))
 
     def evidence(self, extra_files: Sequence[str] = ()) -> PodEvidence:
         self._require_admitted()
-        doc = self.node.client.call("evidence", pod=self.pod.ref, files=list(extra_files))
+        doc: EvidenceDoc = self.node.client.call(Op.EVIDENCE, pod=self.pod.ref, files=list(extra_files))
         status = doc["status"]
         cgroups = {path: _files(path, raw) for path, raw in doc["cgroups"].items()}
         pod_path = status["cgroup"]
@@ -180,24 +190,24 @@ class EnforcedPod(PodHandle):
 
     def resize(self, patch: Mapping[str, Any]) -> ResizeStatus:
         self._require_admitted()
-        doc = self.node.client.call("resize", pod=self.pod.ref, patch=dict(patch))
+        doc: ResizeDoc = self.node.client.call(Op.RESIZE, pod=self.pod.ref, patch=dict(patch))
         return ResizeStatus(doc["status"], doc["message"])
 
     def exec(self, container: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
         self._require_admitted()
-        doc = self.node.client.call("exec", pod=self.pod.ref, container=container, argv=list(argv),
+        doc: ExecDoc = self.node.client.call(Op.EXEC, pod=self.pod.ref, container=container, argv=list(argv),
                                     timeout=timeout)
         return ExecResult(doc["rc"], doc["stdout"], doc["stderr"])
 
     def logs(self, container: str | None = None) -> str:
         self._require_admitted()
-        text: str = self.node.client.call("logs", pod=self.pod.ref, container=container)["text"]
+        text: str = self.node.client.call(Op.LOGS, pod=self.pod.ref, container=container)["text"]
         return text
 
     def delete(self) -> None:
         """Delete the pod; nothing to do once the node has stopped (the stop removed everything)."""
         if self.admitted and self.node.running:
-            self.node.client.call("delete", pod=self.pod.ref)
+            self.node.client.call(Op.DELETE, pod=self.pod.ref)
         self.admitted = False
 
 
@@ -272,7 +282,7 @@ class EnforcedNode(Node):
                 raise NodeError(f"the enforcer did not start: {_text(started.stderr)}")
             bridge = self._agent_argv("bridge", "--socket", self.socket)
             self._client = AgentClient(self.transport.open_stream(bridge, timeout=READ_BOUND))
-            self.client.call("ping")
+            self.client.call(Op.PING)
         except BaseException:
             self.close()
             raise
@@ -298,41 +308,41 @@ class EnforcedNode(Node):
 
     def facts(self) -> NodeFacts:
         if self._facts is None:
-            self._facts = facts_from_dict(self.client.call("facts"))
+            self._facts = facts_from_dict(self.client.call(Op.FACTS))
         return self._facts
 
     def configure(self, config: KubeletConfig, version: str | None = None) -> Sequence[str]:
-        result = self.client.call("configure", config=kubelet_config_to_dict(config), version=version)
+        result = self.client.call(Op.CONFIGURE, config=kubelet_config_to_dict(config), version=version)
         return tuple(result["warnings"])
 
     def set_namespace_objects(self, objects: Sequence[NamespaceObject]) -> None:
-        self.client.call("objects", objects=[namespace_object_to_dict(o) for o in objects])
+        self.client.call(Op.OBJECTS, objects=[namespace_object_to_dict(o) for o in objects])
 
     def run(self, pod: Pod) -> EnforcedPod:
-        result = self.client.call("run", pod=pod_to_dict(pod))
+        result: RunDoc = self.client.call(Op.RUN, pod=pod_to_dict(pod))
         return EnforcedPod(self, pod, result["admitted"], result["errors"])
 
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
-        doc = self.client.call("node_cgroups", files=list(extra_files))
+        doc = self.client.call(Op.NODE_CGROUPS, files=list(extra_files))
         return {path: _files(path, raw) for path, raw in doc.items()}
 
     def conditions(self) -> NodeConditions:
-        doc = self.client.call("node_status")
+        doc: NodeStatusDoc = self.client.call(Op.NODE_STATUS)
         return NodeConditions(doc["conditions"],
                               tuple(Event(e["type"], e["reason"], e["message"]) for e in doc["events"]))
 
     def metrics(self) -> Metrics:
-        return parse_metrics(self.client.call("metrics")["text"])
+        return parse_metrics(self.client.call(Op.METRICS)["text"])
 
     def logs(self) -> str:
         if self._client is None:
             return self.final_log
-        text: str = self.client.call("logs")["text"]
+        text: str = self.client.call(Op.LOGS)["text"]
         return text
 
     def reset(self) -> None:
         """Delete every pod and namespace object; back to the default kubelet configuration."""
-        self.client.call("reset")
+        self.client.call(Op.RESET)
 
     def close(self) -> None:
         """Stop the agent (it kills its processes and removes its marked cgroups), then remove the directories
@@ -344,7 +354,7 @@ class EnforcedNode(Node):
             if self._client is not None:
                 try:
                     self.final_log = self.logs()
-                    self._client.call("shutdown")
+                    self._client.call(Op.SHUTDOWN)
                     stopped_itself = True
                 except NodeError:
                     self._checked(self._cleanup_argv())

@@ -1,0 +1,222 @@
+"""The agent's protocol, shared by the agent (server) and the driver (client): one JSON object per line, the
+operations and their arguments, the request and reply envelopes, the documents the driver reads back, and the
+exit statuses of `serve`. Standard library only: it runs on the node.
+
+Source: issue 12 (one wire module for the agent protocol that both sides import).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, TypedDict
+
+from nodeconf.node_facts import NodeFacts
+
+# Exit statuses of `serve`: another agent already answers on the socket (the driver must not clean up then);
+# the kubepods cgroups hold a tree nodeconf did not create.
+ALREADY_RUNNING = 3
+FOREIGN_TREE = 4
+
+
+class Op(StrEnum):
+    """The operations the agent answers."""
+
+    PING = "ping"
+    FACTS = "facts"
+    CONFIGURE = "configure"
+    OBJECTS = "objects"
+    RUN = "run"
+    STATUS = "status"
+    PODS = "pods"
+    NODE_STATUS = "node_status"
+    EVIDENCE = "evidence"
+    NODE_CGROUPS = "node_cgroups"
+    RESIZE = "resize"
+    EXEC = "exec"
+    DELETE = "delete"
+    METRICS = "metrics"
+    LOGS = "logs"
+    RESET = "reset"
+    SHUTDOWN = "shutdown"
+
+
+# The arguments each operation takes besides `id` and `op` (the server reads these, the client sends only these).
+ARGUMENTS: Mapping[Op, frozenset[str]] = {
+    Op.PING: frozenset(), Op.FACTS: frozenset(), Op.CONFIGURE: frozenset({"config", "version"}),
+    Op.OBJECTS: frozenset({"objects"}), Op.RUN: frozenset({"pod"}), Op.STATUS: frozenset({"pod"}),
+    Op.PODS: frozenset(), Op.NODE_STATUS: frozenset(), Op.EVIDENCE: frozenset({"pod", "files"}),
+    Op.NODE_CGROUPS: frozenset({"files"}), Op.RESIZE: frozenset({"pod", "patch"}),
+    Op.EXEC: frozenset({"pod", "container", "argv", "timeout"}), Op.DELETE: frozenset({"pod"}),
+    Op.METRICS: frozenset(), Op.LOGS: frozenset({"pod", "container"}), Op.RESET: frozenset(),
+    Op.SHUTDOWN: frozenset(),
+}
+# Operations that only read (answered after the agent's lock, in milliseconds); the others start or kill processes.
+READS = frozenset({Op.PING, Op.FACTS, Op.STATUS, Op.PODS, Op.NODE_STATUS, Op.EVIDENCE, Op.NODE_CGROUPS,
+                   Op.METRICS, Op.LOGS, Op.OBJECTS})
+
+
+class WireError(ValueError):
+    """A line that is not a request or reply of this protocol."""
+
+
+@dataclass(frozen=True)
+class Request:
+    ident: Any
+    op: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Reply:
+    ident: Any
+    ok: bool
+    result: Any = None
+    error: str = ""
+    agent_ms: float = 0.0
+
+
+def encode_request(ident: int, op: Op, args: Mapping[str, Any]) -> bytes:
+    """One request line; ValueError for an argument the operation does not take (a driver bug)."""
+    unknown = set(args) - ARGUMENTS[op]
+    if unknown:
+        raise ValueError(f"op {op.value!r} takes no {sorted(unknown)}")
+    return json.dumps({"id": ident, "op": op.value, **args}).encode() + b"\n"
+
+
+def decode_request(line: bytes) -> Request:
+    """The request on one line; WireError when it is not a JSON object."""
+    try:
+        doc = json.loads(line)
+    except ValueError as err:
+        raise WireError(f"request is not JSON: {err}") from None
+    if not isinstance(doc, dict):
+        raise WireError("request must be a JSON object")
+    return Request(doc.get("id"), str(doc.get("op")), doc)
+
+
+def encode_reply(reply: Reply) -> bytes:
+    """One reply line: {"id", "ok": true, "result", "agentMs"} or {"id", "ok": false, "error"}."""
+    return json.dumps(reply_document(reply)).encode() + b"\n"
+
+
+def reply_document(reply: Reply) -> dict[str, Any]:
+    if reply.ok:
+        return {"id": reply.ident, "ok": True, "result": reply.result, "agentMs": reply.agent_ms}
+    return {"id": reply.ident, "ok": False, "error": reply.error}
+
+
+def decode_reply(line: bytes) -> Reply:
+    """The reply on one line (KeyError/ValueError when it is not one)."""
+    doc = json.loads(line)
+    if doc["ok"]:
+        return Reply(doc.get("id"), True, doc["result"], agent_ms=float(doc["agentMs"]))
+    return Reply(doc.get("id"), False, error=str(doc["error"]))
+
+
+class EventDoc(TypedDict):
+    type: str
+    reason: str
+    message: str
+
+
+class TerminatedDoc(TypedDict):
+    exitCode: int
+    reason: str
+
+
+class LastStateDoc(TypedDict, total=False):
+    terminated: TerminatedDoc
+
+
+class ContainerStatusDoc(TypedDict):
+    """One container of a status document (`kind`: init, sidecar, regular or pause)."""
+
+    name: str
+    kind: str
+    cgroup: str
+    state: str
+    reason: str
+    exitCode: int | None
+    restartCount: int
+    lastState: LastStateDoc
+    pid: int | None
+
+
+class ResizeDoc(TypedDict):
+    status: str
+    message: str
+
+
+class PodStatusDoc(TypedDict):
+    """What `status` answers and `evidence` holds under "status" (records.PodRecord.to_dict writes it, with the
+    fields of the state file besides)."""
+
+    phase: str
+    qosClass: str
+    cgroup: str
+    containers: list[ContainerStatusDoc]
+    reason: str
+    message: str
+    events: list[EventDoc]
+    resize: ResizeDoc
+
+
+class ProcessesDoc(TypedDict):
+    pids: list[int]
+    oomScoreAdj: dict[str, int]
+
+
+class EvidenceDoc(TypedDict):
+    """What `evidence` answers: status, files per cgroup path (None: unreadable), processes per container."""
+
+    status: PodStatusDoc
+    cgroups: dict[str, dict[str, str | None]]
+    processes: dict[str, ProcessesDoc]
+
+
+class RunDoc(TypedDict):
+    admitted: bool
+    errors: list[str]
+    status: dict[str, Any] | None
+
+
+class ExecDoc(TypedDict):
+    rc: int
+    stdout: str
+    stderr: str
+
+
+class NodeStatusDoc(TypedDict):
+    conditions: dict[str, bool]
+    events: list[EventDoc]
+
+
+class FactsDoc(TypedDict):
+    memoryCapacity: int
+    swapCapacity: int
+    cpuCapacityMilli: int
+    pageSize: int
+    kernelVersion: str
+    cgroupControllers: list[str]
+    cpuWeightFormula: str
+
+
+def facts_to_dict(facts: NodeFacts) -> FactsDoc:
+    return {
+        "memoryCapacity": facts.memory_capacity, "swapCapacity": facts.swap_capacity,
+        "cpuCapacityMilli": facts.cpu_capacity_milli, "pageSize": facts.page_size,
+        "kernelVersion": facts.kernel_version, "cgroupControllers": list(facts.cgroup_controllers),
+        "cpuWeightFormula": facts.cpu_weight_formula,
+    }
+
+
+def facts_from_dict(doc: Mapping[str, Any]) -> NodeFacts:
+    return NodeFacts(
+        memory_capacity=int(str(doc["memoryCapacity"])), swap_capacity=int(str(doc["swapCapacity"])),
+        cpu_capacity_milli=int(str(doc["cpuCapacityMilli"])), page_size=int(str(doc["pageSize"])),
+        kernel_version=str(doc["kernelVersion"]), cgroup_controllers=tuple(str(c) for c in doc["cgroupControllers"]),
+        cpu_weight_formula=str(doc["cpuWeightFormula"]),
+    )
