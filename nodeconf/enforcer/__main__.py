@@ -13,7 +13,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from nodeconf.enforcer.agent import LOG_FILE, STATE_FILE, Agent
+from nodeconf.enforcer.agent import Agent
+from nodeconf.enforcer.agent_core import LOG_FILE, STATE_FILE
 from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree
 from nodeconf.enforcer.facts import detect, node_memory_used

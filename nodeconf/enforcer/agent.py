@@ -1,197 +1,35 @@
-"""The agent's core: admit pods through the oracle, write its values, run and supervise container processes."""
+"""The agent's operations: admit pods through the oracle, run, read back, resize and delete them, one per request.
+
+Its state and shared steps are in agent_core.py, the state file in state_file.py, the supervision of processes
+and eviction in supervision.py (issue 12: agent.py split at its own section banners).
+"""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import json
-import logging
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeconf import names
 from nodeconf.cgroup_files import evidence_files
 from nodeconf.enforcer import process
-from nodeconf.enforcer.cgroupfs import CgroupTree
-from nodeconf.enforcer.lifecycle import (
-    KUBELET_BACKOFF,
-    NO_FAULTS,
-    Backoff,
-    Faults,
-    pod_phase,
-    ready_to_start,
-    restarts,
-)
+from nodeconf.enforcer.agent_core import LOG_FILE, STATE_FILE, TERMINAL, AgentError
 from nodeconf.enforcer.metrics import render
-from nodeconf.enforcer.oracle import ContainerUsage, ExpectFn, ResizeFn
-from nodeconf.enforcer.ownership import ForeignCgroup, foreign_message, is_marked, kill_recorded, process_start
+from nodeconf.enforcer.ownership import foreign_message, is_marked
 from nodeconf.enforcer.patch import patched_pod
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord, PodRecord
+from nodeconf.enforcer.supervision import Supervision
 from nodeconf.errors import InputError
-from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
-from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, object_from_dict
-from nodeconf.node_facts import NodeFacts
-from nodeconf.semantics.eviction import MEMORY_PRESSURE, PodMemoryUsage, decide_memory_eviction
-from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation
-from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
+from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
+from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.semantics.expectation import ContainerExpectation
+from nodeconf.semantics.profile import DEFAULT_VERSION, profile_for
 from nodeconf.workloads import SLEEPER
 
-APPLIED = "Applied"
-# Resize outcomes that stay pending and are asked about again on every tick (PodResizeInProgress, Deferred).
-PENDING = ("InProgress", "Deferred")
 
-
-TERMINAL = ("Succeeded", "Failed")
-# How often memory.available is checked (kubelet evictionMonitoringPeriod is 10 s; faster here for tests).
-EVICTION_INTERVAL = 1.0
-STATE_FILE = "state.json"
-LOG_FILE = "agent.log"
-
-
-class AgentError(Exception):
-    """A request the agent refuses; the message goes back to the caller as is."""
-
-
-class Agent:
+class Agent(Supervision):
     """One node agent; every public method is one API operation and holds the lock."""
-
-    def __init__(self, tree: CgroupTree, state_dir: Path, facts: NodeFacts, expect_fn: ExpectFn,
-                 resize_fn: ResizeFn, *, node_memory_used: Callable[[], int] | None = None, faults: Faults = NO_FAULTS,
-                 backoff: Backoff = KUBELET_BACKOFF, log: logging.Logger | None = None) -> None:
-        self.tree = tree
-        self.state_dir = state_dir
-        self.facts = facts
-        self.expect_fn = expect_fn
-        self.resize_fn = resize_fn
-        self.next_eviction_check = 0.0
-        self.node_memory_used = node_memory_used
-        self.conditions: dict[str, bool] = {MEMORY_PRESSURE: False}
-        self.faults = faults
-        self.backoff = backoff
-        self.log = log or logging.getLogger("nodeconf.enforcer")
-        self.lock = threading.RLock()
-        self.config = KubeletConfig()
-        self.version = DEFAULT_VERSION
-        self.objects: list[NamespaceObject] = []
-        self.object_docs: list[dict[str, Any]] = []
-        self.pods: dict[str, PodRecord] = {}
-        self.written: dict[tuple[str, str], str] = {}
-        self.node_events: list[dict[str, str]] = []
-
-    # --- state ----------------------------------------------------------------------------------------
-
-    def save(self) -> None:
-        """Write the state file atomically (it lets the agent's pods survive its own restart)."""
-        doc = {
-            "config": kubelet_config_to_dict(self.config), "version": self.version,
-            "objects": self.object_docs, "pods": [self._saved(p) for p in self.pods.values()],
-            "nodeEvents": self.node_events,
-        }
-        tmp = self.state_dir / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(doc))
-        tmp.replace(self.state_dir / STATE_FILE)
-
-    def recover(self) -> None:
-        """Refuse a node with a kubepods cgroup nodeconf did not create (ForeignCgroup, before any write); kill
-        what a crashed agent left, remove its marked cgroups, then restore and restart its pods."""
-        with self.lock:
-            self.tree.refuse_foreign()
-            path = self.state_dir / STATE_FILE
-            previous = json.loads(path.read_text()) if path.exists() else None
-            kill_recorded(previous)
-            for top in self.tree.owned_roots():
-                self.log.info("removing cgroup %s left by a previous run", top)
-            self._clear_tree()
-            if previous is not None:
-                self._restore(previous)
-            self._apply_logged()
-            self.save()
-
-    def _apply_logged(self) -> tuple[str, ...]:
-        """Apply the expectation for the current config, logging the oracle's startup warnings (kubelet start)."""
-        expectation = self._expect()
-        for warning in expectation.warnings:
-            self.log.warning("%s", warning)
-        self._apply(expectation)
-        return tuple(expectation.warnings)
-
-    def _restore(self, previous: Mapping[str, Any]) -> None:
-        """Take back config, objects and pods from the state file; running containers start again."""
-        self.config = kubelet_config_from_dict(previous["config"], source="agent state")
-        self.version = previous["version"]
-        self._set_objects(previous["objects"])
-        self.node_events = previous["nodeEvents"]
-        for doc in previous["pods"]:
-            record = PodRecord.from_dict(doc)
-            for c in record.containers:
-                if c.state == "running":
-                    c.state, c.reason, c.next_start = "waiting", "AgentRestarted", 0.0
-            self.pods[record.ref] = record
-        self.log.info("restored %d pods from the state file", len(self.pods))
-
-    # --- oracle ---------------------------------------------------------------------------------------
-
-    def profile(self) -> Profile:
-        return profile_for(self.version, self.config)
-
-    def oracle_facts(self) -> NodeFacts:
-        if self.faults.cpu_weight_formula is None:
-            return self.facts
-        return dataclasses.replace(self.facts, cpu_weight_formula=self.faults.cpu_weight_formula)
-
-    def oracle_config(self) -> KubeletConfig:
-        if self.faults.memory_throttling_factor is None:
-            return self.config
-        return dataclasses.replace(self.config, memory_throttling_factor=self.faults.memory_throttling_factor)
-
-    def _active(self) -> list[Pod]:
-        return [r.pod for r in self.pods.values() if r.phase not in TERMINAL]
-
-    def _expect(self, extra: Sequence[Pod] = ()) -> NodeExpectation:
-        return self.expect_fn(self.faults.pods_seen([*self._active(), *extra], self.config.swap_behavior),
-                              self.oracle_facts(), self.oracle_config(), self.profile(), self.objects)
-
-    # --- writing the tree -----------------------------------------------------------------------------
-
-    def _write(self, cgroup: CgroupExpectation) -> list[str]:
-        try:
-            self.tree.ensure(cgroup.path)
-        except ForeignCgroup as err:
-            return [str(err)]
-        problems = []
-        for file, expected in cgroup.files.items():
-            if self.written.get((cgroup.path, file)) == expected.value:
-                continue
-            try:
-                self.tree.write(cgroup.path, file, expected.value)
-                self.written[(cgroup.path, file)] = expected.value
-            except OSError as err:
-                problems.append(f"writing {expected.value!r} to {cgroup.path}/{file}: {err.strerror or err}")
-        return problems
-
-    def _apply(self, expectation: NodeExpectation) -> None:
-        """Write every value the oracle computes: node level first, then each active pod and its containers."""
-        for cgroup in expectation.cgroups.values():
-            for problem in self._write(cgroup):
-                self.log.error("%s", problem)
-        for pe in expectation.pods:
-            record = self.pods.get(pe.pod.ref)
-            if record is None or record.phase in TERMINAL or pe.cgroup is None:
-                continue
-            cgroups = [pe.cgroup, *(c.cgroup for c in _with_pause(pe.containers, pe.pause))]
-            for cgroup in cgroups:
-                for problem in self._write(cgroup):
-                    self.log.error("pod %s: %s", record.ref, problem)
-                    record.event("Warning", "FailedCgroupWrite", problem)
-
-    def _forget_written(self, path: str) -> None:
-        for key in [k for k in self.written if k[0] == path or k[0].startswith(path + "/")]:
-            del self.written[key]
-
-    # --- operations -----------------------------------------------------------------------------------
 
     def configure(self, config_doc: Mapping[str, Any], version: str | None = None) -> dict[str, Any]:
         """Take a KubeletConfiguration (as a kubelet restart would) and rewrite every value for it."""
@@ -210,18 +48,6 @@ class Agent:
             warnings = self._apply_logged()
             self.save()
             return {"warnings": list(warnings)}
-
-    def _set_objects(self, docs: Sequence[Mapping[str, Any]]) -> None:
-        objects: list[NamespaceObject] = []
-        for doc in docs:
-            try:
-                obj = object_from_dict(doc, source="objects")
-            except InputError as err:
-                raise AgentError(str(err)) from None
-            if not isinstance(obj, LimitRange | ResourceQuota):
-                raise AgentError(f"objects: {obj.name} is a Pod; only LimitRange and ResourceQuota belong here")
-            objects.append(obj)
-        self.objects, self.object_docs = objects, [dict(d) for d in docs]
 
     def set_objects(self, docs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Replace the namespace objects (LimitRange, ResourceQuota) that admission consults."""
@@ -285,13 +111,6 @@ class Agent:
         with self.lock:
             return self._record(ref).to_dict()
 
-    def _saved(self, record: PodRecord) -> dict[str, Any]:
-        """The record for the state file: with each process's start time, to tell a reused pid apart later."""
-        out = record.to_dict()
-        for c in out["containers"]:
-            c["pidStart"] = process_start(c["pid"]) if c["pid"] else None
-        return out
-
     def pods_status(self) -> dict[str, Any]:
         with self.lock:
             return {"pods": [r.to_dict() for r in self.pods.values()], "nodeEvents": self.node_events}
@@ -348,34 +167,6 @@ class Agent:
             self.save()
             return {"status": record.resize_status, "message": record.resize_message}
 
-    def _usage(self, record: PodRecord) -> dict[str, ContainerUsage]:
-        usage = {}
-        for c in record.containers:
-            if c.kind != PAUSE:
-                usage[c.name] = ContainerUsage(
-                    memory=_int(self.tree.read(c.cgroup, "memory.current")),
-                    swap=_int(self.tree.read(c.cgroup, "memory.swap.current")),
-                )
-        return usage
-
-    def _try_resize(self, record: PodRecord) -> None:
-        """Ask the oracle about the pending resize with current usage; apply it when it says so."""
-        assert record.desired is not None
-        others = [p for p in self._active() if p.ref != record.ref]
-        decision = self.resize_fn(record.pod, record.desired, self._usage(record), self.oracle_facts(),
-                                  self.oracle_config(), self.profile(), others)
-        status = str(decision.status)
-        changed = (status, decision.message) != (record.resize_status, record.resize_message)
-        record.resize_status, record.resize_message = status, decision.message
-        if status == APPLIED:
-            record.pod, record.desired = record.desired, None
-            self._apply(self._expect())
-        elif status not in PENDING:
-            record.desired = None
-        if changed:
-            kind = "Warning" if status not in (APPLIED, *PENDING) else "Normal"
-            record.event(kind, f"Resize{status}", decision.message or status)
-
     def delete(self, ref: str) -> dict[str, Any]:
         """Kill the pod's processes, remove its cgroups and forget it; the sums are rewritten without it."""
         with self.lock:
@@ -385,17 +176,6 @@ class Agent:
             self._apply(self._expect())
             self.save()
             return {"deleted": ref}
-
-    def _teardown(self, record: PodRecord) -> None:
-        for c in record.containers:
-            if c.proc is not None:
-                process.terminate(c.proc)
-                c.proc = None
-            if c.state == "running":
-                c.state, c.reason, c.exit_code = "terminated", "Killed", 137
-        self.tree.kill(record.cgroup)
-        self.tree.remove(record.cgroup)
-        self._forget_written(record.cgroup)
 
     def metrics(self) -> str:
         with self.lock:
@@ -426,9 +206,6 @@ class Agent:
         except FileNotFoundError:
             return ""
 
-    def _container_log(self, record: PodRecord, name: str) -> Path:
-        return self.state_dir / "logs" / names.log_file(record.pod.namespace, record.pod.name, name)
-
     def shutdown(self) -> dict[str, Any]:
         """Kill every process, remove every cgroup of ours and the state file."""
         with self.lock:
@@ -445,11 +222,6 @@ class Agent:
         self._clear_tree()
         self.written.clear()
 
-    def _clear_tree(self) -> None:
-        """Kill and remove every marked cgroup; a cgroup of someone else inside ours stays (logged)."""
-        for left in self.tree.clear():
-            self.log.warning("left %s in place: %s", left, foreign_message(left))
-
     def reset(self) -> dict[str, Any]:
         """Delete every pod and namespace object and go back to the default configuration."""
         with self.lock:
@@ -460,125 +232,9 @@ class Agent:
             self.save()
             return {"reset": True}
 
-    # --- supervision ----------------------------------------------------------------------------------
-
-    def tick(self) -> None:
-        """Reap exited processes, restart per restartPolicy with back-off, start what is due, update phases."""
-        with self.lock:
-            now = time.monotonic()
-            changed = False
-            for record in list(self.pods.values()):
-                if record.phase in TERMINAL:
-                    continue
-                for c in record.containers:
-                    if c.proc is not None and c.proc.poll() is not None:
-                        self._exited(record, c, now)
-                        changed = True
-                if record.desired is not None:
-                    self._try_resize(record)
-                    changed = True
-                changed |= self._start_due(record, now)
-                changed |= self._update_phase(record)
-            changed |= self._check_eviction(now)
-            if changed:
-                self.save()
-
-    def _working_set(self, path: str) -> int:
-        """memory.current − inactive_file (the kubelet's working set), 0 when unreadable."""
-        current = _int(self.tree.read(path, "memory.current")) or 0
-        return max(0, current - self.tree.keyed(path, "memory.stat").get("inactive_file", 0))
-
-    def _check_eviction(self, now: float) -> bool:
-        """Every EVICTION_INTERVAL: memory.available against evictionHard; evict the oracle's first pod."""
-        if self.node_memory_used is None or now < self.next_eviction_check:
-            return False
-        self.next_eviction_check = now + EVICTION_INTERVAL
-        live = [r for r in self.pods.values() if r.phase not in TERMINAL]
-        usages = [PodMemoryUsage(r.pod, {c.name: self._working_set(c.cgroup) for c in r.containers
-                                         if c.kind != PAUSE}) for r in live]
-        outside = max(0, self.node_memory_used() - sum(self._working_set(r.cgroup) for r in live))
-        decision = decide_memory_eviction(usages, self.oracle_facts(), self.oracle_config(), outside)
-        changed = decision.memory_pressure != self.conditions[MEMORY_PRESSURE]
-        if changed:
-            self.conditions[MEMORY_PRESSURE] = decision.memory_pressure
-            self.node_events.append({
-                "type": "Warning" if decision.memory_pressure else "Normal",
-                "reason": "NodeHasInsufficientMemory" if decision.memory_pressure else "NodeHasSufficientMemory",
-                "message": f"memory.available {decision.available} against threshold {decision.threshold}",
-            })
-            self.log.info("MemoryPressure %s (available %d, threshold %d)", decision.memory_pressure,
-                          decision.available, decision.threshold)
-        if decision.victim is not None:
-            record = self.pods[decision.victim.ref]
-            self.log.info("evicting pod %s: %s", record.ref, decision.message)
-            self._teardown(record)
-            record.phase, record.reason, record.message = "Failed", decision.reason, decision.message
-            record.event("Warning", decision.reason, decision.message)
-            self._apply(self._expect())
-            changed = True
-        return changed
-
     def node_status(self) -> dict[str, Any]:
         with self.lock:
             return {"conditions": dict(self.conditions), "events": list(self.node_events)}
-
-    def _exited(self, record: PodRecord, c: ContainerRecord, now: float) -> None:
-        assert c.proc is not None
-        code = process.exit_code(c.proc.returncode)
-        c.proc = None
-        oom = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0) > c.oom_kills_at_start
-        reason = "OOMKilled" if oom else ("Completed" if code == 0 else "Error")
-        c.exit_code, c.finished_at = code, time.time()
-        terminated = {"exitCode": code, "reason": reason, "startedAt": c.started_at, "finishedAt": c.finished_at}
-        self.log.info("pod %s container %s exited %d (%s)", record.ref, c.name, code, reason)
-        if oom:
-            record.event("Warning", "OOMKilling",
-                         f"Memory cgroup out of memory: container {c.name} was killed (exit code {code})")
-        if restarts(record.pod.restart_policy, c.kind, code):
-            c.last_state = {"terminated": terminated}
-            c.state, c.reason, c.exit_code = "waiting", "CrashLoopBackOff", None
-            c.next_start = now + self.backoff.delay(c.restarts)
-            if c.restarts:
-                record.event("Warning", "BackOff", f"Back-off restarting failed container {c.name}")
-        else:
-            c.state, c.reason = "terminated", reason
-
-    def _start_due(self, record: PodRecord, now: float) -> bool:
-        """Start every container whose turn has come, together; return once each sits in its cgroup."""
-        attempted = False
-        ready: list[int] = []
-        for c in record.containers:
-            if c.state == "waiting" and c.next_start <= now and ready_to_start(record.containers, c):
-                attempted = True
-                fd = self._spawn(record, c)
-                if fd is not None:
-                    ready.append(fd)
-        process.await_ready(ready)
-        return attempted
-
-    def _spawn(self, record: PodRecord, c: ContainerRecord) -> int | None:
-        """Launch one container's process; its ready fd, or None when it could not start."""
-        if c.started_at is not None:
-            c.restarts += 1
-        c.oom_kills_at_start = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0)
-        log = self._container_log(record, c.name)
-        try:
-            c.proc, ready = process.spawn(c.argv, self.tree.dir(c.cgroup), c.oom_score_adj, log)
-        except OSError as err:
-            c.state, c.reason, c.exit_code = "terminated", "StartError", 128
-            record.event("Warning", "Failed", f"Error: failed to start container {c.name}: {err}")
-            return None
-        c.state, c.reason, c.exit_code, c.started_at = "running", "", None, time.time()
-        return ready
-
-    def _update_phase(self, record: PodRecord) -> bool:
-        before = record.phase
-        record.phase = pod_phase(record.containers, record.phase)
-        if record.phase in TERMINAL and before not in TERMINAL:
-            self.log.info("pod %s %s", record.ref, record.phase)
-            self._teardown(record)
-            self._apply(self._expect())
-        return record.phase != before
 
 
 def _container_record(ce: ContainerExpectation, pod: Pod | None) -> ContainerRecord:
@@ -590,11 +246,6 @@ def _container_record(ce: ContainerExpectation, pod: Pod | None) -> ContainerRec
         kind = REGULAR if spec in pod.containers else (SIDECAR if spec.is_sidecar else INIT)
     return ContainerRecord(name=ce.name, kind=kind, cgroup=ce.cgroup.path, argv=argv,
                            oom_score_adj=int(ce.oom_score_adj.value))
-
-
-def _with_pause(containers: Sequence[ContainerExpectation],
-                pause: ContainerExpectation | None) -> list[ContainerExpectation]:
-    return [*([pause] if pause is not None else []), *containers]
 
 
 def _ancestors(path: str) -> list[str]:
@@ -611,7 +262,3 @@ def _check_names(pod: Pod) -> None:
             names.label(c.name, "container name")
     except names.UnsafeName as err:
         raise AgentError(f"pod {pod.ref}: {err}") from None
-
-
-def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None

@@ -23,7 +23,8 @@ from enforcer_support import (
     tick_until,
 )
 
-from nodeconf.enforcer.agent import Agent, AgentError
+from nodeconf.enforcer.agent import Agent
+from nodeconf.enforcer.agent_core import AgentError
 from nodeconf.enforcer.lifecycle import Faults
 from nodeconf.enforcer.patch import patched_pod
 from nodeconf.errors import InputError

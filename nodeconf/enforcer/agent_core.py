@@ -1,0 +1,206 @@
+"""The agent's state and what every operation shares: the oracle's view of the node, writing its values to the
+cgroup tree, tearing a pod down.
+
+Source: issue 12 (enforcer/agent.py split at its own section banners).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from nodeconf import names
+from nodeconf.enforcer import process
+from nodeconf.enforcer.cgroupfs import CgroupTree
+from nodeconf.enforcer.lifecycle import (
+    KUBELET_BACKOFF,
+    NO_FAULTS,
+    Backoff,
+    Faults,
+)
+from nodeconf.enforcer.oracle import ContainerUsage, ExpectFn, ResizeFn
+from nodeconf.enforcer.ownership import ForeignCgroup, foreign_message, process_start
+from nodeconf.enforcer.records import PAUSE, PodRecord
+from nodeconf.errors import InputError
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, object_from_dict
+from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.eviction import MEMORY_PRESSURE
+from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation
+from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
+
+APPLIED = "Applied"
+# Resize outcomes that stay pending and are asked about again on every tick (PodResizeInProgress, Deferred).
+PENDING = ("InProgress", "Deferred")
+
+
+TERMINAL = ("Succeeded", "Failed")
+# How often memory.available is checked (kubelet evictionMonitoringPeriod is 10 s; faster here for tests).
+EVICTION_INTERVAL = 1.0
+STATE_FILE = "state.json"
+LOG_FILE = "agent.log"
+
+
+class AgentError(Exception):
+    """A request the agent refuses; the message goes back to the caller as is."""
+
+
+class AgentCore:
+    """The node agent's state: config, namespace objects, pods, written values, conditions; one lock."""
+
+    def __init__(self, tree: CgroupTree, state_dir: Path, facts: NodeFacts, expect_fn: ExpectFn,
+                 resize_fn: ResizeFn, *, node_memory_used: Callable[[], int] | None = None, faults: Faults = NO_FAULTS,
+                 backoff: Backoff = KUBELET_BACKOFF, log: logging.Logger | None = None) -> None:
+        self.tree = tree
+        self.state_dir = state_dir
+        self.facts = facts
+        self.expect_fn = expect_fn
+        self.resize_fn = resize_fn
+        self.next_eviction_check = 0.0
+        self.node_memory_used = node_memory_used
+        self.conditions: dict[str, bool] = {MEMORY_PRESSURE: False}
+        self.faults = faults
+        self.backoff = backoff
+        self.log = log or logging.getLogger("nodeconf.enforcer")
+        self.lock = threading.RLock()
+        self.config = KubeletConfig()
+        self.version = DEFAULT_VERSION
+        self.objects: list[NamespaceObject] = []
+        self.object_docs: list[dict[str, Any]] = []
+        self.pods: dict[str, PodRecord] = {}
+        self.written: dict[tuple[str, str], str] = {}
+        self.node_events: list[dict[str, str]] = []
+
+    def profile(self) -> Profile:
+        return profile_for(self.version, self.config)
+
+    def oracle_facts(self) -> NodeFacts:
+        if self.faults.cpu_weight_formula is None:
+            return self.facts
+        return dataclasses.replace(self.facts, cpu_weight_formula=self.faults.cpu_weight_formula)
+
+    def oracle_config(self) -> KubeletConfig:
+        if self.faults.memory_throttling_factor is None:
+            return self.config
+        return dataclasses.replace(self.config, memory_throttling_factor=self.faults.memory_throttling_factor)
+
+    def _active(self) -> list[Pod]:
+        return [r.pod for r in self.pods.values() if r.phase not in TERMINAL]
+
+    def _expect(self, extra: Sequence[Pod] = ()) -> NodeExpectation:
+        return self.expect_fn(self.faults.pods_seen([*self._active(), *extra], self.config.swap_behavior),
+                              self.oracle_facts(), self.oracle_config(), self.profile(), self.objects)
+
+    def _write(self, cgroup: CgroupExpectation) -> list[str]:
+        try:
+            self.tree.ensure(cgroup.path)
+        except ForeignCgroup as err:
+            return [str(err)]
+        problems = []
+        for file, expected in cgroup.files.items():
+            if self.written.get((cgroup.path, file)) == expected.value:
+                continue
+            try:
+                self.tree.write(cgroup.path, file, expected.value)
+                self.written[(cgroup.path, file)] = expected.value
+            except OSError as err:
+                problems.append(f"writing {expected.value!r} to {cgroup.path}/{file}: {err.strerror or err}")
+        return problems
+
+    def _apply(self, expectation: NodeExpectation) -> None:
+        """Write every value the oracle computes: node level first, then each active pod and its containers."""
+        for cgroup in expectation.cgroups.values():
+            for problem in self._write(cgroup):
+                self.log.error("%s", problem)
+        for pe in expectation.pods:
+            record = self.pods.get(pe.pod.ref)
+            if record is None or record.phase in TERMINAL or pe.cgroup is None:
+                continue
+            cgroups = [pe.cgroup, *(c.cgroup for c in with_pause(pe.containers, pe.pause))]
+            for cgroup in cgroups:
+                for problem in self._write(cgroup):
+                    self.log.error("pod %s: %s", record.ref, problem)
+                    record.event("Warning", "FailedCgroupWrite", problem)
+
+    def _forget_written(self, path: str) -> None:
+        for key in [k for k in self.written if k[0] == path or k[0].startswith(path + "/")]:
+            del self.written[key]
+
+    def _set_objects(self, docs: Sequence[Mapping[str, Any]]) -> None:
+        objects: list[NamespaceObject] = []
+        for doc in docs:
+            try:
+                obj = object_from_dict(doc, source="objects")
+            except InputError as err:
+                raise AgentError(str(err)) from None
+            if not isinstance(obj, LimitRange | ResourceQuota):
+                raise AgentError(f"objects: {obj.name} is a Pod; only LimitRange and ResourceQuota belong here")
+            objects.append(obj)
+        self.objects, self.object_docs = objects, [dict(d) for d in docs]
+
+    def _saved(self, record: PodRecord) -> dict[str, Any]:
+        """The record for the state file: with each process's start time, to tell a reused pid apart later."""
+        out = record.to_dict()
+        for c in out["containers"]:
+            c["pidStart"] = process_start(c["pid"]) if c["pid"] else None
+        return out
+
+    def _usage(self, record: PodRecord) -> dict[str, ContainerUsage]:
+        usage = {}
+        for c in record.containers:
+            if c.kind != PAUSE:
+                usage[c.name] = ContainerUsage(
+                    memory=int_or_none(self.tree.read(c.cgroup, "memory.current")),
+                    swap=int_or_none(self.tree.read(c.cgroup, "memory.swap.current")),
+                )
+        return usage
+
+    def _try_resize(self, record: PodRecord) -> None:
+        """Ask the oracle about the pending resize with current usage; apply it when it says so."""
+        assert record.desired is not None
+        others = [p for p in self._active() if p.ref != record.ref]
+        decision = self.resize_fn(record.pod, record.desired, self._usage(record), self.oracle_facts(),
+                                  self.oracle_config(), self.profile(), others)
+        status = str(decision.status)
+        changed = (status, decision.message) != (record.resize_status, record.resize_message)
+        record.resize_status, record.resize_message = status, decision.message
+        if status == APPLIED:
+            record.pod, record.desired = record.desired, None
+            self._apply(self._expect())
+        elif status not in PENDING:
+            record.desired = None
+        if changed:
+            kind = "Warning" if status not in (APPLIED, *PENDING) else "Normal"
+            record.event(kind, f"Resize{status}", decision.message or status)
+
+    def _teardown(self, record: PodRecord) -> None:
+        for c in record.containers:
+            if c.proc is not None:
+                process.terminate(c.proc)
+                c.proc = None
+            if c.state == "running":
+                c.state, c.reason, c.exit_code = "terminated", "Killed", 137
+        self.tree.kill(record.cgroup)
+        self.tree.remove(record.cgroup)
+        self._forget_written(record.cgroup)
+
+    def _container_log(self, record: PodRecord, name: str) -> Path:
+        return self.state_dir / "logs" / names.log_file(record.pod.namespace, record.pod.name, name)
+
+    def _clear_tree(self) -> None:
+        """Kill and remove every marked cgroup; a cgroup of someone else inside ours stays (logged)."""
+        for left in self.tree.clear():
+            self.log.warning("left %s in place: %s", left, foreign_message(left))
+
+
+def with_pause(containers: Sequence[ContainerExpectation],
+               pause: ContainerExpectation | None) -> list[ContainerExpectation]:
+    return [*([pause] if pause is not None else []), *containers]
+
+
+def int_or_none(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
