@@ -1,10 +1,15 @@
-"""The KubeletConfiguration (kubelet.config.k8s.io/v1beta1) fields that decide node resources."""
+"""The KubeletConfiguration (kubelet.config.k8s.io/v1beta1) fields that decide node resources: one table (FIELDS)
+from which parsing, writing and the comparison with a live node's config derive.
+
+Source: staging/src/k8s.io/kubelet/config/v1beta1/types.go and defaults.go; issue 12 (KubeletConfig fields in one
+table)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from nodeconf.errors import InputError
@@ -54,7 +59,15 @@ class KubeletConfig:
         return self.feature_gates.get(name)
 
 
-def _duration_us(text: str, source: str) -> int:
+Fail = Callable[[str, str], InputError]
+# A field's reader: (value in the document or None, the field's path, fail) → the attribute's value.
+Read = Callable[[Any, str, Fail], Any]
+# A field's writer: the attribute's value → the document's value, or OMIT to leave the field out.
+Write = Callable[[Any], Any]
+OMIT = object()
+
+
+def _duration_us(text: str, path: str, fail: Fail) -> int:
     total = 0
     pos = 0
     for match in _DURATION.finditer(text):
@@ -63,9 +76,161 @@ def _duration_us(text: str, source: str) -> int:
         total += int(float(match["n"]) * _MICROSECONDS[match["unit"]])
         pos = match.end()
     if pos != len(text) or not text:
-        raise InputError(f"invalid duration {text!r}", source=source, obj="KubeletConfiguration",
-                         field="cpuCFSQuotaPeriod")
+        raise fail(path, f"invalid duration {text!r}")
     return total
+
+
+
+
+class Compared(Enum):
+    """How the kube driver holds a live node's value against the requested one (nodes/kube/facts.py)."""
+
+    EQUAL = "equal"
+    UNLESS_UNSET = "equal unless the request leaves it unset (the kubelet default, shown expanded)"
+    OWN_RULE = "by a rule of its own (feature gates per profile, evictionHard on memory.available)"
+    NEVER = "never (does not decide node resources)"
+
+
+@dataclass(frozen=True)
+class ConfigField:
+    """One KubeletConfig attribute: its KubeletConfiguration path, how it is read and written, and compared."""
+
+    attr: str
+    path: str
+    read: Read
+    write: Write
+    compared: Compared = Compared.EQUAL
+    absent: Any = None  # what the reader sees when the document leaves the field out
+
+
+def _choice(allowed: tuple[str, ...], default: str) -> Read:
+    def read(value: Any, path: str, fail: Fail) -> str:
+        if value in (None, ""):
+            return default
+        if value not in allowed:
+            raise fail(path, f"unknown value {value!r} (expected one of {', '.join(allowed)})")
+        return str(value)
+    return read
+
+
+def _flag(default: bool) -> Read:
+    def read(value: Any, path: str, fail: Fail) -> bool:
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise fail(path, f"expected true or false, got {value!r}")
+        return value
+    return read
+
+
+def _resources(value: Any, path: str, fail: Fail) -> dict[str, Quantity]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise fail(path, "expected a mapping")
+    try:
+        return {str(k): Quantity.parse(v) for k, v in value.items()}
+    except QuantityError as err:
+        raise fail(path, str(err)) from None
+
+
+def _gates(value: Any, path: str, fail: Fail) -> dict[str, bool]:
+    gates = value or {}
+    if not isinstance(gates, Mapping) or not all(isinstance(v, bool) for v in gates.values()):
+        raise fail(path, "expected a mapping of gate names to true or false")
+    return {str(k): v for k, v in gates.items()}
+
+
+def _factor(value: Any, path: str, fail: Fail) -> float | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1):
+        raise fail(path, f"expected a number in (0, 1], got {value!r}")
+    return float(value) if value is not None else None
+
+
+def _eviction(value: Any, path: str, fail: Fail) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise fail(path, "expected a mapping of signal to threshold")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _enforce(value: Any, path: str, fail: Fail) -> tuple[str, ...]:
+    if value is None:
+        return ("pods",)
+    if not isinstance(value, list):
+        raise fail(path, "expected a list")
+    for item in value:
+        _choice(ENFORCE_NODE_ALLOCATABLE, "")(item, path, fail)
+    return tuple(value)
+
+
+def _period(value: Any, path: str, fail: Fail) -> int:
+    return _duration_us(str(value), path, fail) if value is not None else 100_000
+
+
+def _count(minimum: int | None) -> Read:
+    def read(value: Any, path: str, fail: Fail) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
+            raise fail(path, f"expected {'a non-negative integer' if minimum == 0 else 'an integer'}, got {value!r}")
+        return value
+    return read
+
+
+def _cgroup_name(value: Any, path: str, fail: Fail) -> str:
+    value = value or ""
+    if not isinstance(value, str):
+        raise fail(path, f"expected a cgroup name, got {value!r}")
+    return value
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _quantities(value: Mapping[str, Quantity]) -> dict[str, str]:
+    return {k: str(v) for k, v in value.items()}
+
+
+def _unless(empty: Any, write: Write = _same) -> Write:
+    return lambda value: OMIT if value == empty else write(value)
+
+
+FIELDS: tuple[ConfigField, ...] = (
+    ConfigField("swap_behavior", "memorySwap.swapBehavior", _choice(SWAP_BEHAVIORS, "NoSwap"), _same),
+    ConfigField("feature_gates", "featureGates", _gates, dict, Compared.OWN_RULE),
+    ConfigField("memory_reservation_policy", "memoryReservationPolicy", _choice(RESERVATION_POLICIES, "None"),
+                _same),
+    ConfigField("system_reserved", "systemReserved", _resources, _quantities),
+    ConfigField("kube_reserved", "kubeReserved", _resources, _quantities),
+    ConfigField("merge_default_eviction_settings", "mergeDefaultEvictionSettings", _flag(False), _same,
+                Compared.NEVER),
+    ConfigField("enforce_node_allocatable", "enforceNodeAllocatable", _enforce, list),
+    ConfigField("cgroup_driver", "cgroupDriver", _choice(CGROUP_DRIVERS, "systemd"), _same),
+    ConfigField("single_process_oom_kill", "singleProcessOOMKill", _flag(False), _same),
+    ConfigField("cpu_cfs_quota", "cpuCFSQuota", _flag(True), _same),
+    ConfigField("cpu_cfs_quota_period_us", "cpuCFSQuotaPeriod", _period, lambda us: f"{us}us"),
+    ConfigField("max_pods", "maxPods", _count(0), _same, absent=110),
+    ConfigField("pod_pids_limit", "podPidsLimit", _count(None), _same, absent=-1),
+    ConfigField("system_reserved_cgroup", "systemReservedCgroup", _cgroup_name, _unless("")),
+    ConfigField("kube_reserved_cgroup", "kubeReservedCgroup", _cgroup_name, _unless("")),
+    ConfigField("memory_throttling_factor", "memoryThrottlingFactor", _factor, _unless(None), Compared.UNLESS_UNSET),
+    ConfigField("eviction_hard", "evictionHard", _eviction, _unless(None, dict), Compared.OWN_RULE),
+)
+# Reserves that, when enforced, need their cgroup named (pkg/kubelet/apis/config/validation
+# ValidateKubeletConfiguration).
+_ENFORCED_RESERVES = (("system_reserved_cgroup", "system-reserved"), ("kube_reserved_cgroup", "kube-reserved"))
+
+
+def _lookup(doc: Mapping[str, Any], path: str, absent: Any, fail: Fail) -> Any:
+    """The value at a dotted path (`absent` when the document leaves it out); an enclosing field that is not a
+    mapping fails."""
+    *parents, leaf = path.split(".")
+    for depth, key in enumerate(parents):
+        doc = doc.get(key) or {}
+        if not isinstance(doc, Mapping):
+            raise fail(".".join(parents[: depth + 1]), "expected a mapping")
+    return doc.get(leaf, absent)
 
 
 def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
@@ -79,116 +244,24 @@ def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
         raise InputError("not a KubeletConfiguration document", source=source)
     if doc.get("kind", obj) != obj:
         raise fail("kind", f"expected {obj}, got {doc.get('kind')!r}")
-
-    def choice(path: str, value: Any, allowed: tuple[str, ...], default: str) -> str:
-        if value in (None, ""):
-            return default
-        if value not in allowed:
-            raise fail(path, f"unknown value {value!r} (expected one of {', '.join(allowed)})")
-        return str(value)
-
-    def flag(path: str, value: Any, default: bool) -> bool:
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise fail(path, f"expected true or false, got {value!r}")
-        return value
-
-    def resources(path: str, value: Any) -> dict[str, Quantity]:
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            raise fail(path, "expected a mapping")
-        try:
-            return {str(k): Quantity.parse(v) for k, v in value.items()}
-        except QuantityError as err:
-            raise fail(path, str(err)) from None
-
-    swap = doc.get("memorySwap") or {}
-    if not isinstance(swap, Mapping):
-        raise fail("memorySwap", "expected a mapping")
-    gates = doc.get("featureGates") or {}
-    if not isinstance(gates, Mapping) or not all(isinstance(v, bool) for v in gates.values()):
-        raise fail("featureGates", "expected a mapping of gate names to true or false")
-    factor = doc.get("memoryThrottlingFactor")
-    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int | float)
-                               or not 0 < factor <= 1):
-        raise fail("memoryThrottlingFactor", f"expected a number in (0, 1], got {factor!r}")
-    eviction = doc.get("evictionHard")
-    if eviction is not None and not isinstance(eviction, Mapping):
-        raise fail("evictionHard", "expected a mapping of signal to threshold")
-    enforce = doc.get("enforceNodeAllocatable")
-    if enforce is not None:
-        if not isinstance(enforce, list):
-            raise fail("enforceNodeAllocatable", "expected a list")
-        for item in enforce:
-            choice("enforceNodeAllocatable", item, ENFORCE_NODE_ALLOCATABLE, "")
-    period = doc.get("cpuCFSQuotaPeriod")
-    max_pods = doc.get("maxPods", 110)
-    if isinstance(max_pods, bool) or not isinstance(max_pods, int) or max_pods < 0:
-        raise fail("maxPods", f"expected a non-negative integer, got {max_pods!r}")
-    pids = doc.get("podPidsLimit", -1)
-    if isinstance(pids, bool) or not isinstance(pids, int):
-        raise fail("podPidsLimit", f"expected an integer, got {pids!r}")
-    reserved_cgroups = {key: doc.get(key) or "" for key in ("systemReservedCgroup", "kubeReservedCgroup")}
-    for key, value in reserved_cgroups.items():
-        if not isinstance(value, str):
-            raise fail(key, f"expected a cgroup name, got {value!r}")
-    for key, enforced in (("systemReservedCgroup", "system-reserved"), ("kubeReservedCgroup", "kube-reserved")):
-        # pkg/kubelet/apis/config/validation ValidateKubeletConfiguration: an enforced reserve needs its cgroup.
-        if enforced in (enforce or ()) and not reserved_cgroups[key]:
-            raise fail(key, f"must be specified when {enforced!r} is in enforceNodeAllocatable")
-    return KubeletConfig(
-        swap_behavior=choice("memorySwap.swapBehavior", swap.get("swapBehavior"), SWAP_BEHAVIORS, "NoSwap"),
-        feature_gates={str(k): v for k, v in gates.items()},
-        memory_throttling_factor=float(factor) if factor is not None else None,
-        memory_reservation_policy=choice(
-            "memoryReservationPolicy", doc.get("memoryReservationPolicy"), RESERVATION_POLICIES, "None"
-        ),
-        system_reserved=resources("systemReserved", doc.get("systemReserved")),
-        kube_reserved=resources("kubeReserved", doc.get("kubeReserved")),
-        eviction_hard={str(k): str(v) for k, v in eviction.items()} if eviction is not None else None,
-        merge_default_eviction_settings=flag(
-            "mergeDefaultEvictionSettings", doc.get("mergeDefaultEvictionSettings"), False
-        ),
-        enforce_node_allocatable=tuple(enforce) if enforce is not None else ("pods",),
-        cgroup_driver=choice("cgroupDriver", doc.get("cgroupDriver"), CGROUP_DRIVERS, "systemd"),
-        single_process_oom_kill=flag("singleProcessOOMKill", doc.get("singleProcessOOMKill"), False),
-        cpu_cfs_quota=flag("cpuCFSQuota", doc.get("cpuCFSQuota"), True),
-        cpu_cfs_quota_period_us=_duration_us(str(period), source) if period is not None else 100_000,
-        max_pods=max_pods,
-        pod_pids_limit=pids,
-        system_reserved_cgroup=reserved_cgroups["systemReservedCgroup"],
-        kube_reserved_cgroup=reserved_cgroups["kubeReservedCgroup"],
-        source=source,
-    )
+    values = {f.attr: f.read(_lookup(doc, f.path, f.absent, fail), f.path, fail) for f in FIELDS}
+    paths = {f.attr: f.path for f in FIELDS}
+    for attr, enforced in _ENFORCED_RESERVES:
+        if enforced in values["enforce_node_allocatable"] and not values[attr]:
+            raise fail(paths[attr], f"must be specified when {enforced!r} is in enforceNodeAllocatable")
+    return KubeletConfig(**values, source=source)
 
 
 def kubelet_config_to_dict(config: KubeletConfig) -> dict[str, Any]:
     """The config as a KubeletConfiguration document (what crosses the wire to a node agent)."""
-    doc: dict[str, Any] = {
-        "apiVersion": "kubelet.config.k8s.io/v1beta1",
-        "kind": "KubeletConfiguration",
-        "memorySwap": {"swapBehavior": config.swap_behavior},
-        "featureGates": dict(config.feature_gates),
-        "memoryReservationPolicy": config.memory_reservation_policy,
-        "systemReserved": {k: str(v) for k, v in config.system_reserved.items()},
-        "kubeReserved": {k: str(v) for k, v in config.kube_reserved.items()},
-        "mergeDefaultEvictionSettings": config.merge_default_eviction_settings,
-        "enforceNodeAllocatable": list(config.enforce_node_allocatable),
-        "cgroupDriver": config.cgroup_driver,
-        "singleProcessOOMKill": config.single_process_oom_kill,
-        "cpuCFSQuota": config.cpu_cfs_quota,
-        "cpuCFSQuotaPeriod": f"{config.cpu_cfs_quota_period_us}us",
-        "maxPods": config.max_pods,
-        "podPidsLimit": config.pod_pids_limit,
-    }
-    for key, value in (("systemReservedCgroup", config.system_reserved_cgroup),
-                       ("kubeReservedCgroup", config.kube_reserved_cgroup)):
-        if value:
-            doc[key] = value
-    if config.memory_throttling_factor is not None:
-        doc["memoryThrottlingFactor"] = config.memory_throttling_factor
-    if config.eviction_hard is not None:
-        doc["evictionHard"] = dict(config.eviction_hard)
+    doc: dict[str, Any] = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}
+    for f in FIELDS:
+        value = f.write(getattr(config, f.attr))
+        if value is OMIT:
+            continue
+        *parents, leaf = f.path.split(".")
+        target = doc
+        for key in parents:
+            target = target.setdefault(key, {})
+        target[leaf] = value
     return doc

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import pytest
 
 from nodeconf.errors import InputError
-from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
+from nodeconf.kubelet_config import FIELDS, KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
 from nodeconf.quantity import Quantity
 
 KIND = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration"}
@@ -69,3 +70,27 @@ def test_bad_values_name_the_field(patch: dict[str, Any], field: str) -> None:
         kubelet_config_from_dict({**KIND, **patch}, "kubelet.yaml")
     assert err.value.field == field
     assert str(err.value).startswith("kubelet.yaml: KubeletConfiguration: " + field)
+
+
+def test_the_field_table_covers_every_attribute_once() -> None:
+    attrs = [f.attr for f in FIELDS]
+    assert sorted(attrs) == sorted(f.name for f in fields(KubeletConfig) if f.name != "source")
+    assert len({f.path for f in FIELDS}) == len(FIELDS)
+
+
+def test_an_empty_document_gives_the_defaults() -> None:
+    assert kubelet_config_from_dict({}) == KubeletConfig()
+
+
+def test_every_field_survives_writing_and_parsing() -> None:
+    config = KubeletConfig(
+        swap_behavior="LimitedSwap", feature_gates={"MemoryQoS": True}, memory_throttling_factor=0.8,
+        memory_reservation_policy="TieredReservation", system_reserved={"memory": Quantity.parse("1Gi")},
+        kube_reserved={"cpu": Quantity.parse("100m")}, eviction_hard={"memory.available": "200Mi"},
+        merge_default_eviction_settings=True, enforce_node_allocatable=("pods", "kube-reserved"),
+        cgroup_driver="cgroupfs", single_process_oom_kill=True, cpu_cfs_quota=False, cpu_cfs_quota_period_us=50_000,
+        max_pods=20, pod_pids_limit=1024, system_reserved_cgroup="", kube_reserved_cgroup="/kube.slice",
+    )
+    assert all(getattr(config, f.attr) != getattr(KubeletConfig(), f.attr) for f in FIELDS
+               if f.attr != "system_reserved_cgroup"), "each field must differ from its default to be tested"
+    assert kubelet_config_from_dict(kubelet_config_to_dict(config)) == config

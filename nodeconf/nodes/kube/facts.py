@@ -7,33 +7,18 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from nodeconf.errors import InputError
-from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig, kubelet_config_from_dict
+from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, FIELDS, Compared, KubeletConfig, kubelet_config_from_dict
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.kube.api import dig
 from nodeconf.quantity import Quantity, QuantityError
 from nodeconf.semantics.cpu import linear_weight, nonlinear_weight
 from nodeconf.semantics.profile import profile_for
 
-# Fields of KubeletConfig compared with the node's live config, by their KubeletConfiguration names.
-COMPARED_FIELDS = {
-    "swap_behavior": "memorySwap.swapBehavior",
-    "memory_throttling_factor": "memoryThrottlingFactor",
-    "memory_reservation_policy": "memoryReservationPolicy",
-    "system_reserved": "systemReserved",
-    "kube_reserved": "kubeReserved",
-    "enforce_node_allocatable": "enforceNodeAllocatable",
-    "cgroup_driver": "cgroupDriver",
-    "single_process_oom_kill": "singleProcessOOMKill",
-    "cpu_cfs_quota": "cpuCFSQuota",
-    "cpu_cfs_quota_period_us": "cpuCFSQuotaPeriod",
-    "max_pods": "maxPods",
-    "pod_pids_limit": "podPidsLimit",
-    "system_reserved_cgroup": "systemReservedCgroup",
-    "kube_reserved_cgroup": "kubeReservedCgroup",
-}
-# Fields that do not decide node resources (the eviction map is compared on memory.available only: the
-# other signals are disk thresholds, and kind writes its own 0% values for them).
-NOT_COMPARED_FIELDS = {"feature_gates", "eviction_hard", "merge_default_eviction_settings", "source"}
+# Fields of KubeletConfig held equal to the node's live config, by their KubeletConfiguration names (the table in
+# nodeconf/kubelet_config.py says which); the others are compared by a rule of their own below, or never.
+COMPARED_FIELDS = {f.attr: f.path for f in FIELDS if f.compared in (Compared.EQUAL, Compared.UNLESS_UNSET)}
+UNSET_MEANS_DEFAULT = frozenset(f.attr for f in FIELDS if f.compared is Compared.UNLESS_UNSET)
+NOT_COMPARED_FIELDS = {f.attr for f in FIELDS if f.attr not in COMPARED_FIELDS} | {"source"}
 EVICTION_MEMORY_SIGNAL = "memory.available"
 
 
@@ -181,7 +166,7 @@ def kubelet_config_differences(requested: KubeletConfig, live: KubeletConfig, ve
     out: list[str] = []
     for attr, name in COMPARED_FIELDS.items():
         want, have = getattr(requested, attr), getattr(live, attr)
-        if (attr == "memory_throttling_factor" and want is None) or not shown(name):
+        if (attr in UNSET_MEANS_DEFAULT and want is None) or not shown(name):
             continue
         if want != have:
             out.append(f"{name}: requested {_shown(want)}, node has {_shown(have)}")
