@@ -78,10 +78,6 @@ def test_the_field_table_covers_every_attribute_once() -> None:
     assert len({f.path for f in FIELDS}) == len(FIELDS)
 
 
-def test_an_empty_document_gives_the_defaults() -> None:
-    assert kubelet_config_from_dict({}) == KubeletConfig()
-
-
 def test_every_field_survives_writing_and_parsing() -> None:
     config = KubeletConfig(
         swap_behavior="LimitedSwap", feature_gates={"MemoryQoS": True}, memory_throttling_factor=0.8,
