@@ -2,7 +2,7 @@
 namespaces (with their pods) of the kube driver.
 
 Source: issue 10 item 4; the enforcer's own `cleanup` command (it only touches what it marked); the kube driver's
-`app.kubernetes.io/managed-by=nodeconf` label (nodeconf/nodes/kube_pods.py).
+`app.kubernetes.io/managed-by=nodeconf` label (nodeconf/nodes/kube/pods.py).
 """
 
 from __future__ import annotations

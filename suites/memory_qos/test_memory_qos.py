@@ -10,19 +10,19 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.compare import ComparedValue, assert_matches, compare_measured, compare_metrics, compare_value
 from fixtures.node import Deploy
-from fixtures.tolerance import Band, page_floor
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import MEMORY, SWAP, Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import Expected, QosClass
-from suites.checks import check_admission, check_node, check_pod, check_qos, deploy_pods, seed_files
-from suites.conftest import Kubelet, Oracle
-from suites.pods import memhog, pod, pods, renamed, scaled, with_container
-from suites.pressure import watch_hogs
+from suites.toolkit.checks import check_admission, check_node, check_pod, check_qos, deploy_pods, seed_files
+from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_metrics, compare_value
+from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.pods import memhog, pod, pods, renamed, scaled, with_container
+from suites.toolkit.pressure import watch_hogs
+from suites.toolkit.tolerance import Band, page_floor
 
 pytestmark = [pytest.mark.memory_qos, pytest.mark.min_profile("1.36")]
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.compare import ComparedValue, assert_matches, compare_value
 from fixtures.node import Deploy
-from fixtures.tolerance import page_floor
 from nodeconf.manifest import CPU, MEMORY
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
 from nodeconf.semantics.expectation import Expected, QosClass
-from suites.checks import check_admission, check_node, check_pod, deploy_pods, seed_files
-from suites.conftest import Kubelet, Oracle
-from suites.pods import namespace_objects, pod, pods, renamed, with_container
+from suites.toolkit.checks import check_admission, check_node, check_pod, deploy_pods, seed_files
+from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
+from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.pods import namespace_objects, pod, pods, renamed, with_container
+from suites.toolkit.tolerance import page_floor
 
 pytestmark = [pytest.mark.requests_limits]
 

@@ -11,16 +11,16 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.compare import ComparedValue, assert_matches, compare_value
 from fixtures.node import Deploy
 from nodeconf.manifest import MEMORY
 from nodeconf.nodes.base import CgroupFiles, PodHandle
 from nodeconf.semantics.eviction import PodMemoryUsage, rank_for_memory_pressure
 from nodeconf.semantics.expectation import Expected
-from suites.checks import check_admission, deploy_pods
-from suites.conftest import Kubelet, Oracle
-from suites.pods import memhog, pod, renamed, with_container
-from suites.pressure import watch_hogs
+from suites.toolkit.checks import check_admission, deploy_pods
+from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
+from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.pods import memhog, pod, renamed, with_container
+from suites.toolkit.pressure import watch_hogs
 
 pytestmark = [pytest.mark.requests_limits, pytest.mark.disruptive]
 

@@ -9,14 +9,14 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.compare import PAUSE, ComparedValue, compare_oom_score_adj, compare_path
 from fixtures.node import Deploy
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
 from nodeconf.semantics.expectation import Expected, QosClass
-from suites.checks import check_pod, deploy_pods, seed_files
-from suites.conftest import Kubelet, Oracle
-from suites.pods import pod
+from suites.toolkit.checks import check_pod, deploy_pods, seed_files
+from suites.toolkit.compare import PAUSE, ComparedValue, compare_oom_score_adj, compare_path
+from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.pods import pod
 
 pytestmark = [pytest.mark.requests_limits]
 

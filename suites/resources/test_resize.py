@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.compare import assert_matches, compare_value
 from fixtures.node import Deploy
 from nodeconf.manifest import MEMORY
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodHandle
 from nodeconf.semantics.expectation import Expected, QosClass
-from suites.checks import check_pod, deploy_pods, settled_evidence
-from suites.conftest import Kubelet, Oracle
-from suites.pods import pod, with_container
-from suites.resize import decision, patch, status_rows
+from suites.toolkit.checks import check_pod, deploy_pods, settled_evidence
+from suites.toolkit.compare import assert_matches, compare_value
+from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.pods import pod, with_container
+from suites.toolkit.resize import decision, patch, status_rows
 
 pytestmark = [pytest.mark.requests_limits]
 

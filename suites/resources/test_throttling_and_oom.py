@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from fixtures.compare import ComparedValue, assert_matches, compare_measured, compare_value
 from fixtures.node import Deploy
-from fixtures.tolerance import Band, cpu_usage_band, periods_band, throttled_fraction_band
 from nodeconf.nodes.base import PodEvidence
 from nodeconf.semantics.expectation import Expected, QosClass
-from suites.checks import check_admission, check_pod, check_qos, deploy_pods
-from suites.conftest import Kubelet, Oracle
-from suites.pods import pod
+from suites.toolkit.checks import check_admission, check_pod, check_qos, deploy_pods
+from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_value
+from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.pods import pod
+from suites.toolkit.tolerance import Band, cpu_usage_band, periods_band, throttled_fraction_band
 
 pytestmark = [pytest.mark.requests_limits]
 

@@ -12,16 +12,16 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from fixtures.compare import ComparedValue, assert_matches, compare_measured, compare_value
 from fixtures.node import Deploy
-from fixtures.tolerance import Band, never_above
 from nodeconf.manifest import MEMORY, SWAP, Pod
 from nodeconf.nodes.base import ContainerState, Terminated
 from nodeconf.semantics.expectation import Expected
-from suites.checks import check_admission, check_qos, deploy_pods
-from suites.conftest import Kubelet, Oracle
-from suites.pods import memhog, pod, scaled, with_container
-from suites.pressure import MIB, Watched, watch_hogs
+from suites.toolkit.checks import check_admission, check_qos, deploy_pods
+from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_value
+from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.pods import memhog, pod, scaled, with_container
+from suites.toolkit.pressure import MIB, Watched, watch_hogs
+from suites.toolkit.tolerance import Band, never_above
 
 pytestmark = [pytest.mark.kep5359, pytest.mark.needs_swap, pytest.mark.min_profile("1.38")]
 

@@ -11,17 +11,17 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.compare import ComparedValue, assert_matches, compare_value
 from fixtures.node import Deploy
-from fixtures.tolerance import page_floor
 from nodeconf.manifest import MEMORY, SWAP
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.expectation import Expected, QosClass
-from suites.checks import check_pod, deploy_pods, wait_until
-from suites.conftest import Kubelet, Oracle
-from suites.pods import PROGRAMS_DIR, pod, stop_program, with_container
-from suites.pressure import MIB
-from suites.resize import Usage, decision, patch, status_rows
+from suites.toolkit.checks import check_pod, deploy_pods, wait_until
+from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
+from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.pods import PROGRAMS_DIR, pod, stop_program, with_container
+from suites.toolkit.pressure import MIB
+from suites.toolkit.resize import Usage, decision, patch, status_rows
+from suites.toolkit.tolerance import page_floor
 
 pytestmark = [pytest.mark.kep5359, pytest.mark.min_profile("1.38")]
 

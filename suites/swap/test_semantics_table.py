@@ -10,18 +10,18 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.compare import ComparedValue, compare_value
 from fixtures.node import Deploy
-from fixtures.tolerance import page_floor
 from nodeconf.kubelet_config import SWAP_BEHAVIORS
 from nodeconf.manifest import MEMORY, SWAP, Pod, Resources
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import Expected, QosClass
-from suites.checks import check_admission, check_node, check_pod, deploy_pods, seed_files
-from suites.conftest import Kubelet, Oracle
-from suites.pods import fit_to_node, pod, with_container
+from suites.toolkit.checks import check_admission, check_node, check_pod, deploy_pods, seed_files
+from suites.toolkit.compare import ComparedValue, compare_value
+from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.pods import fit_to_node, pod, with_container
+from suites.toolkit.tolerance import page_floor
 
 pytestmark = [pytest.mark.kep5359]
 KEP_5359 = pytest.mark.min_profile("1.38")

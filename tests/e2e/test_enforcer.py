@@ -12,19 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.compare import assert_matches, compare_node_cgroups, compare_pod, node_metrics
-from fixtures.tolerance import Band, cpu_usage_band, limit_band, throttled_fraction_band
 from infra.vm.machine import VirtualMachine
 from infra.vm.opener import boot_vm
 from nodeconf.enforcer.wire import Op
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_objects
-from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest import Pod
 from nodeconf.nodes.base import PodHandle
 from nodeconf.nodes.enforced.node import REMOTE_DIR, STATE_DIR, EnforcedNode, EnforcedPod, EnforcerSettings
 from nodeconf.nodes.spec import VmSize
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.profile import profile_for
+from suites.toolkit import builders
+from suites.toolkit.compare import assert_matches, compare_node_cgroups, compare_pod, node_metrics
+from suites.toolkit.tolerance import Band, cpu_usage_band, limit_band, throttled_fraction_band
 
 pytestmark = pytest.mark.vm
 
@@ -78,12 +79,7 @@ def seed_pods(node: EnforcedNode) -> Iterator[Mapping[str, PodHandle]]:
 
 def hog_pod(name: str, argv: list[str], requests: dict[str, str], limits: dict[str, str] | None = None) -> Pod:
     """A one-container pod `c` running argv (a workload program) with the given resources."""
-    resources = {"requests": requests, **({"limits": limits} if limits else {})}
-    pod = object_from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                            "spec": {"containers": [{"name": "c", "image": "python:3", "command": argv,
-                                                     "resources": resources}]}})
-    assert isinstance(pod, Pod)
-    return pod
+    return builders.pod(builders.container("c", requests, limits, command=argv, image="python:3"), name=name)
 
 
 def test_seed_pods_read_back_equal_the_oracle(node: EnforcedNode, seed_pods: Mapping[str, PodHandle]) -> None:

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from fixtures.tolerance import Band, cpu_usage_band, limit_band, throttled_fraction_band
 from infra.vm.image import ensure_image
 from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB
 from infra.vm.paths import images_dir
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.facts_probe import probe_node_facts
 from nodeconf.nodes.transport.ssh import SshTransport
+from suites.toolkit.tolerance import Band, cpu_usage_band, limit_band, throttled_fraction_band
 
 pytestmark = pytest.mark.vm
 

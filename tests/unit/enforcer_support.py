@@ -12,9 +12,12 @@ from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.lifecycle import NO_FAULTS, Backoff, Faults
 from nodeconf.enforcer.oracle import decide_resize, expect
 from nodeconf.node_facts import NodeFacts
+from suites.toolkit.builders import KI, container, pod_manifest
 
 # The article's lab node: 3479660 KiB of memory, 2 cpus (seed requests-limits-qos "What the scheduler sees").
-ARTICLE_NODE = NodeFacts(memory_capacity=3479660 * 1024, swap_capacity=0, cpu_capacity_milli=2000)
+# The article's lab node: 3479660Ki of memory, 2 cpus (requests-limits-qos "What the scheduler sees").
+ARTICLE_NODE_MEMORY = 3479660 * KI
+ARTICLE_NODE = NodeFacts(memory_capacity=ARTICLE_NODE_MEMORY, swap_capacity=0, cpu_capacity_milli=2000)
 
 
 def make_agent(tmp_path: Path, faults: Faults = NO_FAULTS,
@@ -38,26 +41,10 @@ def running_agent(tmp_path: Path, faults: Faults = NO_FAULTS,
         agent.shutdown()
 
 
-def pod_doc(name: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"containers": containers, **spec}}
-
-
-def container(name: str, command: list[str] | None = None, requests: dict[str, str] | None = None,
-              limits: dict[str, str] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": name, "image": "busybox:1.37"}
-    if command:
-        out["command"] = command
-    resources = {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
-    if resources:
-        out["resources"] = resources
-    return out
-
-
 def res_demo() -> dict[str, Any]:
     """The article's res-demo pod (seed requests-limits-qos "Requests and limits")."""
-    return pod_doc("res-demo", [container("hello", requests={"cpu": "250m", "memory": "128Mi"},
-                                          limits={"cpu": "500m", "memory": "128Mi"})])
+    return pod_manifest(container("hello", requests={"cpu": "250m", "memory": "128Mi"},
+                                          limits={"cpu": "500m", "memory": "128Mi"}), name="res-demo")
 
 
 def tick_until(agent: Agent, condition: Callable[[], bool], timeout: float = 10.0) -> None:

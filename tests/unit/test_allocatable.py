@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from podspecs import ARTICLE_NODE_MEMORY, GI, KI, MI
+from enforcer_support import ARTICLE_NODE_MEMORY
 
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig
@@ -18,6 +18,7 @@ from nodeconf.semantics.allocatable import (
     kubepods_memory_bytes,
     reservation_error,
 )
+from suites.toolkit.builders import GI, KI, MI
 
 ARTICLE_NODE = NodeFacts(memory_capacity=ARTICLE_NODE_MEMORY, cpu_capacity_milli=2000)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from podspecs import GI, ctr, pod
 
 from nodeconf.cgroup_files import OBSERVED_FILES, evidence_files
 from nodeconf.kubelet_config import KubeletConfig
@@ -14,6 +13,8 @@ from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.expectation import NodeExpectation
 from nodeconf.semantics.profile import SUPPORTED_VERSIONS, profile_for
+from suites.toolkit.builders import GI, pod
+from suites.toolkit.builders import container as ctr
 
 NODE = NodeFacts(memory_capacity=8 * GI, swap_capacity=2 * GI, cpu_capacity_milli=4000)
 PODS = [

@@ -6,7 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.compare import (
+from nodeconf.nodes.base import PodEvidence
+from nodeconf.semantics.expectation import CgroupExpectation, Expected, PodExpectation
+from suites.toolkit.compare import (
     PATH_FILE,
     PAUSE,
     ComparedValue,
@@ -18,8 +20,6 @@ from fixtures.compare import (
     compare_value,
     mismatch_message,
 )
-from nodeconf.nodes.base import PodEvidence
-from nodeconf.semantics.expectation import CgroupExpectation, Expected, PodExpectation
 
 POD_PATH = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod61fc9751_ad7b.slice"
 CTR_PATH = f"{POD_PATH}/cri-containerd-70e2.scope"
@@ -176,7 +176,7 @@ def _res_demo_expectation() -> PodExpectation:
     from nodeconf.node_facts import NodeFacts
     from nodeconf.semantics.expect import expect
     from nodeconf.semantics.profile import profile_for
-    from suites.pods import pod
+    from suites.toolkit.pods import pod
 
     demo = replace(pod("requests-limits/res-demo.yaml"), uid="61fc9751-ad7b-4318-9db3-078bbf2e5eb5")
     facts = NodeFacts(memory_capacity=3479660 * 1024, cpu_capacity_milli=2000, cpu_weight_formula="nonlinear")
@@ -199,8 +199,8 @@ def test_compare_pod_names_the_old_runc_weight() -> None:
 
 
 def test_measured_value_is_checked_against_its_band() -> None:
-    from fixtures.compare import compare_measured
-    from fixtures.tolerance import cpu_usage_band
+    from suites.toolkit.compare import compare_measured
+    from suites.toolkit.tolerance import cpu_usage_band
 
     band = cpu_usage_band(20000, 100000, 3_000_000, shortfall=0.15)
     inside = compare_measured("burner", "burner", CTR_PATH, "cpu usage per wall time", band, 0.2, "cpu.max quota")
@@ -214,8 +214,8 @@ def test_measured_value_is_checked_against_its_band() -> None:
 
 
 def test_events_expected_present_and_unexpected_warnings_named() -> None:
-    from fixtures.compare import compare_events
     from nodeconf.semantics.expectation import Event
+    from suites.toolkit.compare import compare_events
 
     swap = Event("Warning", "SwapNotSupported", "the node does not support swap limits")
     started = Event("Normal", "Started", "started container app")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from podspecs import GI, ctr, pod
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.node_facts import NodeFacts
@@ -11,6 +10,8 @@ from nodeconf.semantics import cpu
 from nodeconf.semantics.expectation import QosClass
 from nodeconf.semantics.pod_resources import with_api_defaults
 from nodeconf.semantics.profile import profile_for
+from suites.toolkit.builders import GI, pod
+from suites.toolkit.builders import container as ctr
 
 PROFILE = profile_for()
 CONFIG = KubeletConfig()

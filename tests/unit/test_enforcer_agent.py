@@ -15,9 +15,7 @@ import pytest
 import yaml
 from enforcer_support import (
     ARTICLE_NODE,
-    container,
     make_agent,
-    pod_doc,
     res_demo,
     running_agent,
     tick_until,
@@ -29,6 +27,7 @@ from nodeconf.enforcer.lifecycle import Faults
 from nodeconf.enforcer.patch import patched_pod
 from nodeconf.errors import InputError
 from nodeconf.manifest import Pod, object_from_dict
+from suites.toolkit.builders import container, pod_manifest
 
 BURSTABLE = "kubepods.slice/kubepods-burstable.slice"
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
@@ -83,7 +82,8 @@ def test_burstable_sum_follows_pods(agent: Agent) -> None:
 
 def test_rejected_pod_creates_nothing(agent: Agent) -> None:
     before = sorted(str(p) for p in agent.tree.root.rglob("*"))
-    doc = pod_doc("asks-swap", [container("c", requests={"memory": "64Mi", "swap": "1Gi"}, limits={"memory": "1Gi"})])
+    doc = pod_manifest(container("c", requests={"memory": "64Mi", "swap": "1Gi"}, limits={"memory": "1Gi"}),
+                       name="asks-swap")
     result = agent.run_pod(doc)
     assert result["admitted"] is False
     assert any("swap may only be specified in limits, not requests" in e for e in result["errors"])
@@ -116,7 +116,8 @@ def test_duplicate_pod_refused(agent: Agent) -> None:
     ("Never", 3, False, "Failed"),
 ], ids=["always-error", "onfailure-error", "onfailure-success", "never-error"])
 def test_restart_policy(agent: Agent, policy: str, exit_code: int, expect_restarts: bool, expect_phase: str) -> None:
-    doc = pod_doc("crash", [container("c", ["sh", "-c", f"sleep 0.05; exit {exit_code}"])], restartPolicy=policy)
+    doc = pod_manifest(container("c", command=["sh", "-c", f"sleep 0.05; exit {exit_code}"]), name="crash",
+                       restartPolicy=policy)
     agent.run_pod(doc)
     if expect_restarts:
         tick_until(agent, lambda: containers(agent.status("default/crash"))["c"]["restartCount"] >= 2)
@@ -132,7 +133,7 @@ def test_restart_policy(agent: Agent, policy: str, exit_code: int, expect_restar
 
 def test_oom_kill_in_memory_events_makes_oomkilled_137(agent: Agent) -> None:
     """A SIGKILLed container whose memory.events oom_kill rose is OOMKilled with 137 (runc/containerd)."""
-    agent.run_pod(pod_doc("eater", [container("eater", ["sleep", "30"])], restartPolicy="Never"))
+    agent.run_pod(pod_manifest(container("eater", command=["sleep", "30"]), name="eater", restartPolicy="Never"))
     c = containers(agent.status("default/eater"))["eater"]
     (agent.tree.dir(c["cgroup"]) / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
     os.kill(c["pid"], signal.SIGKILL)
@@ -143,7 +144,7 @@ def test_oom_kill_in_memory_events_makes_oomkilled_137(agent: Agent) -> None:
 
 
 def test_sigkill_without_oom_is_error_137(agent: Agent) -> None:
-    agent.run_pod(pod_doc("killed", [container("k", ["sleep", "30"])], restartPolicy="Never"))
+    agent.run_pod(pod_manifest(container("k", command=["sleep", "30"]), name="killed", restartPolicy="Never"))
     os.kill(containers(agent.status("default/killed"))["k"]["pid"], signal.SIGKILL)
     tick_until(agent, lambda: agent.status("default/killed")["phase"] == "Failed")
     c = containers(agent.status("default/killed"))["k"]
@@ -152,8 +153,8 @@ def test_sigkill_without_oom_is_error_137(agent: Agent) -> None:
 
 def test_init_container_runs_before_regular(agent: Agent, tmp_path: Path) -> None:
     marker = tmp_path / "init-done"
-    doc = pod_doc("ordered", [container("main", ["sh", "-c", f"test -e {marker} && sleep 30"])],
-                  initContainers=[container("init", ["sh", "-c", f"sleep 0.1; touch {marker}"])])
+    doc = pod_manifest(container("main", command=["sh", "-c", f"test -e {marker} && sleep 30"]), name="ordered",
+                       init=[container("init", command=["sh", "-c", f"sleep 0.1; touch {marker}"])])
     agent.run_pod(doc)
     assert containers(agent.status("default/ordered"))["main"]["state"] == "waiting"
     tick_until(agent, lambda: agent.status("default/ordered")["phase"] == "Running")
@@ -180,8 +181,8 @@ def test_bad_fault_refused(fault: str) -> None:
 def test_swap_decrease_waits_for_usage(agent: Agent) -> None:
     """KEP-5359 resize: a limits.swap decrease waits while memory.swap.current ≥ the new limit."""
     agent.configure({"kind": "KubeletConfiguration", "memorySwap": {"swapBehavior": "WorkloadControlledSwap"}})
-    doc = pod_doc("swapper", [container("s", requests={"memory": "64Mi"},
-                                        limits={"memory": "128Mi", "swap": "256Mi"})])
+    doc = pod_manifest(container("s", requests={"memory": "64Mi"},
+                                        limits={"memory": "128Mi", "swap": "256Mi"}), name="swapper")
     cgroup = containers(agent.run_pod(doc)["status"])["s"]["cgroup"]
     assert read(agent, cgroup, "memory.swap.max") == str(256 * MI)
     (agent.tree.dir(cgroup) / "memory.swap.current").write_text(f"{100 * MI}\n")
@@ -226,7 +227,7 @@ def test_eviction_in_oracle_order(tmp_path: Path) -> None:
     used = {"value": 0}
     for agent in running_agent(tmp_path, node_memory_used=lambda: used["value"]):
         for name in ("calm", "greedy"):
-            agent.run_pod(pod_doc(name, [container("c", requests={"memory": "64Mi"})]))
+            agent.run_pod(pod_manifest(container("c", requests={"memory": "64Mi"}), name=name))
         greedy = containers(agent.status("default/greedy"))["c"]["cgroup"]
         (agent.tree.dir(greedy) / "memory.current").write_text(f"{512 * MI}\n")
         agent.tick()

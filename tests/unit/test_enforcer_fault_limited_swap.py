@@ -6,7 +6,7 @@ import pytest
 
 from nodeconf.enforcer.lifecycle import Faults
 from nodeconf.manifest import SWAP
-from suites.pods import pod
+from suites.toolkit.pods import pod
 
 
 def test_parse_names_every_fault_on_a_bad_one() -> None:

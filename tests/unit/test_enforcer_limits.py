@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from enforcer_support import container, make_agent, pod_doc, tick_until
+from enforcer_support import make_agent, tick_until
 
 from nodeconf import names
 from nodeconf.enforcer.agent import Agent
+from suites.toolkit.builders import container, pod_manifest
 
 # The longest names Kubernetes accepts: a pod name is a DNS-1123 subdomain (253), namespace and container names
 # are DNS-1123 labels (63) (k8s.io/apimachinery/pkg/util/validation).
@@ -39,7 +40,7 @@ def test_log_file_names_fit_name_max() -> None:
 
 
 def test_the_longest_valid_names_start(agent: Agent) -> None:
-    doc = pod_doc(LONG_POD, [container(LONG_CONTAINER, ["sh", "-c", "echo started; sleep 60"])])
+    doc = pod_manifest(container(LONG_CONTAINER, command=["sh", "-c", "echo started; sleep 60"]), name=LONG_POD)
     doc["metadata"]["namespace"] = LONG_NAMESPACE
     result = agent.run_pod(doc)
     assert result["admitted"], result["errors"]
@@ -50,8 +51,8 @@ def test_the_longest_valid_names_start(agent: Agent) -> None:
 
 def test_a_second_pod_with_the_same_uid_is_refused(agent: Agent) -> None:
     uid = "61fc9751-ad7b-4318-9db3-078bbf2e5eb5"
-    first = pod_doc("first", [container("c", ["sleep", "60"])])
-    second = pod_doc("second", [container("c", ["sleep", "60"])])
+    first = pod_manifest(container("c", command=["sleep", "60"]), name="first")
+    second = pod_manifest(container("c", command=["sleep", "60"]), name="second")
     first["metadata"]["uid"] = second["metadata"]["uid"] = uid
     assert agent.run_pod(first)["admitted"]
     tick_until(agent, lambda: agent.status("default/first")["phase"] == "Running")

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from podspecs import ARTICLE_NODE_MEMORY, KI, ctr, pod
+from enforcer_support import ARTICLE_NODE_MEMORY
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_objects
@@ -17,6 +17,8 @@ from nodeconf.quantity import Quantity
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.expectation import NodeExpectation, QosClass
 from nodeconf.semantics.profile import profile_for
+from suites.toolkit.builders import KI, pod
+from suites.toolkit.builders import container as ctr
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads" / "requests-limits"
 LAB_NODE = NodeFacts(memory_capacity=ARTICLE_NODE_MEMORY, cpu_capacity_milli=2000)

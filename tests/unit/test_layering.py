@@ -138,6 +138,13 @@ def test_never_imported(packages: tuple[str, ...], forbidden: str) -> None:
     assert not {m: n for m, n in bad.items() if n}, f"{forbidden} imported by {bad}"
 
 
+def test_no_module_imports_a_conftest() -> None:
+    """Fixtures are registered by conftest files; their classes and helpers live in modules (suites/toolkit)."""
+    files = python_files("nodeconf", "infra", "fixtures", "suites", "tests", "benchmarks")
+    bad = {module_name(p): sorted(n for n in imports(p) if n.split(".")[-1] == "conftest") for p in files}
+    assert not {m: n for m, n in bad.items() if n}, f"conftest imported by {bad}"
+
+
 def test_imports_sees_every_import_form(tmp_path: Path) -> None:
     """The checker itself sees each import form, so the layer tests above can fail."""
     sample = tmp_path / "sample.py"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from podspecs import ARTICLE_NODE_MEMORY, GI, MI, ctr, pod
+from enforcer_support import ARTICLE_NODE_MEMORY
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.node_facts import NodeFacts
@@ -11,6 +11,8 @@ from nodeconf.semantics import memory
 from nodeconf.semantics.expectation import QosClass
 from nodeconf.semantics.pod_resources import with_api_defaults
 from nodeconf.semantics.profile import profile_for
+from suites.toolkit.builders import GI, MI, pod
+from suites.toolkit.builders import container as ctr
 
 PROFILE = profile_for()
 NODE = NodeFacts(memory_capacity=ARTICLE_NODE_MEMORY)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from podspecs import GI, MI, ctr, pod
 
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
@@ -17,6 +16,8 @@ from nodeconf.semantics import node_limits
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.pod_resources import with_api_defaults
 from nodeconf.semantics.profile import profile_for
+from suites.toolkit.builders import GI, MI, pod
+from suites.toolkit.builders import container as ctr
 
 PROFILE = profile_for("1.38")
 HUGE = ((2 * MI, 64 * MI), (GI, 0))

@@ -11,24 +11,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from enforcer_support import container, pod_doc, res_demo
+from enforcer_support import res_demo
 
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.server import answer
 from nodeconf.enforcer.wire import Op
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.manifest import Pod, object_from_dict
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.transport.local import LocalTransport
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.profile import profile_for
-
-
-def pod(doc: dict[str, object]) -> Pod:
-    obj = object_from_dict(doc)
-    assert isinstance(obj, Pod)
-    return obj
+from suites.toolkit.builders import container, pod_manifest, typed_pod
 
 
 def local_settings(tmp_path: Path, faults: tuple[str, ...] = ()) -> EnforcerSettings:
@@ -47,7 +41,7 @@ def local_node(tmp_path: Path) -> Iterator[EnforcedNode]:
 
 
 def test_pod_evidence_matches_the_oracle(local_node: EnforcedNode) -> None:
-    handle = local_node.run(pod(res_demo()))
+    handle = local_node.run(typed_pod(res_demo()))
     assert handle.admitted
     evidence = handle.evidence()
     expected = expect([handle.pod], local_node.facts(), KubeletConfig(), profile_for("1.38")).pod("res-demo")
@@ -64,8 +58,9 @@ def test_pod_evidence_matches_the_oracle(local_node: EnforcedNode) -> None:
 
 
 def test_rejected_pod_reports_the_oracle_message(local_node: EnforcedNode) -> None:
-    doc = pod_doc("asks-swap", [container("c", requests={"memory": "64Mi", "swap": "1Gi"}, limits={"memory": "1Gi"})])
-    handle = local_node.run(pod(doc))
+    doc = pod_manifest(container("c", requests={"memory": "64Mi", "swap": "1Gi"}, limits={"memory": "1Gi"}),
+                       name="asks-swap")
+    handle = local_node.run(typed_pod(doc))
     assert not handle.admitted
     assert any("swap may only be specified in limits" in e for e in handle.errors)
     with pytest.raises(NodeError, match="was rejected"):
@@ -73,7 +68,7 @@ def test_rejected_pod_reports_the_oracle_message(local_node: EnforcedNode) -> No
 
 
 def test_resize_exec_metrics_logs(tmp_path: Path, local_node: EnforcedNode) -> None:
-    handle = local_node.run(pod(res_demo()))
+    handle = local_node.run(typed_pod(res_demo()))
     hello = tmp_path / "cgroup" / handle.evidence().container("hello").cgroup.path
     (hello / "memory.swap.current").write_text("8192\n")
     status = handle.resize({"spec": {"containers": [{"name": "hello", "resources": {"limits": {"cpu": "1"}}}]}})
@@ -95,7 +90,7 @@ def test_agent_errors_are_one_line(local_node: EnforcedNode) -> None:
 
 
 def test_close_leaves_nothing(tmp_path: Path, local_node: EnforcedNode) -> None:
-    handle = local_node.run(pod(res_demo()))
+    handle = local_node.run(typed_pod(res_demo()))
     pid = handle.status().container("hello").pid
     assert pid is not None
     local_node.close()
@@ -115,7 +110,7 @@ def test_bad_requests_answered() -> None:
 
 
 def test_a_second_agent_is_refused_and_leaves_the_first_alone(tmp_path: Path, local_node: EnforcedNode) -> None:
-    handle = local_node.run(pod(res_demo()))
+    handle = local_node.run(typed_pod(res_demo()))
     with pytest.raises(NodeError, match=r"another agent is running at .*; stop it first"):
         EnforcedNode(LocalTransport(), local_settings(tmp_path)).start()
     assert handle.status().container("hello").running

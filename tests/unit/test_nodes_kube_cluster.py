@@ -31,7 +31,7 @@ from nodeconf.nodes.kube.oom import OomLedger, oom_kill_count, with_oom_reasons
 from nodeconf.nodes.kube.opener import choose_node
 from nodeconf.nodes.kube.others import OTHERS_NAMESPACE
 from nodeconf.nodes.kube.pods import HELPER_NAME
-from suites.conftest import Oracle
+from suites.toolkit.kubelet import Oracle
 
 REPO = Path(__file__).resolve().parents[2]
 RBAC = REPO / "infra" / "kube" / "rbac.yaml"

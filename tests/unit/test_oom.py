@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from podspecs import ARTICLE_NODE_MEMORY, GI, ctr, pod
+from enforcer_support import ARTICLE_NODE_MEMORY
 
 from nodeconf.manifest import Pod
 from nodeconf.semantics.oom import oom_score_adj, pause_oom_score_adj
 from nodeconf.semantics.pod_resources import with_api_defaults
 from nodeconf.semantics.profile import profile_for
 from nodeconf.semantics.qos import pod_qos
+from suites.toolkit.builders import GI, pod
+from suites.toolkit.builders import container as ctr
 
 PROFILE = profile_for()
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from podspecs import ctr, pod
 
 from nodeconf.manifest import Pod
 from nodeconf.semantics.oom import oom_score_adj
 from nodeconf.semantics.pod_resources import with_api_defaults
 from nodeconf.semantics.profile import profile_for
 from nodeconf.semantics.qos import pod_qos
+from suites.toolkit.builders import container as ctr
+from suites.toolkit.builders import pod
 
 PROFILE = profile_for("1.38")
 STANDARD = 8_000_000_000  # standardMemoryAmount

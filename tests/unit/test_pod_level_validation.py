@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from podspecs import ctr, pod
 
 from nodeconf.semantics.pod_resources import with_api_defaults
 from nodeconf.semantics.profile import profile_for
 from nodeconf.semantics.validation import pod_errors
+from suites.toolkit.builders import container as ctr
+from suites.toolkit.builders import pod
 
 PROFILE = profile_for("1.38")
 POD_LIMITS = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from podspecs import ctr, pod
 
 from nodeconf.manifest import Pod
 from nodeconf.semantics.expectation import QosClass
 from nodeconf.semantics.pod_resources import with_api_defaults
 from nodeconf.semantics.profile import profile_for
 from nodeconf.semantics.qos import pod_qos
+from suites.toolkit.builders import container as ctr
+from suites.toolkit.builders import pod
 
 G, B, BE = QosClass.GUARANTEED, QosClass.BURSTABLE, QosClass.BEST_EFFORT
 FULL = {"cpu": "500m", "memory": "128Mi"}

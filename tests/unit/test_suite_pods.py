@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from nodeconf.manifest import MEMORY, SWAP
-from suites.pods import fit_to_node, memory_divisor, pod, renamed, scaled, stop_program, with_container
+from suites.toolkit.pods import fit_to_node, memory_divisor, pod, renamed, scaled, stop_program, with_container
 
 MI = 1024**2
 GI = 1024**3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.tolerance import (
+from suites.toolkit.tolerance import (
     Band,
     cpu_usage_band,
     limit_band,

@@ -1,7 +1,7 @@
 """The Kubernetes node driver: one node of a cluster reached through a kubeconfig (kind or real), same protocol.
 
 Pods go through the API into a labelled namespace of this run, bound to the node; cgroup files, pids and
-oom_score_adj come from a privileged reader pod on the node (one exec per request, kube_reader.py); facts
+oom_score_adj come from a privileged reader pod on the node (one exec per request, kube/reader.py); facts
 from the Node object, the reader and a cpu-weight probe pod; the kubelet's config from /configz. The
 permissions this needs are in infra/kube/rbac.yaml.
 """

@@ -37,12 +37,12 @@ if TYPE_CHECKING:
 # CRI-O drops the infra (pause) container of a pod without a shared PID namespace (crio.conf(5) drop_infra_ctr,
 # default true since CRI-O 1.2x; OpenShift 4.7+): its pods have no pause process to compare.
 CRIO_NO_PAUSE = "CRI-O runs no infra (pause) container for this pod (drop_infra_ctr)"
-# Files of the pod cgroup read for OOM evidence (kube_oom.py).
+# Files of the pod cgroup read for OOM evidence (kube/oom.py).
 OOM_FILES = ["memory.events"]
 
 
 class Framed:
-    """Reader answers turned into protocol values, their paths in the oracle's frame (kube_paths.py); every
+    """Reader answers turned into protocol values, their paths in the oracle's frame (kube/paths.py); every
     real path seen is remembered so the node's log can name it."""
 
     def __init__(self, frame: CgroupFrame, uids: Mapping[str, str], seen: dict[str, str]) -> None:
@@ -99,7 +99,7 @@ class KubePod(PodHandle):
     def _with_oom_evidence(self, obj: Mapping[str, Any], states: dict[str, ContainerState]
                            ) -> dict[str, ContainerState]:
         """Container states, with an exit 137 the runtime reported as `Error` shown as OOMKilled when the
-        kernel counted an OOM kill in the pod cgroup since the last such exit (kube_oom.py)."""
+        kernel counted an OOM kill in the pod cgroup since the last such exit (kube/oom.py)."""
         if self.oom.unjudged(obj):
             uid = names.uid(str(dig(obj, "metadata", "uid") or ""))
             doc = self.node.read("podCgroup", podUid=uid, files=OOM_FILES)
@@ -125,7 +125,7 @@ class KubePod(PodHandle):
         )
 
     def resize(self, patch: Mapping[str, Any]) -> ResizeStatus:
-        """PATCH the `resize` subresource, then wait until the resize is settled (kube_pods.settled_resize):
+        """PATCH the `resize` subresource, then wait until the resize is settled (kube/pods.settled_resize):
         Infeasible, or applied with both resize conditions cleared; after `timeouts.resize` the status then
         (Deferred, or InProgress with the kubelet's message)."""
         self._require_admitted()

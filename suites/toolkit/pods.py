@@ -14,7 +14,7 @@ from nodeconf.loader import KubeObject, load_objects
 from nodeconf.manifest import MEMORY, SWAP, Container, LimitRange, Pod, ResourceList, ResourceQuota, Resources
 from nodeconf.quantity import Quantity
 
-WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
+WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 SCALED_RESOURCES = (MEMORY, SWAP)
 
 
@@ -115,7 +115,7 @@ def fit_to_node(p: Pod, node_memory: int) -> Pod:
     return scaled(p, memory_divisor(p, node_memory))
 
 
-# Where every node driver puts workloads/programs (nodes/enforced.py REMOTE_DIR, nodes/kube.py PROGRAMS_DIR).
+# Where every node driver puts workloads/programs (nodes/enforced/node.py REMOTE_DIR, nodes/kube/node.py PROGRAMS_DIR).
 PROGRAMS_DIR = "/opt/nodeconf/workloads/programs"
 
 

@@ -1,7 +1,7 @@
 """Deploy → observe → compare, the steps every suite test takes (DESIGN.md "How checks are written").
 
 QoS class and admission are asserted before any cgroup value (upstream's swap test ran BestEffort pods for its
-whole QoS matrix without noticing); values go through the one comparison helper, fixtures/compare.py.
+whole QoS matrix without noticing); values go through the one comparison helper, suites/toolkit/compare.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,13 @@ from dataclasses import dataclass
 
 import yaml
 
-from fixtures.compare import (
+from fixtures.evidence import attach_manifest
+from fixtures.node import Deploy
+from nodeconf.manifest import NamespaceObject, Pod
+from nodeconf.manifest_writer import pod_to_dict
+from nodeconf.nodes.base import CgroupFiles, Node, PodEvidence, PodHandle
+from nodeconf.semantics.expectation import Expected, NodeExpectation, PodExpectation, QosClass
+from suites.toolkit.compare import (
     ComparedValue,
     assert_matches,
     compare_events,
@@ -21,13 +27,7 @@ from fixtures.compare import (
     compare_value,
     node_metrics,
 )
-from fixtures.evidence import attach_manifest
-from fixtures.node import Deploy
-from nodeconf.manifest import NamespaceObject, Pod
-from nodeconf.manifest_writer import pod_to_dict
-from nodeconf.nodes.base import CgroupFiles, Node, PodEvidence, PodHandle
-from nodeconf.semantics.expectation import Expected, NodeExpectation, PodExpectation, QosClass
-from suites.conftest import Kubelet, Oracle
+from suites.toolkit.kubelet import Kubelet, Oracle
 
 EVENTS_RULE = "pod events: KEP-5359 SwapNotSupported on a NoSwap node (the oracle's events)"
 # Event reasons the oracle decides at admission: one it does not expect is a mismatch.

@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fixtures.compare import ComparedValue, compare_value
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import ResizeStatus
 from nodeconf.semantics.expectation import Expected
 from nodeconf.semantics.resize import decide_resize
-from suites.conftest import Kubelet, Oracle
+from suites.toolkit.compare import ComparedValue, compare_value
+from suites.toolkit.kubelet import Kubelet, Oracle
 
 
 @dataclass(frozen=True)
