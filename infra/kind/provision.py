@@ -56,6 +56,14 @@ def cluster_name(config: str) -> str:
     return f"{CLUSTER_PREFIX}{config}"
 
 
+def nodeconf_clusters() -> list[str]:
+    """The kind clusters named `nodeconf-*` (none when kind is not on PATH); NodeError when kind cannot list them."""
+    if not shutil.which("kind"):
+        return []
+    out = run_kind(["kind", "get", "clusters"], COMMAND_TIMEOUT)
+    return [name for name in out.split() if name.startswith(CLUSTER_PREFIX)]
+
+
 def missing_tools(env: Mapping[str, str] | None = None) -> list[str]:
     """What kind needs and PATH lacks: `kind` and the container engine (KIND_EXPERIMENTAL_PROVIDER's, else any)."""
     env = os.environ if env is None else env

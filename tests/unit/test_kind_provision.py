@@ -5,6 +5,7 @@ anything is started."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import signal
 import subprocess
@@ -365,3 +366,16 @@ def test_a_kubeconfig_wins_over_the_service_account(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
     assert load_kube_context(None)[1] == "mine"
+
+
+def test_nodeconf_clean_names_nodeconf_kind_clusters_and_deletes_none(tools: FakeTools, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from nodeconf.cli import clean
+
+    (tools.state / "clusters.txt").write_text(f"kind\n{NAME}\nnodeconf-noswap\n")
+    assert clean.run(argparse.Namespace(cache_dir=tmp_path / "cache", dry_run=False, node=None)) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"nodeconf clean: kind cluster {name} (a --node kind run kept it or was killed, or another run uses it): "
+        f"not deleted; delete it with `kind delete cluster --name {name}`" for name in (NAME, "nodeconf-noswap")]
+    assert tools.calls() == [["kind", "get", "clusters"]]
+    assert tools.clusters() == ["kind", NAME, "nodeconf-noswap"]
