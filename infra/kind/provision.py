@@ -32,6 +32,7 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import Node, NodeError
 from nodeconf.nodes.kube_kind import KIND_DIR, kind_advice, kind_configs
 from nodeconf.nodes.shield import signals_deferred
+from nodeconf.nodes.spec import NodeSpec
 
 CLUSTER_PREFIX = "nodeconf-"
 DEFAULT_CONFIG = "limitedswap"
@@ -283,3 +284,21 @@ def open_kind_node(config_name: str | None, *, kubelet_config_path: str | Path |
             progress(str(err))
             raise failure from err
         raise
+
+
+def preflight_kind_spec(spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> None:
+    """What `--node kind[:CONFIG]` refuses before pytest starts: kind or an engine missing, an unknown config, gates
+    the node image does not know, a --profile the image does not run (InputError, one line; nothing created)."""
+    require_tools()
+    config = resolve_config(spec.kind_config, kubelet_config)
+    version, where = node_image_version(config.cluster, run_kind(["kind", "version"], COMMAND_TIMEOUT))
+    check_gates(config.kubelet.feature_gates, version, where, str(config.path))
+    check_profile(profile, version, where)
+
+
+def open_kind_spec(spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> Node:
+    """The registry's opener for `kind[:CONFIG][?keep=1]`."""
+    from infra.vm.progress import StepPrinter
+
+    return open_kind_node(spec.kind_config, kubelet_config_path=kubelet_config, keep=spec.option("keep") == "1",
+                          profile=profile, progress=StepPrinter("kind"))

@@ -102,6 +102,10 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise InputError(f'must look like "1.36", got {args.profile!r}', field="--profile")
     if args.kubelet_config is not None and not args.kubelet_config.is_file():
         raise InputError("no such file", source=str(args.kubelet_config), field="--kubelet-config")
+    from nodeconf.nodes.registry import preflight
+
+    for spec in args.node or ():
+        preflight(spec, kubelet_config=args.kubelet_config, profile=args.profile)
 
 
 def _run_pytest(argv: list[str]) -> int:

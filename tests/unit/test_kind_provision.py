@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from kind_fakes import FakeTools, install
 from infra.kind import provision
 from infra.kind.provision import KindConfig, open_kind_node, resolve_config
 from nodeconf.errors import InputError
+from nodeconf.nodes import registry
 from nodeconf.nodes.base import Node, NodeError
 from nodeconf.nodes.kube import KubeNode
 from nodeconf.nodes.kube_api import KubeApiError
@@ -30,6 +32,8 @@ REPO = Path(__file__).resolve().parents[2]
 WORKLOADS = REPO / "workloads"
 NAME = "nodeconf-limitedswap"
 CONTEXT = f"kind-{NAME}"
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -379,3 +383,31 @@ def test_nodeconf_clean_names_nodeconf_kind_clusters_and_deletes_none(tools: Fak
         f"not deleted; delete it with `kind delete cluster --name {name}`" for name in (NAME, "nodeconf-noswap")]
     assert tools.calls() == [["kind", "get", "clusters"]]
     assert tools.clusters() == ["kind", NAME, "nodeconf-noswap"]
+
+
+def test_nodeconf_run_kind_refuses_before_pytest_when_kind_is_missing(tmp_path: Path) -> None:
+    """`--node kind` without kind on PATH: one line, exit 2, no reports (pytest never started)."""
+    env = {**os.environ, "PATH": str(tmp_path / "empty-bin")}
+    done = subprocess.run([sys.executable, "-m", "nodeconf", "run", "--node", "kind:limitedswap", "--reports",
+                           str(tmp_path / "reports")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 2
+    assert done.stderr.startswith("nodeconf: --node: a kind node needs kind and a container engine (")
+    assert done.stderr.endswith(") on PATH\n") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "reports").exists()
+
+
+def test_the_registry_opens_a_kind_spec_with_the_runs_kubelet_config(tools: FakeTools,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """open_node(kind spec, kubelet_config=…) reaches open_kind_node with the config and keep the spec names."""
+    seen: dict[str, object] = {}
+
+    def fake_open(config_name: str | None, **kwargs: object) -> str:
+        seen.update(kwargs, config_name=config_name)
+        return "node"
+
+    monkeypatch.setattr(provision, "open_kind_node", fake_open)
+    opened: object = registry.open_node("kind:noswap?keep=1", kubelet_config=None, profile="1.34")
+    assert opened == "node"
+    assert (seen["config_name"], seen["keep"], seen["profile"], seen["kubelet_config_path"]) == (
+        "noswap", True, "1.34", None)
