@@ -26,5 +26,5 @@ def test_skips_a_false_magic_and_a_non_elf_stream() -> None:
 
 @pytest.mark.parametrize("image", [b"MZ" + b"\x00" * 64, b"\x1f\x8b\x08gzip-kernel"], ids=["empty", "gzip"])
 def test_no_xz_elf_is_an_error(image: bytes) -> None:
-    with pytest.raises(ValueError, match="no xz-compressed ELF"):
+    with pytest.raises(ValueError, match="no xz- or zstd-compressed ELF"):
         extract_vmlinux(image)
