@@ -34,6 +34,11 @@ def install_systemd(recipe: Recipe, root: Path) -> None:
     link(etc / "default.target", "/lib/systemd/system/multi-user.target")
     for masked in SYSTEMD_MASKED:
         link(etc / masked, "/dev/null")
+    # /usr is up to date: without these stamps each boot of the snapshot disk reruns ldconfig, sysusers and the
+    # catalog update (ConditionNeedsUpdate, systemd.unit(5); the stamp format is systemd-update-done's).
+    stamp = f"TIMESTAMP_NSEC={(root / 'usr').stat().st_mtime_ns}\n"
+    for directory in ("etc", "var"):
+        (root / directory / ".updated").write_text(stamp)
 
 
 def link(path: Path, target: str) -> None:
