@@ -29,9 +29,8 @@ def build_boot(recipe: Recipe, apt: Apt, versions: dict[str, str], work: Path, s
     debs = work / "debs"
     debs.mkdir()
     say(f"downloading {' '.join(kernel_debs)} and {recipe.busybox_package}")
-    run_tool(apt.argv("apt-get", "download", "-q", "-o", "APT::Sandbox::User=root",
-                  *(f"{package}={versions[package]}" for package in [*kernel_debs, recipe.busybox_package])),
-         cwd=debs)
+    wanted = [f"{package}={versions[package]}" for package in [*kernel_debs, recipe.busybox_package]]
+    run_tool(apt.argv("apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", *wanted), cwd=debs)
     kernel_tree, busybox_tree = work / "kernel-tree", work / "busybox-tree"
     for deb in debs.glob("*.deb"):
         tree = kernel_tree if deb.name.startswith("linux-") else busybox_tree

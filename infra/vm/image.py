@@ -191,7 +191,7 @@ def _build(recipe: Recipe, variant: Variant, apt: Apt, versions: dict[str, str],
     try:
         say(f"building image {key} for {variant.label()} (root file system and kernel in parallel)")
         run_tool(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "nodeconf-client", "-f",
-              str(work / "id_ed25519")])
+                  str(work / "id_ed25519")])
         with ThreadPoolExecutor(max_workers=2) as pool:
             rootfs = pool.submit(_bootstrap_rootfs, recipe, work / "rootfs", say)
             boot = pool.submit(build_boot, recipe, apt, versions, work, say)
@@ -201,7 +201,7 @@ def _build(recipe: Recipe, variant: Variant, apt: Apt, versions: dict[str, str],
         installed = installed_versions((work / "rootfs" / "var/lib/dpkg/status").read_text(), recipe.include)
         say(f"making root disk ({recipe.root_disk_mib} MiB ext4)")
         run_tool(["mkfs.ext4", "-q", "-F", *recipe.mkfs_options, "-L", "nodeconf-root", "-d",
-              str(work / "rootfs"), str(work / "root.img"), f"{recipe.root_disk_mib}M"])
+                  str(work / "rootfs"), str(work / "root.img"), f"{recipe.root_disk_mib}M"])
         _remove_tree(work / "rootfs")
         manifest = {"key": key, "kernel_release": release, "versions": versions, "installed": installed,
                     "build_seconds": round(time.monotonic() - started, 1)}
@@ -223,7 +223,7 @@ def _bootstrap_rootfs(recipe: Recipe, root: Path, say: Progress) -> None:
     hooks = [f"--hook-dir=/usr/share/mmdebstrap/hooks/{hook}" for hook in recipe.bootstrap_hooks]
     sources = [line.format(suite=recipe.suite) for line in recipe.sources]
     run_tool(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(recipe.include)}",
-          *hooks, *excludes, recipe.suite, str(root), *sources])
+              *hooks, *excludes, recipe.suite, str(root), *sources])
     say("root file system ready")
 
 
@@ -263,7 +263,7 @@ def _customize(recipe: Recipe, root: Path, work: Path, release: str) -> None:
     for old_key in ssh_dir.glob("ssh_host_*"):
         old_key.unlink()
     run_tool(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{recipe.hostname}", "-f",
-          str(ssh_dir / "ssh_host_ed25519_key")])
+              str(ssh_dir / "ssh_host_ed25519_key")])
     shutil.copy2(ssh_dir / "ssh_host_ed25519_key.pub", work / "ssh_host_ed25519_key.pub")
     dot_ssh = root / "root" / ".ssh"
     dot_ssh.mkdir(mode=0o700, exist_ok=True)
