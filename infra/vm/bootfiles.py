@@ -60,6 +60,14 @@ def build_boot(recipe: Recipe, apt: Apt, versions: dict[str, str], work: Path, s
     return release
 
 
+def busybox_binary(busybox_tree: Path) -> Path:
+    """bin/busybox (bookworm) or usr/bin/busybox (trixie on: packages ship merged-/usr paths)."""
+    for candidate in (busybox_tree / "bin" / "busybox", busybox_tree / "usr" / "bin" / "busybox"):
+        if candidate.is_file() and not candidate.is_symlink():
+            return candidate
+    raise ImageBuildError("no busybox binary in the busybox-static package")
+
+
 def kernel_file(kernel_tree: Path, release: str, name: str) -> Path:
     """boot/NAME-RELEASE (Debian up to trixie) or usr/lib/modules/RELEASE/NAME (sid's split packages)."""
     for candidate in (kernel_tree / "boot" / f"{name}-{release}", kernel_tree / "lib/modules" / release / name):
@@ -85,7 +93,7 @@ def write_initramfs(recipe: Recipe, kernel_tree: Path, busybox_tree: Path, modul
     stage = output.parent / "initramfs"
     for directory in ("bin", "dev", "proc", "sys", "newroot"):
         (stage / directory).mkdir(parents=True, exist_ok=True)
-    shutil.copy2(busybox_tree / "bin" / "busybox", stage / "bin" / "busybox")
+    shutil.copy2(busybox_binary(busybox_tree), stage / "bin" / "busybox")
     for applet in INITRAMFS_APPLETS:
         (stage / "bin" / applet).symlink_to("busybox")
     with contextlib.suppress(PermissionError):
