@@ -10,19 +10,8 @@ from pathlib import Path
 
 from infra.vm.recipe import Recipe
 
-# Units a TCG node does not need (each exec of a systemd helper costs a fraction of a second under TCG): consoles
-# to log in on, periodic jobs, the journal's flush to disk, login sessions (sshd runs without PAM, so none are
-# made; the D-Bus socket stays for busctl), utmp and pstore bookkeeping.
-SYSTEMD_MASKED = ("getty.target", "timers.target", "systemd-journal-flush.service", "e2scrub_reap.service",
-                  "systemd-logind.service", "systemd-update-utmp.service", "systemd-update-utmp-runlevel.service",
-                  "systemd-pstore.service", "kmod-static-nodes.service")
-# Generators not needed: the root is given on the command line, no getty, SysV script, rc.local, TPM,
-# hibernation, offline update, debug shell or SSH-over-vsock (systemd.generator(7): a link to /dev/null masks one).
-# The fstab generator stays (/tmp).
-GENERATORS_MASKED = ("systemd-debug-generator", "systemd-getty-generator", "systemd-gpt-auto-generator",
-                     "systemd-hibernate-resume-generator", "systemd-rc-local-generator", "systemd-run-generator",
-                     "systemd-ssh-generator", "systemd-system-update-generator", "systemd-sysv-generator",
-                     "systemd-tpm2-generator")
+# Units a TCG node does not need: consoles to log in on, periodic jobs, and the journal's flush to disk.
+SYSTEMD_MASKED = ("getty.target", "timers.target", "systemd-journal-flush.service", "e2scrub_reap.service")
 
 
 def install_systemd(recipe: Recipe, root: Path) -> None:
@@ -45,8 +34,6 @@ def install_systemd(recipe: Recipe, root: Path) -> None:
     link(etc / "default.target", "/lib/systemd/system/multi-user.target")
     for masked in SYSTEMD_MASKED:
         link(etc / masked, "/dev/null")
-    for generator in GENERATORS_MASKED:
-        link(root / "etc" / "systemd" / "system-generators" / generator, "/dev/null")
     # /usr is up to date: without these stamps each boot of the snapshot disk reruns ldconfig, sysusers and the
     # catalog update (ConditionNeedsUpdate, systemd.unit(5); the stamp format is systemd-update-done's).
     stamp = f"TIMESTAMP_NSEC={(root / 'usr').stat().st_mtime_ns}\n"
