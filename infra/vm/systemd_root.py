@@ -1,6 +1,7 @@
 """systemd as PID 1 in an image's root: nodeconf's units enabled, Debian's ssh.service, boot-time savings masked.
 
 Source: issue 13 item 2; systemd.unit(5) (wants/ symlinks, masking by a link to /dev/null), machine-id(5).
+The unit texts are recipe scripts (fingerprinted); a change to the steps here is not: bump RECIPE_FORMAT with it.
 """
 
 from __future__ import annotations
