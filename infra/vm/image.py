@@ -30,7 +30,6 @@ from infra.vm.progress import StepPrinter
 from infra.vm.qemu import kernel_cmdline
 from infra.vm.recipe import (
     GUEST_INIT_PATH,
-    INITS,
     READY_MARKER,
     Recipe,
     cache_key,
@@ -42,6 +41,7 @@ from infra.vm.recipe import (
 from infra.vm.state import list_states
 from infra.vm.systemd_root import install_systemd
 from infra.vm.variant import RELEASES, RUNTIMES, Variant, parse_variant, recipe_for
+from nodeconf.node_variant import INITS
 
 __all__ = ["ImageBuildError", "VmImage", "ensure_image", "prune_images"]
 Progress = Callable[[str], None]

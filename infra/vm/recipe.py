@@ -14,7 +14,6 @@ RECIPE_FORMAT = 2
 GUEST_INIT_PATH = "/sbin/nodeconf-init"
 READY_MARKER = "NODECONF-READY"
 LATER_FIELDS = ("init", "kernel_config_in_root", "optional_boot_modules")
-INITS = ("minimal", "systemd")
 
 
 def data_file(name: str) -> str:

@@ -19,6 +19,7 @@ from urllib.parse import quote, unquote
 
 from nodeconf.errors import UsageError
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
+from nodeconf.node_variant import VARIANT_OPTIONS, Variant, parse_variant
 
 SCHEMES = ("vm", "local", "ssh", "kube", "kind")
 DEFAULT_SPEC = "vm"
@@ -26,7 +27,7 @@ EXPECTED = "vm, local, ssh://user@host[:port]?key=FILE&known_hosts=FILE, kube[:C
 # Options an enforced node (vm, local, ssh) takes in the query string; only fault= may be given more than once.
 ENFORCER_OPTIONS = ("fault", "backoff", "cpu-weight-formula", "root", "dir", "python")
 SSH_OPTIONS = ("key", "known_hosts", "host_key")
-VM_OPTIONS = ("memory", "swap", "cpus")
+VM_OPTIONS = ("memory", "swap", "cpus", *VARIANT_OPTIONS)
 KIND_OPTIONS = ("keep",)
 ALLOWED_OPTIONS = {
     "vm": (*VM_OPTIONS, *ENFORCER_OPTIONS), "local": ENFORCER_OPTIONS, "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS),
@@ -91,11 +92,12 @@ class SshLogin:
 
 @dataclass(frozen=True)
 class VmSize:
-    """The reference VM's size from `vm?memory=MiB&swap=MiB&cpus=N` (None: the VM's default)."""
+    """The reference VM from `vm?memory=MiB&swap=MiB&cpus=N&debian=&init=&runtime=` (None: the VM's default)."""
 
     memory_mib: int | None = None
     swap_mib: int | None = None
     cpus: int | None = None
+    variant: Variant = field(default_factory=Variant)
 
 
 @dataclass(frozen=True)
@@ -329,7 +331,16 @@ def _vm_size(options: dict[str, str], shown: str) -> VmSize:
         memory_mib=_whole_number(options, "memory", MIN_VM_MEMORY_MIB, None, " (MiB)", shown),
         swap_mib=_whole_number(options, "swap", 0, None, " (MiB)", shown),
         cpus=_whole_number(options, "cpus", 1, host_cpus, f" (this host has {host_cpus})", shown),
+        variant=_variant(options, shown),
     )
+
+
+def _variant(options: dict[str, str], shown: str) -> Variant:
+    """debian=, init=, runtime=: the reference node's layers (issue 13), checked before anything is built."""
+    try:
+        return parse_variant(options)
+    except ValueError as err:
+        raise NodeSpecError(f"node spec {shown!r}: {err}") from None
 
 
 def _node_path(name: str, value: str, shown: str) -> str:
