@@ -46,7 +46,8 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, object]:
         "memoryCapacity": facts.memory_capacity, "swapCapacity": facts.swap_capacity,
         "cpuCapacityMilli": facts.cpu_capacity_milli, "pageSize": facts.page_size,
         "kernelVersion": facts.kernel_version, "cgroupControllers": list(facts.cgroup_controllers),
-        "cpuWeightFormula": facts.cpu_weight_formula,
+        "cpuWeightFormula": facts.cpu_weight_formula, "runtime": facts.runtime,
+        "runtimeVersion": facts.runtime_version, "measuredCpuWeightFormula": facts.measured_cpu_weight_formula,
     }
 
 
@@ -57,5 +58,7 @@ def facts_from_dict(doc: dict[str, object]) -> NodeFacts:
         memory_capacity=int(str(doc["memoryCapacity"])), swap_capacity=int(str(doc["swapCapacity"])),
         cpu_capacity_milli=int(str(doc["cpuCapacityMilli"])), page_size=int(str(doc["pageSize"])),
         kernel_version=str(doc["kernelVersion"]), cgroup_controllers=tuple(str(c) for c in controllers),
-        cpu_weight_formula=str(doc["cpuWeightFormula"]),
+        cpu_weight_formula=str(doc["cpuWeightFormula"]), runtime=str(doc.get("runtime", "")),
+        runtime_version=str(doc.get("runtimeVersion", "")),
+        measured_cpu_weight_formula=str(doc.get("measuredCpuWeightFormula", "")),
     )
