@@ -99,16 +99,27 @@ class OciRuntime:
         self.bundles = state_dir / "bundles"
         self.read_only = tuple(read_only)
 
-    def _run(self, *args: str, input: bytes | None = None, stdout: Any = subprocess.PIPE,
-             cwd: Path | None = None) -> str:
+    def _run(self, *args: str, output: Path | None = None, cwd: Path | None = None) -> str:
+        """Run a runtime command; `output` takes its (and a started container's) stdout and stderr, which must not
+        be pipes: the container keeps them open."""
         argv = [self.binary, "--root", str(self.root), *args]
-        done = subprocess.run(argv, input=input, stdout=stdout, stderr=subprocess.PIPE, cwd=cwd,
-                              timeout=COMMAND_TIMEOUT, check=False,
-                              stdin=None if input is not None else subprocess.DEVNULL)
+        if output is None:
+            done = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, cwd=cwd,
+                                  timeout=COMMAND_TIMEOUT, check=False)
+            detail = done.stderr.decode(errors="replace")
+        else:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            start = output.stat().st_size if output.exists() else 0
+            with open(output, "ab") as out:
+                done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd,
+                                      timeout=COMMAND_TIMEOUT, check=False)
+            with open(output, "rb") as written:
+                written.seek(start)
+                detail = written.read()[-2000:].decode(errors="replace")
         if done.returncode != 0:
             raise RuntimeCommandError(f"`{self.name} {' '.join(args)}` failed (exit {done.returncode}): "
-                                f"{done.stderr.decode(errors='replace').strip()}")
-        return done.stdout.decode(errors="replace") if isinstance(done.stdout, bytes) else ""
+                                      f"{detail.strip()}")
+        return done.stdout.decode(errors="replace") if output is None else ""
 
     def version(self) -> str:
         """The runtime's version from the first line of `--version` (`runc version 1.1.5`, `crun version 1.8.1`)."""
@@ -130,9 +141,7 @@ class OciRuntime:
         bundle = self._bundle(cid, argv, oom_score_adj, cgroup, resources)
         pid_file = bundle / "pid"
         pid_file.unlink(missing_ok=True)
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "ab") as out:
-            self._run("run", "--detach", "--pid-file", str(pid_file), cid, stdout=out, cwd=bundle)
+        self._run("run", "--detach", "--pid-file", str(pid_file), cid, output=log, cwd=bundle)
         return RuntimeProcess(self, cid, int(pid_file.read_text()))
 
     def update(self, cid: str, resources: Mapping[str, Any]) -> None:
@@ -167,7 +176,7 @@ class OciRuntime:
         bundle = self._bundle(cid, ("true",), 0, PROBE_CGROUP, {"cpu": {"shares": PROBE_SHARES}, "memory": {}})
         pid_file = bundle / "pid"
         try:
-            self._run("create", "--pid-file", str(pid_file), cid, stdout=subprocess.DEVNULL, cwd=bundle)
+            self._run("create", "--pid-file", str(pid_file), cid, output=bundle / "output", cwd=bundle)
         except RuntimeCommandError:
             self.delete(cid)
             raise
