@@ -157,8 +157,8 @@ def test_resize_goes_through_the_runtime_update(node: EnforcedNode) -> None:
         assert handle.resize(patch).status == "Applied"
         applied = time.monotonic() - started
         resized = handle.status()
-        expected = expect([patched_pod(handle.pod, patch)], oracle_facts(facts, facts.measured_cpu_weight_formula), CONFIG,
-                          PROFILE).pod("res-demo")
+        accepted = oracle_facts(facts, facts.measured_cpu_weight_formula)
+        expected = expect([patched_pod(handle.pod, patch)], accepted, CONFIG, PROFILE).pod("res-demo")
         rows: list[ComparedValue] = compare_pod(expected, handle.evidence())
         print(f"\n{facts.runtime} resize applied in {applied:.2f} s: {mismatch_message('res-demo', rows)}")
         assert all(r.ok for r in rows), mismatch_message("res-demo resized", rows)
