@@ -603,7 +603,7 @@ class Agent:
         return attempted
 
     def _spawn(self, record: PodRecord, c: ContainerRecord) -> int | None:
-        """Launch one container's process; its ready fd, or None when it could not start."""
+        """Launch one container's process; its ready fd (None: a runtime started it, or it could not start)."""
         if c.started_at is not None:
             c.restarts += 1
         c.oom_kills_at_start = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0)
