@@ -31,6 +31,8 @@ class NodeFacts:
     page_size: int = 4096
     kernel_version: str = ""
     cgroup_controllers: tuple[str, ...] = ("cpuset", "cpu", "io", "memory", "hugetlb", "pids")
+    # The formula the oracle expects for container cpu.weight: the run's requirement (the profile's non-linear
+    # one unless the run declares `--cpu-weight-formula linear` acceptable), never taken from the node.
     cpu_weight_formula: str = "nonlinear"
     # memory.swap.max exists in the runtime's own cgroup (containerd SwapControllerAvailable, kubelet
     # swapControllerAvailable); absent when the kernel does no swap accounting (RUNTIME-FACTS.md §1, §2a).
@@ -50,10 +52,14 @@ class NodeFacts:
     swap_devices: tuple[str, ...] = ()
     psi: bool | None = None
     kernel_config: tuple[tuple[str, str], ...] = ()
+    # What the runtime was measured doing with shares (a probe container): reported, never an expectation.
+    measured_cpu_weight_formula: str = ""
 
     def __post_init__(self) -> None:
         if self.cpu_weight_formula not in CPU_WEIGHT_FORMULAS:
             raise ValueError(f"unknown cpu weight formula {self.cpu_weight_formula!r}")
+        if self.measured_cpu_weight_formula not in ("", *CPU_WEIGHT_FORMULAS):
+            raise ValueError(f"unknown measured cpu weight formula {self.measured_cpu_weight_formula!r}")
         if self.page_size <= 0 or self.page_size & (self.page_size - 1):
             raise ValueError(f"page size must be a power of two, got {self.page_size}")
 

@@ -134,7 +134,7 @@ def _words(path: Path) -> tuple[str, ...]:
 
 # NodeFacts fields sent by name; tuples travel as lists, kernel_config as [option, value] pairs.
 LAYER_FIELDS = ("debian_release", "init", "init_version", "runtime", "runtime_version", "cgroup2_mount_options",
-                "cgroup_subtree_control", "swap_devices", "psi", "kernel_config")
+                "cgroup_subtree_control", "swap_devices", "psi", "kernel_config", "measured_cpu_weight_formula")
 
 
 def facts_to_dict(facts: NodeFacts) -> dict[str, object]:

@@ -51,7 +51,6 @@ from nodeconf.nodes.kube_api import (
     unreachable_reason,
 )
 from nodeconf.nodes.kube_facts import (
-    cpu_weight_formula,
     is_kind_node,
     kubelet_config_differences,
     kubelet_minor_version,
@@ -88,7 +87,7 @@ from nodeconf.nodes.kube_pods import (
 from nodeconf.nodes.kube_refusals import infrastructure_error, is_service_account_race, rejection
 from nodeconf.nodes.shield import signals_deferred
 from nodeconf.resources import locate_tree
-from nodeconf.semantics.cpu import milli_cpu_to_shares
+from nodeconf.semantics.cpu import measured_formula, milli_cpu_to_shares
 from nodeconf.semantics.profile import SUPPORTED_VERSIONS
 from nodeconf.semantics.resize import ResizeStatus as ResizeOutcome
 
@@ -543,7 +542,7 @@ class KubeNode(Node):
 
     def facts(self) -> NodeFacts:
         """Capacity, kernel and swap from the Node object; page size and controllers from the reader; the
-        runtime's cpu-weight formula measured on a probe pod."""
+        runtime's cpu-weight formula measured on a probe pod (reported, never the oracle's expectation)."""
         if self._facts is None:
             probe = self.read("facts")
             self._facts = node_facts(self.node_object(), probe, self._measure_cpu_weight_formula())
@@ -567,7 +566,7 @@ class KubeNode(Node):
             uid = names.uid(str(obj["metadata"]["uid"]))
             doc = self.read("pod", podUid=uid, containers=container_ids(obj), files=["cpu.weight"])
             weight = int(doc["containers"]["probe"]["files"]["cpu.weight"])
-            return cpu_weight_formula(milli_cpu_to_shares(PROBE_MILLI_CPU), weight)
+            return measured_formula(milli_cpu_to_shares(PROBE_MILLI_CPU), weight)
         except (KeyError, ValueError) as err:
             raise NodeError(f"cpu-weight probe on node {self.node}: {err}") from None
         finally:
