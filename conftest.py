@@ -16,3 +16,5 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     declare_node_option(group.addoption)
     group.addoption("--kubelet-config", default=None, help="KubeletConfiguration YAML the node starts with")
     group.addoption("--profile", default=None, help="Kubernetes profile X.Y the oracle uses (default: newest)")
+    group.addoption("--cpu-weight-formula", default="nonlinear", choices=("linear", "nonlinear"),
+                    help="container shares→weight formula the run accepts (default: the profile's non-linear one)")

@@ -10,10 +10,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from fractions import Fraction
 from typing import Any
 
-from nodeconf.errors import InputError
-from nodeconf.quantity import Quantity, QuantityError
+from nodeconf.errors import InputError, shown
+from nodeconf.quantity import INT64_MAX, Quantity, QuantityError, beyond_int64
 
 SWAP_BEHAVIORS = ("NoSwap", "LimitedSwap", "WorkloadControlledSwap")
 RESERVATION_POLICIES = ("None", "TieredReservation")
@@ -26,8 +27,13 @@ DEFAULT_EVICTION_HARD = {
     "nodefs.inodesFree": "5%",
     "imagefs.available": "15%",
 }
-_DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>us|µs|ms|s|m|h)")
-_MICROSECONDS = {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_000_000}
+# time.ParseDuration: [sign] (decimal number, unit)+ with units ns, us, µs (U+00B5), μs (U+03BC), ms, s, m, h.
+_DURATION = re.compile(r"(?P<n>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<unit>ns|us|\u00b5s|\u03bcs|ms|s|m|h)", re.ASCII)
+_NANOSECONDS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
+                "h": 3600 * 10**9}
+# kubelet validation (pkg/kubelet/apis/config/validation/validation.go): cpuCFSQuotaPeriod within 1ms..1s inclusive.
+CFS_PERIOD_NS = (10**6, 10**9)
+MAX_DURATION_TEXT = 100
 
 
 @dataclass(frozen=True)
@@ -67,19 +73,32 @@ Write = Callable[[Any], Any]
 OMIT = object()
 
 
-def _duration_us(text: str, path: str, fail: Fail) -> int:
-    total = 0
-    pos = 0
-    for match in _DURATION.finditer(text):
+def _duration_ns(text: str) -> int | None:
+    """Nanoseconds of a Go duration (time.ParseDuration), None when it is not one or overflows int64."""
+    sign, body = (-1, text[1:]) if text[:1] == "-" else (1, text[1:] if text[:1] == "+" else text)
+    if body == "0":
+        return 0
+    total, pos = Fraction(0), 0
+    for match in _DURATION.finditer(body):
         if match.start() != pos:
-            break
-        total += int(float(match["n"]) * _MICROSECONDS[match["unit"]])
+            return None
+        total += Fraction(match["n"].rstrip(".") or "0") * _NANOSECONDS[match["unit"]]
         pos = match.end()
-    if pos != len(text) or not text:
-        raise fail(path, f"invalid duration {text!r}")
-    return total
+    if not body or pos != len(body) or total > INT64_MAX:
+        return None
+    return sign * int(total)
 
 
+def _cfs_period_us(value: Any, path: str, fail: Fail) -> int:
+    """cpuCFSQuotaPeriod in microseconds; refused as the kubelet refuses it (unparsable, or outside 1ms..1s)."""
+    text = value if isinstance(value, str) else None
+    if text is None or len(text) > MAX_DURATION_TEXT or (nanoseconds := _duration_ns(text)) is None:
+        raise fail(path, f"invalid duration {shown(value)}")
+    low, high = CFS_PERIOD_NS
+    if not low <= nanoseconds <= high:
+        raise fail(path, f"invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {shown(text)} must be "
+                         "between 1ms and 1sec, inclusive")
+    return nanoseconds // 1000
 
 
 class Compared(Enum):
@@ -108,7 +127,7 @@ def _choice(allowed: tuple[str, ...], default: str) -> Read:
         if value in (None, ""):
             return default
         if value not in allowed:
-            raise fail(path, f"unknown value {value!r} (expected one of {', '.join(allowed)})")
+            raise fail(path, f"unknown value {shown(value)} (expected one of {', '.join(allowed)})")
         return str(value)
     return read
 
@@ -118,7 +137,7 @@ def _flag(default: bool) -> Read:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise fail(path, f"expected true or false, got {value!r}")
+            raise fail(path, f"expected true or false, got {shown(value)}")
         return value
     return read
 
@@ -128,10 +147,19 @@ def _resources(value: Any, path: str, fail: Fail) -> dict[str, Quantity]:
         return {}
     if not isinstance(value, Mapping):
         raise fail(path, "expected a mapping")
-    try:
-        return {str(k): Quantity.parse(v) for k, v in value.items()}
-    except QuantityError as err:
-        raise fail(path, str(err)) from None
+    out: dict[str, Quantity] = {}
+    for k, v in value.items():
+        try:
+            q = Quantity.parse(v)
+        except QuantityError as err:
+            raise fail(f"{path}.{k}", str(err)) from None
+        # cmd/kubelet/app/server.go parseResourceList: a negative reservation stops the kubelet.
+        if q.amount < 0:
+            raise fail(f"{path}.{k}", f"resource quantity for {shown(str(k))} cannot be negative: {shown(v)}")
+        if beyond_int64(q, milli=str(k) == "cpu"):
+            raise fail(f"{path}.{k}", f"{shown(v)} is beyond int64 (the kubelet reads it as an int64)")
+        out[str(k)] = q
+    return out
 
 
 def _gates(value: Any, path: str, fail: Fail) -> dict[str, bool]:
@@ -143,15 +171,15 @@ def _gates(value: Any, path: str, fail: Fail) -> dict[str, bool]:
 
 def _factor(value: Any, path: str, fail: Fail) -> float | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1):
-        raise fail(path, f"expected a number in (0, 1], got {value!r}")
+        raise fail(path, f"expected a number in (0, 1], got {shown(value)}")
     return float(value) if value is not None else None
 
 
 def _eviction(value: Any, path: str, fail: Fail) -> dict[str, str] | None:
     if value is None:
         return None
-    if not isinstance(value, Mapping):
-        raise fail(path, "expected a mapping of signal to threshold")
+    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+        raise fail(path, "expected a mapping of signal to threshold (strings)")
     return {str(k): str(v) for k, v in value.items()}
 
 
@@ -166,13 +194,13 @@ def _enforce(value: Any, path: str, fail: Fail) -> tuple[str, ...]:
 
 
 def _period(value: Any, path: str, fail: Fail) -> int:
-    return _duration_us(str(value), path, fail) if value is not None else 100_000
+    return _cfs_period_us(value, path, fail) if value is not None else 100_000
 
 
-def _count(minimum: int | None) -> Read:
+def _count(low: int, high: int, expected: str) -> Read:
     def read(value: Any, path: str, fail: Fail) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
-            raise fail(path, f"expected {'a non-negative integer' if minimum == 0 else 'an integer'}, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value < high:
+            raise fail(path, f"expected {expected}, got {shown(value)}")
         return value
     return read
 
@@ -180,7 +208,7 @@ def _count(minimum: int | None) -> Read:
 def _cgroup_name(value: Any, path: str, fail: Fail) -> str:
     value = value or ""
     if not isinstance(value, str):
-        raise fail(path, f"expected a cgroup name, got {value!r}")
+        raise fail(path, f"expected a cgroup name, got {shown(value)}")
     return value
 
 
@@ -210,8 +238,9 @@ FIELDS: tuple[ConfigField, ...] = (
     ConfigField("single_process_oom_kill", "singleProcessOOMKill", _flag(False), _same),
     ConfigField("cpu_cfs_quota", "cpuCFSQuota", _flag(True), _same),
     ConfigField("cpu_cfs_quota_period_us", "cpuCFSQuotaPeriod", _period, lambda us: f"{us}us"),
-    ConfigField("max_pods", "maxPods", _count(0), _same, absent=110),
-    ConfigField("pod_pids_limit", "podPidsLimit", _count(None), _same, absent=-1),
+    # MaxPods is an int32 (kubelet config types.go), podPidsLimit an int64; validation refuses a negative maxPods.
+    ConfigField("max_pods", "maxPods", _count(0, 2**31, "a non-negative 32-bit integer"), _same, absent=110),
+    ConfigField("pod_pids_limit", "podPidsLimit", _count(-(2**63), 2**63, "an integer"), _same, absent=-1),
     ConfigField("system_reserved_cgroup", "systemReservedCgroup", _cgroup_name, _unless("")),
     ConfigField("kube_reserved_cgroup", "kubeReservedCgroup", _cgroup_name, _unless("")),
     ConfigField("memory_throttling_factor", "memoryThrottlingFactor", _factor, _unless(None), Compared.UNLESS_UNSET),
@@ -243,7 +272,7 @@ def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
     if not isinstance(doc, Mapping):
         raise InputError("not a KubeletConfiguration document", source=source)
     if doc.get("kind", obj) != obj:
-        raise fail("kind", f"expected {obj}, got {doc.get('kind')!r}")
+        raise fail("kind", f"expected {obj}, got {shown(doc.get('kind'))}")
     values = {f.attr: f.read(_lookup(doc, f.path, f.absent, fail), f.path, fail) for f in FIELDS}
     paths = {f.attr: f.path for f in FIELDS}
     for attr, enforced in _ENFORCED_RESERVES:

@@ -15,7 +15,7 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_kubelet_config
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import Node
-from suites.toolkit.kubelet import Applied, Kubelet, Oracle
+from suites.toolkit.kubelet import Applied, Kubelet, Oracle, oracle_facts
 
 
 @pytest.fixture(scope="session")
@@ -25,7 +25,8 @@ def node_facts(node: Node) -> NodeFacts:
 
 @pytest.fixture(scope="session")
 def oracle(node: Node, node_facts: NodeFacts, pytestconfig: pytest.Config) -> Oracle:
-    return Oracle(node_facts, profile_version(pytestconfig.getoption("--profile")), node.other_pods)
+    facts = oracle_facts(node_facts, str(pytestconfig.getoption("--cpu-weight-formula")))
+    return Oracle(facts, profile_version(pytestconfig.getoption("--profile")), node.other_pods)
 
 
 @pytest.fixture(scope="session")

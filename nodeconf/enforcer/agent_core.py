@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeconf import names
-from nodeconf.enforcer import process
+from nodeconf.enforcer import oci_bundle, process
 from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.lifecycle import (
     KUBELET_BACKOFF,
@@ -22,6 +22,7 @@ from nodeconf.enforcer.lifecycle import (
     Backoff,
     Faults,
 )
+from nodeconf.enforcer.oci_runtime import OciRuntime, RuntimeCommandError, RuntimeProcess
 from nodeconf.enforcer.oracle import ContainerUsage, ExpectFn, ResizeFn
 from nodeconf.enforcer.ownership import ForeignCgroup, foreign_message, process_start
 from nodeconf.enforcer.records import PAUSE, PodRecord
@@ -29,8 +30,9 @@ from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, object_from_dict
 from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.cpu import container_shares
 from nodeconf.semantics.eviction import MEMORY_PRESSURE
-from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation
+from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation, PodExpectation
 from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
 
 APPLIED = "Applied"
@@ -54,7 +56,8 @@ class AgentCore:
 
     def __init__(self, tree: CgroupTree, state_dir: Path, facts: NodeFacts, expect_fn: ExpectFn,
                  resize_fn: ResizeFn, *, node_memory_used: Callable[[], int] | None = None, faults: Faults = NO_FAULTS,
-                 backoff: Backoff = KUBELET_BACKOFF, log: logging.Logger | None = None) -> None:
+                 backoff: Backoff = KUBELET_BACKOFF, log: logging.Logger | None = None,
+                 runtime: OciRuntime | None = None) -> None:
         self.tree = tree
         self.state_dir = state_dir
         self.facts = facts
@@ -74,6 +77,10 @@ class AgentCore:
         self.pods: dict[str, PodRecord] = {}
         self.written: dict[tuple[str, str], str] = {}
         self.node_events: list[dict[str, str]] = []
+        # With a real runtime: each container's linux.resources (by cgroup path) and what a running one was given.
+        self.runtime = runtime
+        self.resources: dict[str, dict[str, Any]] = {}
+        self.sent: dict[str, dict[str, Any]] = {}
 
     def profile(self) -> Profile:
         return profile_for(self.version, self.config)
@@ -121,14 +128,45 @@ class AgentCore:
             if record is None or record.phase in TERMINAL or pe.cgroup is None:
                 continue
             cgroups = [pe.cgroup, *(c.cgroup for c in with_pause(pe.containers, pe.pause))]
+            if self.runtime is not None:  # the container cgroups are the runtime's
+                cgroups = [pe.cgroup]
+                self._runtime_resources(record, pe)
             for cgroup in cgroups:
                 for problem in self._write(cgroup):
                     self.log.error("pod %s: %s", record.ref, problem)
                     record.event("Warning", "FailedCgroupWrite", problem)
 
+    def _runtime_resources(self, record: PodRecord, pe: PodExpectation) -> None:
+        """Each container's linux.resources as containerd builds them from the kubelet's CRI values; a change
+        goes to a running container through the runtime's `update` (UpdateContainerResources)."""
+        assert self.runtime is not None
+        for ce in with_pause(pe.containers, pe.pause):
+            if ce is pe.pause:
+                resources = oci_bundle.sandbox_resources()
+            else:
+                spec = next(c for c in pe.pod.all_containers if c.name == ce.name)
+                files = {name: e.value for name, e in ce.cgroup.files.items()}
+                cri = oci_bundle.cri_resources(files, container_shares(pe.pod, spec, self.profile()))
+                resources = oci_bundle.linux_resources(cri, self.facts.has_swap_controller)
+            path = ce.cgroup.path
+            self.resources[path] = resources
+            c = next((c for c in record.containers if c.cgroup == path), None)
+            if c is None or not isinstance(c.proc, RuntimeProcess) or c.proc.returncode is not None \
+                    or self.sent.get(path) == resources:
+                continue
+            try:
+                self.runtime.update(c.proc.cid, resources)
+                self.sent[path] = resources
+            except RuntimeCommandError as err:
+                self.log.error("pod %s: %s", record.ref, err)
+                record.event("Warning", "FailedCgroupWrite", str(err))
+
     def _forget_written(self, path: str) -> None:
         for key in [k for k in self.written if k[0] == path or k[0].startswith(path + "/")]:
             del self.written[key]
+        for cache in (self.resources, self.sent):
+            for cgroup in [p for p in cache if p == path or p.startswith(path + "/")]:
+                del cache[cgroup]
 
     def _set_objects(self, docs: Sequence[Mapping[str, Any]]) -> None:
         objects: list[NamespaceObject] = []
@@ -179,9 +217,11 @@ class AgentCore:
 
     def _teardown(self, record: PodRecord) -> None:
         for c in record.containers:
-            if c.proc is not None:
+            if isinstance(c.proc, RuntimeProcess):
+                c.proc.stop()
+            elif c.proc is not None:
                 process.terminate(c.proc)
-                c.proc = None
+            c.proc = None
             if c.state == "running":
                 c.state, c.reason, c.exit_code = "terminated", "Killed", 137
         self.tree.kill(record.cgroup)

@@ -7,6 +7,7 @@ Source: issue 12 (enforcer/agent.py split at its own section banners); kubelet p
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from nodeconf.enforcer import process
 from nodeconf.enforcer.agent_core import EVICTION_INTERVAL, TERMINAL, int_or_none
@@ -15,6 +16,8 @@ from nodeconf.enforcer.lifecycle import (
     ready_to_start,
     restarts,
 )
+from nodeconf.enforcer.oci_runtime import RuntimeCommandError, RuntimeProcess, container_id
+from nodeconf.enforcer.ownership import ForeignCgroup
 from nodeconf.enforcer.records import PAUSE, ContainerRecord, PodRecord
 from nodeconf.enforcer.state_file import StateFile
 from nodeconf.semantics.eviction import MEMORY_PRESSURE, PodMemoryUsage, decide_memory_eviction
@@ -45,10 +48,12 @@ class Supervision(StateFile):
                 self.save()
 
     def _exited(self, record: PodRecord, c: ContainerRecord, now: float) -> None:
-        assert c.proc is not None
+        assert c.proc is not None and c.proc.returncode is not None
         code = process.exit_code(c.proc.returncode)
-        c.proc = None
+        finished, c.proc = c.proc, None
         oom = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0) > c.oom_kills_at_start
+        if isinstance(finished, RuntimeProcess):  # read before the runtime removes the cgroup
+            finished.runtime.delete(finished.cid)
         reason = "OOMKilled" if oom else ("Completed" if code == 0 else "Error")
         c.exit_code, c.finished_at = code, time.time()
         terminated = {"exitCode": code, "reason": reason, "startedAt": c.started_at, "finishedAt": c.finished_at}
@@ -79,19 +84,34 @@ class Supervision(StateFile):
         return attempted
 
     def _spawn(self, record: PodRecord, c: ContainerRecord) -> int | None:
-        """Launch one container's process; its ready fd, or None when it could not start."""
+        """Launch one container's process; its ready fd (None: a runtime started it, or it could not start)."""
         if c.started_at is not None:
             c.restarts += 1
         c.oom_kills_at_start = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0)
         log = self._container_log(record, c.name)
         try:
-            c.proc, ready = process.spawn(c.argv, self.tree.dir(c.cgroup), c.oom_score_adj, log)
-        except OSError as err:
+            if self.runtime is not None:
+                c.proc, ready = self._runtime_spawn(c, log), None
+            else:
+                c.proc, ready = process.spawn(c.argv, self.tree.dir(c.cgroup), c.oom_score_adj, log)
+        except (OSError, RuntimeCommandError, ForeignCgroup) as err:
             c.state, c.reason, c.exit_code = "terminated", "StartError", 128
             record.event("Warning", "Failed", f"Error: failed to start container {c.name}: {err}")
             return None
         c.state, c.reason, c.exit_code, c.started_at = "running", "", None, time.time()
         return ready
+
+    def _runtime_spawn(self, c: ContainerRecord, log: Path) -> RuntimeProcess:
+        """`run` the container from its bundle in its cgroup, created (and marked) here first: the runtime's
+        `delete` removed it after the previous attempt."""
+        assert self.runtime is not None
+        resources = self.resources.get(c.cgroup)
+        if resources is None:
+            raise RuntimeCommandError(f"no resources computed for {c.cgroup}")
+        self.tree.ensure(c.cgroup)
+        proc = self.runtime.run(container_id(c.cgroup), c.argv, c.oom_score_adj, c.cgroup, resources, log)
+        self.sent[c.cgroup] = resources
+        return proc
 
     def _update_phase(self, record: PodRecord) -> bool:
         before = record.phase

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, TypedDict
 
@@ -194,29 +194,36 @@ class NodeStatusDoc(TypedDict):
     events: list[EventDoc]
 
 
-class FactsDoc(TypedDict):
-    memoryCapacity: int
-    swapCapacity: int
-    cpuCapacityMilli: int
-    pageSize: int
-    kernelVersion: str
-    cgroupControllers: list[str]
-    cpuWeightFormula: str
+# NodeFacts fields sent by name besides the base ones; tuples travel as lists, kernel_config as [option, value] pairs.
+LAYER_FIELDS = ("debian_release", "init", "init_version", "runtime", "runtime_version", "cgroup2_mount_options",
+                "cgroup_subtree_control", "swap_devices", "psi", "kernel_config", "measured_cpu_weight_formula")
 
 
-def facts_to_dict(facts: NodeFacts) -> FactsDoc:
+def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:
+    """What `facts` answers."""
     return {
         "memoryCapacity": facts.memory_capacity, "swapCapacity": facts.swap_capacity,
         "cpuCapacityMilli": facts.cpu_capacity_milli, "pageSize": facts.page_size,
         "kernelVersion": facts.kernel_version, "cgroupControllers": list(facts.cgroup_controllers),
         "cpuWeightFormula": facts.cpu_weight_formula,
+        **{name: getattr(facts, name) for name in LAYER_FIELDS},
     }
 
 
 def facts_from_dict(doc: Mapping[str, Any]) -> NodeFacts:
-    return NodeFacts(
+    controllers = doc["cgroupControllers"]
+    assert isinstance(controllers, list)
+    base = NodeFacts(
         memory_capacity=int(str(doc["memoryCapacity"])), swap_capacity=int(str(doc["swapCapacity"])),
         cpu_capacity_milli=int(str(doc["cpuCapacityMilli"])), page_size=int(str(doc["pageSize"])),
-        kernel_version=str(doc["kernelVersion"]), cgroup_controllers=tuple(str(c) for c in doc["cgroupControllers"]),
+        kernel_version=str(doc["kernelVersion"]), cgroup_controllers=tuple(str(c) for c in controllers),
         cpu_weight_formula=str(doc["cpuWeightFormula"]),
     )
+    return replace(base, **{name: _layer_value(doc[name]) for name in LAYER_FIELDS if name in doc})
+
+
+def _layer_value(value: object) -> Any:
+    """A layer fact back from JSON: lists become tuples (pairs too), the rest as is."""
+    if isinstance(value, list):
+        return tuple(tuple(item) if isinstance(item, list) else item for item in value)
+    return value

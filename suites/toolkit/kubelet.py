@@ -94,3 +94,9 @@ class Kubelet:
         if tuple(objects) != self.applied.objects:
             self.node.set_namespace_objects(list(objects))
             self.applied.objects = tuple(objects)
+
+
+def oracle_facts(node_facts: NodeFacts, required_formula: str) -> NodeFacts:
+    """The node's facts with the run's container cpu.weight formula: what the node measured is reported (in the
+    rule text), never expected (GUIDE "Expectations never come from the node"; issue 13 item 5)."""
+    return replace(node_facts, cpu_weight_formula=required_formula)

@@ -25,10 +25,7 @@ from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import CgroupFiles, Metrics, Node, NodeConditions, NodeError, NotApplicable, parse_metrics
 from nodeconf.nodes.kube.api import KubeApi, KubeApiError, dig
 from nodeconf.nodes.kube.configz import require_running_config
-from nodeconf.nodes.kube.facts import (
-    cpu_weight_formula,
-    node_facts,
-)
+from nodeconf.nodes.kube.facts import node_facts
 from nodeconf.nodes.kube.others import node_selector, other_pods
 from nodeconf.nodes.kube.paths import CgroupFrame
 from nodeconf.nodes.kube.pod import Framed, KubePod
@@ -54,7 +51,7 @@ from nodeconf.nodes.kube.pods import (
 )
 from nodeconf.nodes.kube.refusals import infrastructure_error, is_service_account_race, rejection
 from nodeconf.nodes.shield import signals_deferred
-from nodeconf.semantics.cpu import milli_cpu_to_shares
+from nodeconf.semantics.cpu import measured_formula, milli_cpu_to_shares
 from nodeconf.workloads import PROGRAMS
 
 # Short names without a registry: the node's runtime resolves them with its own registry and mirror settings
@@ -91,8 +88,10 @@ class KubeNode(Node):
     def __init__(self, api: KubeApi, node: str, *, spec: str = "", context: str = "", run_id: str | None = None,
                  helper_image: str = DEFAULT_HELPER_IMAGE, workload_image: str = DEFAULT_WORKLOAD_IMAGE,
                  keep_images: bool = False, timeouts: Timeouts = Timeouts(),
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+                 after_close: Sequence[Callable[[], None]] = ()) -> None:
         self.api = api
+        self.after_close = tuple(after_close)
         self.node = node
         self.spec = spec
         self.context = context
@@ -129,17 +128,22 @@ class KubeNode(Node):
         return self
 
     def close(self) -> None:
-        """Delete the run's namespaces (their pods, quotas and config maps go with them); close the client."""
+        """Delete the run's namespaces (their pods, quotas and config maps go with them); close the client; then
+        run the `after_close` actions (e.g. delete the kind cluster), also when a namespace could not be deleted."""
         failures = []
-        with signals_deferred(f"the namespaces of run {self.run_id} are deleted"):
-            for namespace in reversed(self.namespaces):
-                try:
-                    self.api.delete_namespace(namespace)
-                except KubeApiError as err:
-                    if err.status != 404:
-                        failures.append(f"{namespace}: {err}")
-            self.namespaces.clear()
-            self.api.close()
+        try:
+            with signals_deferred(f"the namespaces of run {self.run_id} are deleted"):
+                for namespace in reversed(self.namespaces):
+                    try:
+                        self.api.delete_namespace(namespace)
+                    except KubeApiError as err:
+                        if err.status != 404:
+                            failures.append(f"{namespace}: {err}")
+                self.namespaces.clear()
+                self.api.close()
+        finally:
+            for action in self.after_close:
+                action()
         if failures:
             raise NodeError(f"could not delete namespaces of run {self.run_id}: {'; '.join(failures)}")
 
@@ -303,7 +307,7 @@ class KubeNode(Node):
 
     def facts(self) -> NodeFacts:
         """Capacity, kernel and swap from the Node object; page size and controllers from the reader; the
-        runtime's cpu-weight formula measured on a probe pod."""
+        runtime's cpu-weight formula measured on a probe pod (reported, never the oracle's expectation)."""
         if self._facts is None:
             probe = self.read("facts")
             self._facts = node_facts(self.node_object(), probe, self._measure_cpu_weight_formula())
@@ -327,7 +331,7 @@ class KubeNode(Node):
             uid = names.uid(str(obj["metadata"]["uid"]))
             doc = self.read("pod", podUid=uid, containers=container_ids(obj), files=["cpu.weight"])
             weight = int(doc["containers"]["probe"]["files"]["cpu.weight"])
-            return cpu_weight_formula(milli_cpu_to_shares(PROBE_MILLI_CPU), weight)
+            return measured_formula(milli_cpu_to_shares(PROBE_MILLI_CPU), weight)
         except (KeyError, ValueError) as err:
             raise NodeError(f"cpu-weight probe on node {self.node}: {err}") from None
         finally:

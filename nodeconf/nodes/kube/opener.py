@@ -6,7 +6,7 @@ Source: issue 12 (each scheme's opener beside its driver, taking the parsed Node
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nodeconf.nodes.base import Node, NodeError
@@ -52,8 +52,10 @@ def choose_node(nodes: Sequence[Mapping[str, Any]], wanted: str | None) -> Mappi
     return sorted(workers or candidates, key=node_name)[0]
 
 
-def open_node(context: str | None = None, *, node: str | None = None, config_file: str | None = None) -> KubeNode:
-    """Connect with the kubeconfig's context (the current one when None), pick the node and start the run.
+def open_node(context: str | None = None, *, node: str | None = None, config_file: str | None = None,
+              after_close: Sequence[Callable[[], None]] = ()) -> KubeNode:
+    """Connect with the kubeconfig's context (the current one when None; in a pod without a kubeconfig, the pod's
+    service account), pick the node and start the run; `after_close` runs when the node is closed.
 
     The node, the reader image and the workload image can be set with NODECONF_KUBE_NODE,
     NODECONF_KUBE_HELPER_IMAGE and NODECONF_KUBE_WORKLOAD_IMAGE (defaults: short names the node's runtime
@@ -71,7 +73,8 @@ def open_node(context: str | None = None, *, node: str | None = None, config_fil
         kube_node = KubeNode(api, node_name(target), spec=f"kube:{chosen}", context=chosen,
                              helper_image=os.environ.get(ENV_HELPER_IMAGE, DEFAULT_HELPER_IMAGE),
                              workload_image=os.environ.get(ENV_WORKLOAD_IMAGE, DEFAULT_WORKLOAD_IMAGE),
-                             keep_images=os.environ.get(ENV_KEEP_IMAGES, "") not in ("", "0"))
+                             keep_images=os.environ.get(ENV_KEEP_IMAGES, "") not in ("", "0"),
+                             after_close=after_close)
     except BaseException:
         api.close()
         raise
