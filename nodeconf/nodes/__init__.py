@@ -1,1 +1,2 @@
-"""Node drivers: one protocol, several nodes (the reference VM over SSH, local, Kubernetes)."""
+"""Node drivers behind one protocol (base.py): transports (transport/), the enforcer-run driver (enforced/), the
+Kubernetes driver (kube/), the node spec (spec.py) and the scheme → opener registry (registry.py)."""
