@@ -44,7 +44,7 @@ PLR_RESIZE = "upstream test/e2e/common/node/pod_level_resources_resize.go doPatc
 RESTART = "upstream pod_resize.go expectRestart: RestartContainer and that resource's requests or limits changed"
 PLR_RESTART = ("upstream pod_level_resources_resize.go expectRestart: a pod-level change restarts, per its policy, "
                "a container without values of its own")
-RESTART_WAIT = 30.0
+RESTART_WAIT = 15.0
 
 
 @dataclass
