@@ -22,6 +22,7 @@ from nodeconf.enforcer.lifecycle import (
     pod_phase,
     ready_to_start,
     restarts,
+    restarts_for_resize,
 )
 from nodeconf.enforcer.metrics import render
 from nodeconf.enforcer.oci_runtime import OciRuntime, RuntimeCommandError, RuntimeProcess, container_id
@@ -410,13 +411,29 @@ class Agent:
         changed = (status, decision.message) != (record.resize_status, record.resize_message)
         record.resize_status, record.resize_message = status, decision.message
         if status == APPLIED:
+            restart = restarts_for_resize(record.pod, record.desired)
             record.pod, record.desired = record.desired, None
             self._apply(self._expect())
+            for name in restart:
+                self._restart_for_resize(record, record.container(name))
         elif status not in PENDING:
             record.desired = None
         if changed:
             kind = "Warning" if status not in (APPLIED, *PENDING) else "Normal"
             record.event(kind, f"Resize{status}", decision.message or status)
+
+    def _restart_for_resize(self, record: PodRecord, c: ContainerRecord) -> None:
+        """Kill a running container whose resizePolicy asks for it; it starts again on the next tick, without
+        back-off, and its restart count grows (kubelet: the container is restarted with the new resources)."""
+        if c.proc is None or c.state != "running":
+            return
+        process.terminate(c.proc)
+        c.proc = None
+        c.last_state = {"terminated": {"exitCode": 137, "reason": "Error", "startedAt": c.started_at,
+                                       "finishedAt": time.time()}}
+        c.state, c.reason, c.exit_code, c.next_start = "waiting", "ContainerCreating", None, 0.0
+        self.log.info("pod %s container %s restarted for its resize", record.ref, c.name)
+        record.event("Normal", "Killing", f"Container {c.name} resize requires restart")
 
     def delete(self, ref: str) -> dict[str, Any]:
         """Kill the pod's processes, remove its cgroups and forget it; the sums are rewritten without it."""
