@@ -427,8 +427,7 @@ class Agent:
         back-off, and its restart count grows (kubelet: the container is restarted with the new resources)."""
         if c.proc is None or c.state != "running":
             return
-        process.terminate(c.proc)
-        c.proc = None
+        self._stop_process(c)
         c.last_state = {"terminated": {"exitCode": 137, "reason": "Error", "startedAt": c.started_at,
                                        "finishedAt": time.time()}}
         c.state, c.reason, c.exit_code, c.next_start = "waiting", "ContainerCreating", None, 0.0
@@ -445,13 +444,18 @@ class Agent:
             self.save()
             return {"deleted": ref}
 
+    @staticmethod
+    def _stop_process(c: ContainerRecord) -> None:
+        """Kill a container's process: through its runtime (which deletes the container) or directly."""
+        if isinstance(c.proc, RuntimeProcess):
+            c.proc.stop()
+        elif c.proc is not None:
+            process.terminate(c.proc)
+        c.proc = None
+
     def _teardown(self, record: PodRecord) -> None:
         for c in record.containers:
-            if isinstance(c.proc, RuntimeProcess):
-                c.proc.stop()
-            elif c.proc is not None:
-                process.terminate(c.proc)
-            c.proc = None
+            self._stop_process(c)
             if c.state == "running":
                 c.state, c.reason, c.exit_code = "terminated", "Killed", 137
         self.tree.kill(record.cgroup)
