@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from fixtures.evidence import attach_manifest
+from fixtures.node import delete_all
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod, object_from_dict, pod_to_dict
 from nodeconf.nodes.base import Node, NodeError
@@ -85,11 +86,6 @@ def shared_deployment(node: Node, oracle: Oracle, kubelet: Kubelet, pods: Sequen
             handles.append(node.run(p))
         yield Deployed(expectation, tuple(handles))
     finally:
-        problems = []
-        for handle in reversed(handles):
-            try:
-                handle.delete()
-            except NodeError as err:
-                problems.append(f"{handle.pod.ref}: {err}")
+        problems = delete_all(handles)
         if problems:
             raise NodeError("pods not deleted: " + "; ".join(problems))
