@@ -49,7 +49,8 @@ def user_data(keys: SeedKeys, *, swap: bool) -> str:
         "ssh_authorized_keys": [keys.authorized_key],
         "ssh_pwauth": False,
         "ssh_deletekeys": True,
-        "ssh_genkeytypes": [],
+        # Only ed25519, whose key is given above (the schema wants a non-empty list; an existing key is kept).
+        "ssh_genkeytypes": ["ed25519"],
         "ssh_keys": {"ed25519_private": keys.host_private_key, "ed25519_public": keys.host_public_key},
     }
     if swap:

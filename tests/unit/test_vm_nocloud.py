@@ -36,7 +36,7 @@ def test_seed_iso_holds_cloud_config_with_our_keys(tmp_path: Path) -> None:
     assert config["disable_root"] is False and config["ssh_pwauth"] is False
     assert config["ssh_keys"] == {"ed25519_private": (tmp_path / "host_ed25519").read_text(),
                                   "ed25519_public": (tmp_path / "host_ed25519.pub").read_text().strip()}
-    assert config["ssh_genkeytypes"] == [] and config["ssh_deletekeys"] is True
+    assert config["ssh_genkeytypes"] == ["ed25519"] and config["ssh_deletekeys"] is True
     assert config["bootcmd"] == [["swapon", "-L", SWAP_LABEL]]
     assert not list(tmp_path.glob("seed.d"))
 
