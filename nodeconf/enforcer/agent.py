@@ -578,6 +578,7 @@ class Agent:
             self.log.info("evicting pod %s: %s", record.ref, decision.message)
             self._teardown(record)
             record.phase, record.reason, record.message = "Failed", decision.reason, decision.message
+            record.disrupted_at = time.time()
             record.event("Warning", decision.reason, decision.message)
             self._apply(self._expect())
             changed = True

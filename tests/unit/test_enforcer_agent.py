@@ -252,7 +252,9 @@ def test_eviction_in_oracle_order(tmp_path: Path) -> None:
         status = agent.status("default/greedy")
         assert (status["phase"], status["reason"]) == ("Failed", "Evicted")
         assert "Container c was using 512Mi, request is 64Mi" in status["message"]
+        assert status["disruptedAt"] is not None, "the eviction's time orders evictions (DisruptionTarget)"
         assert agent.status("default/calm")["phase"] == "Running"
+        assert agent.status("default/calm")["disruptedAt"] is None
         assert agent.conditions["MemoryPressure"]
 
 
