@@ -152,6 +152,7 @@ class Supervision(StateFile):
             self.log.info("evicting pod %s: %s", record.ref, decision.message)
             self._teardown(record)
             record.phase, record.reason, record.message = "Failed", decision.reason, decision.message
+            record.disrupted_at = time.time()
             record.event("Warning", decision.reason, decision.message)
             self._apply(self._expect())
             changed = True

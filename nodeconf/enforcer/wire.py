@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from nodeconf.node_facts import NodeFacts
 
@@ -162,6 +162,7 @@ class PodStatusDoc(TypedDict):
     message: str
     events: list[EventDoc]
     resize: ResizeDoc
+    disruptedAt: NotRequired[float | None]  # absent in a state file written before it existed
 
 
 class ProcessesDoc(TypedDict):

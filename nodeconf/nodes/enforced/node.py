@@ -144,6 +144,7 @@ def pod_status(doc: PodStatusDoc) -> PodStatus:
         events=tuple(Event(e["type"], e["reason"], e["message"]) for e in doc["events"]),
         reason=doc["reason"], message=doc["message"],
         resize=ResizeStatus(doc["resize"]["status"], doc["resize"]["message"]),
+        disrupted_at=doc.get("disruptedAt"),
     )
 
 

@@ -27,7 +27,14 @@ from nodeconf.nodes.base import (
 from nodeconf.nodes.kube.api import KubeApiError, dig
 from nodeconf.nodes.kube.oom import OomLedger, oom_kill_count, with_oom_reasons
 from nodeconf.nodes.kube.paths import CgroupFrame
-from nodeconf.nodes.kube.pods import container_ids, container_states, pod_events, resize_status, settled_resize
+from nodeconf.nodes.kube.pods import (
+    container_ids,
+    container_states,
+    disruption_time,
+    pod_events,
+    resize_status,
+    settled_resize,
+)
 from nodeconf.nodes.kube.refusals import infrastructure_error, rejection
 from nodeconf.semantics.resize import ResizeStatus as ResizeOutcome
 
@@ -94,6 +101,7 @@ class KubePod(PodHandle):
             reason=str(status.get("reason") or ""),
             message=str(status.get("message") or ""),
             resize=resize_status(obj, self.resized) or ResizeStatus(ResizeOutcome.IN_PROGRESS),
+            disrupted_at=disruption_time(obj),
         )
 
     def _with_oom_evidence(self, obj: Mapping[str, Any], states: dict[str, ContainerState]

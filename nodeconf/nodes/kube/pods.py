@@ -7,6 +7,7 @@ import inspect
 import json
 import re
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from nodeconf.manifest import Pod
@@ -293,3 +294,16 @@ def reader_request(request: Mapping[str, Any]) -> str:
 def reader_argv(request: Mapping[str, Any]) -> list[str]:
     """The reader's argv in the helper pod: the mounted program and one JSON request (no shell)."""
     return ["python3", f"{READER_DIR}/{READER_FILE}", reader_request(request)]
+
+
+def disruption_time(pod_obj: Mapping[str, Any]) -> float | None:
+    """When the node disrupted the pod: its DisruptionTarget condition's lastTransitionTime (RFC 3339, seconds), set
+    by the kubelet's eviction manager (KEP-3329, pkg/kubelet/eviction/eviction_manager.go evictPod); None without."""
+    for condition in dig(pod_obj, "status", "conditions") or ():
+        if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
+            stamp = str(condition.get("lastTransitionTime") or "")
+            try:
+                return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                return None
+    return None
