@@ -26,9 +26,11 @@ EXPECTED = "vm, local, ssh://user@host[:port]?key=FILE&known_hosts=FILE, kube or
 ENFORCER_OPTIONS = ("fault", "backoff", "cpu-weight-formula", "root", "dir", "python")
 SSH_OPTIONS = ("key", "known_hosts", "host_key")
 VM_OPTIONS = ("memory", "swap", "cpus")
+# name= gives the node its name in check ids and reports (two nodes of one run need distinct names).
+NAME_OPTION = "name"
 ALLOWED_OPTIONS = {
-    "vm": (*VM_OPTIONS, *ENFORCER_OPTIONS), "local": ENFORCER_OPTIONS, "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS),
-    "kube": (),
+    "vm": (*VM_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "local": (*ENFORCER_OPTIONS, NAME_OPTION),
+    "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "kube": (NAME_OPTION,),
 }
 REPEATABLE = frozenset({"fault"})
 MIN_VM_MEMORY_MIB = 256
@@ -43,6 +45,7 @@ IPV6 = re.compile(r"\[([0-9A-Fa-f:.]+)\]")
 SECONDS = re.compile(r"\d+(\.\d+)?")
 PUBLIC_KEY = re.compile(r"[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}")
 ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 
 
 class NodeSpecError(UsageError):
@@ -130,7 +133,11 @@ class NodeSpec:
 
     @property
     def name(self) -> str:
-        """A short id for test ids and file names: `vm`, `local`, `ssh-HOST-PORT`, `kube`, `kube-CONTEXT`."""
+        """A short id for test ids and file names: the name= option, else `vm`, `local`, `ssh-HOST-PORT`, `kube`,
+        `kube-CONTEXT`."""
+        given = self.option(NAME_OPTION)
+        if given is not None:
+            return given
         if self.ssh is not None:
             raw = f"ssh-{self.ssh.target.host}-{self.ssh.target.port}"
         elif self.context is not None:
@@ -176,6 +183,8 @@ def parse_node_spec(text: str) -> NodeSpec:
                             "give ssh://user@host[:port]?key=FILE")
     options = _options(query, scheme, shown)
     single = dict(options)
+    if NAME_OPTION in single:
+        check_node_name(single[NAME_OPTION], f"node spec {shown!r}: name=")
     return NodeSpec(
         scheme, options,
         ssh=_ssh_login(base[len("ssh://"):], single, shown) if scheme == "ssh" else None,
@@ -183,6 +192,14 @@ def parse_node_spec(text: str) -> NodeSpec:
         vm=_vm_size(single, shown) if scheme == "vm" else VmSize(),
         enforcer=_enforcer_options(options, scheme, shown) if scheme != "kube" else EnforcerOptions(),
     )
+
+
+def check_node_name(name: str, where: str) -> str:
+    """A node name fit for check ids and file names (letters, digits, `._-`, at most 63); NodeSpecError otherwise."""
+    if not NODE_NAME.fullmatch(name):
+        raise NodeSpecError(f"{where} must be 1-63 letters, digits and ._- starting with a letter or digit, "
+                            f"got {name!r}")
+    return name
 
 
 def chosen_specs(given: Sequence[NodeSpec] | None) -> list[NodeSpec]:
