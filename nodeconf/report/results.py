@@ -251,10 +251,14 @@ def load_results(results_dir: Path) -> RunResults:
 
 
 def _node_environments(results_dir: Path) -> tuple[NodeEnvironment, ...]:
-    """Each node's environment-NAME.properties, ordered by the name recorded inside (else the file's)."""
+    """Each node's environment-NAME.properties, in the run's order (`position`), named by its `name` entry."""
     found = []
     for path in sorted(results_dir.glob(NODE_ENVIRONMENT_GLOB)):
         entries = tuple(read_properties(path))
         name = next((value for key, value in entries if key == "name"), "")
         found.append(NodeEnvironment(name or path.name[len("environment-"):-len(".properties")], entries))
-    return tuple(sorted(found, key=lambda node: node.name))
+    return tuple(sorted(found, key=lambda node: (_position(node.get("position")), node.name)))
+
+
+def _position(text: str) -> int:
+    return int(text) if text.isdigit() else 0
