@@ -73,7 +73,8 @@ def test_run_nodes_from_node_options_or_a_matrix(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("test_id", "node"), [
-    ("suites/a.py::test_x[vm]", "vm"), ("test_x[b-burstable]", "b"), ("test_x[ssh-10.0.0.1-22-case]", "ssh-10.0.0.1-22"),
+    ("suites/a.py::test_x[vm]", "vm"), ("test_x[b-burstable]", "b"),
+    ("test_x[ssh-10.0.0.1-22-case]", "ssh-10.0.0.1-22"),
     ("test_x", None), ("test_x[burstable]", None), ("test_x[vmx]", None),
 ])
 def test_node_of_test(test_id: str, node: str | None) -> None:

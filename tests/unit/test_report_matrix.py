@@ -60,7 +60,8 @@ def _results(tmp_path: Path, statuses: dict[str, str]) -> Path:
         _result(results, name, node, status)
     write_properties(results / "environment.properties", [("node", "vm, vm?name=b")])
     write_properties(results / "environment-vm.properties",
-                     [("name", "vm"), ("position", "1"), ("node", "vm"), ("kernel_version", "6.12.1-amd64"), ("memory_capacity", "1")])
+                     [("name", "vm"), ("position", "1"), ("node", "vm"), ("kernel_version", "6.12.1-amd64"),
+                      ("memory_capacity", "1")])
     write_properties(results / "environment-b.properties",
                      [("name", "b"), ("position", "2"), ("node", "vm?name=b"), ("kernel_version", "6.1.0-13-amd64"),
                       ("debian_release", "12")])
