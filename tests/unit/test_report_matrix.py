@@ -129,3 +129,12 @@ def test_the_verdict_is_the_worst_over_all_nodes(tmp_path: Path, statuses: dict[
     outcome = results_verdict(load_results(_results(tmp_path, statuses)))
     assert (outcome.code, outcome.label) == (code, label)
     assert outcome.reason.startswith("worst of 2 nodes: ")
+
+
+def test_the_summary_counts_each_node(tmp_path: Path) -> None:
+    from nodeconf.report.summary import summary_lines
+
+    results = load_results(_results(tmp_path, {"test_x[vm]": "passed", "test_x[b]": "broken"}))
+    lines = summary_lines(results, [])
+    assert lines[1:3] == ["  node vm: 1 checks: 0 failed, 0 broken, 0 skipped, 1 passed",
+                          "  node b: 1 checks: 0 failed, 1 broken, 0 skipped, 0 passed"]

@@ -1,0 +1,173 @@
+"""Several-node benchmark (issue 14 item 2): the default checks on two reference VMs in parallel (one `nodeconf run`,
+one xdist worker per node) against the same two runs one after the other, and the controller's CPU seconds per check
+(every process of the run except qemu).
+
+Run under the VM lock: flock /tmp/nodeconf-vm.lock .venv/bin/python benchmarks/matrix_bench.py [--json]
+    [--reports DIR] [-- PYTEST_ARGS, e.g. suites/resources]
+CPU: the run's whole process tree as the kernel accounts it to this process once the run is reaped
+(getrusage(RUSAGE_CHILDREN)), minus qemu's CPU sampled from /proc/<pid>/stat every SAMPLE_S while it runs (qemu's
+last < SAMPLE_S before it exits is missed, so the controller figure is, if anything, slightly high).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+NODES = ("vm", "vm?name=b")
+TARGET_RATIO = 0.65
+SAMPLE_S = 0.2
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class RunCost:
+    """One `nodeconf run`: its wall time, exit code, checks, and CPU seconds of qemu and of everything else."""
+
+    label: str
+    wall_s: float
+    exit_code: int
+    checks: int
+    qemu_cpu_s: float
+    controller_cpu_s: float
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as handle:
+                found.extend(int(child) for child in handle.read().split())
+    except OSError:
+        pass
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    pending, found = [pid], []
+    while pending:
+        children = _children(pending.pop())
+        found.extend(children)
+        pending.extend(children)
+    return found
+
+
+def _cpu_and_name(pid: int) -> tuple[float, str] | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    name = stat[stat.index("(") + 1:stat.rindex(")")]
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS, name  # utime + stime
+
+
+class QemuSampler(threading.Thread):
+    """Samples the CPU time of every qemu-system process below `root` until stopped; `seconds` is their sum."""
+
+    def __init__(self, root: int) -> None:
+        super().__init__(daemon=True)
+        self.root = root
+        self.latest: dict[int, float] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(SAMPLE_S):
+            for pid in _descendants(self.root):
+                sample = _cpu_and_name(pid)
+                if sample is not None and sample[1].startswith("qemu-system"):
+                    self.latest[pid] = sample[0]
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.latest.values())
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_nodeconf(label: str, nodes: tuple[str, ...], reports: Path, pytest_args: list[str]) -> RunCost:
+    """Run `nodeconf run` on `nodes` and measure it."""
+    argv = [sys.executable, "-m", "nodeconf", "run", *(f"--node={node}" for node in nodes),
+            f"--reports={reports}", "--", "-p", "no:randomly", *pytest_args]
+    print(f"matrix bench: {label}: {' '.join(argv[2:])}", file=sys.stderr, flush=True)
+    cpu_before = _children_cpu()
+    started = time.monotonic()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    sampler = QemuSampler(process.pid)
+    sampler.start()
+    code = process.wait()
+    wall = time.monotonic() - started
+    sampler.done.set()
+    sampler.join()
+    total_cpu = _children_cpu() - cpu_before
+    checks = _checks(reports / "summary.json")
+    cost = RunCost(label, round(wall, 1), code, checks, round(sampler.seconds, 1),
+                   round(total_cpu - sampler.seconds, 1))
+    print(f"matrix bench: {label}: {cost}", file=sys.stderr, flush=True)
+    return cost
+
+
+def _checks(summary: Path) -> int:
+    try:
+        return int(json.loads(summary.read_text(encoding="utf-8"))["counts"]["total"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+def measure(reports: Path, pytest_args: list[str]) -> dict[str, object]:
+    """The two nodes one after the other, then both in one run; the ratio and CPU seconds per check."""
+    one_by_one = [run_nodeconf(f"sequential {node}", (node,), reports / f"seq-{index}", pytest_args)
+                  for index, node in enumerate(NODES)]
+    parallel = run_nodeconf("parallel", NODES, reports / "parallel", pytest_args)
+    sequential_wall = sum(cost.wall_s for cost in one_by_one)
+    runs = [*one_by_one, parallel]
+    checks = sum(cost.checks for cost in runs)
+    controller = sum(cost.controller_cpu_s for cost in runs)
+    return {
+        "selection": " ".join(pytest_args) or "(default checks)",
+        "host_cpus": os.cpu_count(),
+        "runs": [asdict(cost) for cost in runs],
+        "sequential_wall_s": round(sequential_wall, 1),
+        "parallel_wall_s": parallel.wall_s,
+        "ratio": round(parallel.wall_s / sequential_wall, 2) if sequential_wall else None,
+        "target_ratio": TARGET_RATIO,
+        "controller_cpu_s_per_check": round(controller / checks, 3) if checks else None,
+        "parallel_controller_cpu_s_per_check": round(parallel.controller_cpu_s / parallel.checks, 3)
+        if parallel.checks else None,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--reports", type=Path, default=Path("/tmp/nodeconf-matrix-bench"))
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    results = measure(args.reports, pytest_args)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        for name, value in results.items():
+            if name != "runs":
+                print(f"{name:<38} {value}")
+        for cost in results["runs"]:  # type: ignore[attr-defined]
+            print(f"  {cost}")
+    ratio = results["ratio"]
+    return 0 if isinstance(ratio, float) and ratio <= TARGET_RATIO else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
