@@ -289,6 +289,20 @@ def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) ->
     ]
 
 
+def test_pytest_argv_runs_several_nodes_one_worker_each(project: Path) -> None:
+    argv = run_cli.pytest_argv(_args("--node", "vm", "--node", "vm?name=b", "--", "-k", "res_demo"))
+    start = argv.index("--node=vm")
+    assert argv[start:start + 6] == ["--node=vm", "--node=vm?name=b", "-n", "2", "--dist", "load"]
+    assert "-n" not in run_cli.pytest_argv(_args("--node", "vm"))  # one node: no xdist unless asked
+
+
+def test_pytest_argv_passes_a_matrix_file(project: Path) -> None:
+    (project / "nodes.yaml").write_text("- node: vm\n- {node: vm, name: b}\n- {node: vm, name: c}\n")
+    argv = run_cli.pytest_argv(_args("--matrix", "nodes.yaml"))
+    start = argv.index(f"--matrix={(project / 'nodes.yaml').resolve()}")
+    assert argv[start + 1:start + 5] == ["-n", "3", "--dist", "load"]
+
+
 def test_run_writes_summary_json(full_run: FullRun) -> None:
     summary = json.loads((full_run.project / "reports" / "summary.json").read_text(encoding="utf-8"))
     assert (summary["verdict"], summary["exit_code"], summary["written_by"]) == ("FAIL", 1, "nodeconf run")

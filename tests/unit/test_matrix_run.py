@@ -140,8 +140,9 @@ def assert_environment_per_node(allure: Path) -> None:
     environment_b = (allure / "environment-b.properties").read_text()
     assert "name=b\n" in environment_b and "kernel_version=6.1-b\n" in environment_b
     assert "kernel_version" not in (allure / "environment.properties").read_text()
-    labels = [dict((label["name"], label["value"]) for label in json.loads(path.read_text())["labels"])
-              for path in allure.glob("*-result.json")]
+    raw = [json.loads(path.read_text()) for path in allure.glob("*-result.json")]
+    assert len({result["historyId"] for result in raw}) == 7  # the same check on two nodes: two histories
+    labels = [dict((label["name"], label["value"]) for label in result["labels"]) for result in raw]
     assert sorted(label.get("node", "") for label in labels) == ["", "b", "b", "b", "local", "local", "local"]
 
 
