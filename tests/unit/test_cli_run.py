@@ -244,8 +244,8 @@ def test_pytest_usage_error_never_reports_an_earlier_run(project: Path, capfd: p
     ("argv", "message"),
     [
         pytest.param(("--profile", "latest"), 'must look like "1.36"', id="bad-profile"),
-        pytest.param(("--node", "local", "--node", "kube"), "--node: several nodes per run are not supported yet",
-                     id="several-nodes"),
+        pytest.param(("--node", "local", "--node", "local?cpu-weight-formula=linear"),
+                     "--node: two nodes are named 'local'", id="same-name"),
         pytest.param(("--kubelet-config", "missing.yaml"), "missing.yaml: --kubelet-config: no such file",
                      id="missing-kubelet-config"),
     ],

@@ -114,7 +114,7 @@ BAD = [
     ("ssh-bad-host-key", "ssh://root@h?key={key}&host_key=ssh-ed25519", "host_key must be `TYPE BASE64`"),
     ("unknown-option", "vm?colour=red", "unknown option 'colour' (allowed for vm: memory, swap, cpus, fault"),
     ("vm-option-on-local", "local?memory=4096", "unknown option 'memory'"),
-    ("kube-option", "kube:ctx?key=x", "unknown option 'key' (allowed for kube: none)"),
+    ("kube-option", "kube:ctx?key=x", "unknown option 'key' (allowed for kube: name)"),
     ("kube-empty-context", "kube:", "kube: needs a context name after the colon"),
     ("kube-blank-context", "kube: ", "kube: needs a context name after the colon"),
     ("option-without-value", "vm?memory", "option 'memory' needs a value"),
