@@ -20,3 +20,5 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="YAML list of nodes ({node: SPEC, kubeletConfig: FILE, profile: X.Y, name: NAME})")
     group.addoption("--kubelet-config", default=None, help="KubeletConfiguration YAML the node starts with")
     group.addoption("--profile", default=None, help="Kubernetes profile X.Y the oracle uses (default: newest)")
+    group.addoption("--cpu-weight-formula", default="nonlinear", choices=("linear", "nonlinear"),
+                    help="container shares→weight formula the run accepts (default: the profile's non-linear one)")

@@ -7,6 +7,25 @@ Source: DESIGN.md `nodeconf run` contract (exit 0 pass, 1 a check failed, 2 usag
 
 from __future__ import annotations
 
+# Longest message and longest quoted value: an error is one line a person reads, whatever the input held.
+MAX_MESSAGE = 300
+MAX_SHOWN = 40
+
+
+def shown(value: object) -> str:
+    """`value` quoted for a message, cut to MAX_SHOWN characters; never converts a huge integer to text."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 100:
+        return f"<integer of {value.bit_length()} bits>"
+    if isinstance(value, list | dict | tuple | set):
+        return f"<{type(value).__name__} of {len(value)} items>"
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
+
+
+def _cut(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
 
 class NodeconfError(Exception):
     """Every error nodeconf raises on purpose."""
@@ -28,8 +47,9 @@ class InputError(UsageError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        where = [part for part in (self.source, self.obj, self.field) if part]
-        return ": ".join([*where, self.problem])
+        """One line of at most MAX_MESSAGE characters: each part cut so the problem still shows."""
+        where = [_cut(part, 80) for part in (self.source, self.obj, self.field) if part]
+        return _cut(": ".join([*where, _cut(self.problem, MAX_MESSAGE)]), MAX_MESSAGE - len("nodeconf: "))
 
     def within(self, *, source: str = "", obj: str = "") -> InputError:
         """The same error with a file or object named where it had none."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
-from nodeconf.errors import InputError
-from nodeconf.quantity import Quantity, QuantityError
+from nodeconf.errors import InputError, shown
+from nodeconf.quantity import INT64_MAX, Quantity, QuantityError, beyond_int64
 
 SWAP_BEHAVIORS = ("NoSwap", "LimitedSwap", "WorkloadControlledSwap")
 RESERVATION_POLICIES = ("None", "TieredReservation")
@@ -21,8 +22,13 @@ DEFAULT_EVICTION_HARD = {
     "nodefs.inodesFree": "5%",
     "imagefs.available": "15%",
 }
-_DURATION = re.compile(r"(?P<n>\d+(?:\.\d+)?)(?P<unit>us|µs|ms|s|m|h)")
-_MICROSECONDS = {"us": 1, "µs": 1, "ms": 1000, "s": 1_000_000, "m": 60_000_000, "h": 3_600_000_000}
+# time.ParseDuration: [sign] (decimal number, unit)+ with units ns, us, µs (U+00B5), μs (U+03BC), ms, s, m, h.
+_DURATION = re.compile(r"(?P<n>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<unit>ns|us|\u00b5s|\u03bcs|ms|s|m|h)", re.ASCII)
+_NANOSECONDS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
+                "h": 3600 * 10**9}
+# kubelet validation (pkg/kubelet/apis/config/validation/validation.go): cpuCFSQuotaPeriod within 1ms..1s inclusive.
+CFS_PERIOD_NS = (10**6, 10**9)
+MAX_DURATION_TEXT = 100
 
 
 @dataclass(frozen=True)
@@ -54,18 +60,35 @@ class KubeletConfig:
         return self.feature_gates.get(name)
 
 
-def _duration_us(text: str, source: str) -> int:
-    total = 0
-    pos = 0
-    for match in _DURATION.finditer(text):
+def _duration_ns(text: str) -> int | None:
+    """Nanoseconds of a Go duration (time.ParseDuration), None when it is not one or overflows int64."""
+    sign, body = (-1, text[1:]) if text[:1] == "-" else (1, text[1:] if text[:1] == "+" else text)
+    if body == "0":
+        return 0
+    total, pos = Fraction(0), 0
+    for match in _DURATION.finditer(body):
         if match.start() != pos:
-            break
-        total += int(float(match["n"]) * _MICROSECONDS[match["unit"]])
+            return None
+        total += Fraction(match["n"].rstrip(".") or "0") * _NANOSECONDS[match["unit"]]
         pos = match.end()
-    if pos != len(text) or not text:
-        raise InputError(f"invalid duration {text!r}", source=source, obj="KubeletConfiguration",
-                         field="cpuCFSQuotaPeriod")
-    return total
+    if not body or pos != len(body) or total > INT64_MAX:
+        return None
+    return sign * int(total)
+
+
+def _cfs_period_us(value: Any, source: str) -> int:
+    """cpuCFSQuotaPeriod in microseconds; refused as the kubelet refuses it (unparsable, or outside 1ms..1s)."""
+    def fail(problem: str) -> InputError:
+        return InputError(problem, source=source, obj="KubeletConfiguration", field="cpuCFSQuotaPeriod")
+
+    text = value if isinstance(value, str) else None
+    if text is None or len(text) > MAX_DURATION_TEXT or (nanoseconds := _duration_ns(text)) is None:
+        raise fail(f"invalid duration {shown(value)}")
+    low, high = CFS_PERIOD_NS
+    if not low <= nanoseconds <= high:
+        raise fail(f"invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {shown(text)} must be "
+                   "between 1ms and 1sec, inclusive")
+    return nanoseconds // 1000
 
 
 def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
@@ -78,20 +101,20 @@ def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
     if not isinstance(doc, Mapping):
         raise InputError("not a KubeletConfiguration document", source=source)
     if doc.get("kind", obj) != obj:
-        raise fail("kind", f"expected {obj}, got {doc.get('kind')!r}")
+        raise fail("kind", f"expected {obj}, got {shown(doc.get('kind'))}")
 
     def choice(path: str, value: Any, allowed: tuple[str, ...], default: str) -> str:
         if value in (None, ""):
             return default
         if value not in allowed:
-            raise fail(path, f"unknown value {value!r} (expected one of {', '.join(allowed)})")
+            raise fail(path, f"unknown value {shown(value)} (expected one of {', '.join(allowed)})")
         return str(value)
 
     def flag(path: str, value: Any, default: bool) -> bool:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise fail(path, f"expected true or false, got {value!r}")
+            raise fail(path, f"expected true or false, got {shown(value)}")
         return value
 
     def resources(path: str, value: Any) -> dict[str, Quantity]:
@@ -99,10 +122,19 @@ def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
             return {}
         if not isinstance(value, Mapping):
             raise fail(path, "expected a mapping")
-        try:
-            return {str(k): Quantity.parse(v) for k, v in value.items()}
-        except QuantityError as err:
-            raise fail(path, str(err)) from None
+        out: dict[str, Quantity] = {}
+        for k, v in value.items():
+            try:
+                q = Quantity.parse(v)
+            except QuantityError as err:
+                raise fail(f"{path}.{k}", str(err)) from None
+            # cmd/kubelet/app/server.go parseResourceList: a negative reservation stops the kubelet.
+            if q.amount < 0:
+                raise fail(f"{path}.{k}", f"resource quantity for {shown(str(k))} cannot be negative: {shown(v)}")
+            if beyond_int64(q, milli=str(k) == "cpu"):
+                raise fail(f"{path}.{k}", f"{shown(v)} is beyond int64 (the kubelet reads it as an int64)")
+            out[str(k)] = q
+        return out
 
     swap = doc.get("memorySwap") or {}
     if not isinstance(swap, Mapping):
@@ -113,10 +145,11 @@ def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
     factor = doc.get("memoryThrottlingFactor")
     if factor is not None and (isinstance(factor, bool) or not isinstance(factor, int | float)
                                or not 0 < factor <= 1):
-        raise fail("memoryThrottlingFactor", f"expected a number in (0, 1], got {factor!r}")
+        raise fail("memoryThrottlingFactor", f"expected a number in (0, 1], got {shown(factor)}")
     eviction = doc.get("evictionHard")
-    if eviction is not None and not isinstance(eviction, Mapping):
-        raise fail("evictionHard", "expected a mapping of signal to threshold")
+    if eviction is not None and (not isinstance(eviction, Mapping)
+                                 or not all(isinstance(v, str) for v in eviction.values())):
+        raise fail("evictionHard", "expected a mapping of signal to threshold (strings)")
     enforce = doc.get("enforceNodeAllocatable")
     if enforce is not None:
         if not isinstance(enforce, list):
@@ -125,15 +158,16 @@ def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
             choice("enforceNodeAllocatable", item, ENFORCE_NODE_ALLOCATABLE, "")
     period = doc.get("cpuCFSQuotaPeriod")
     max_pods = doc.get("maxPods", 110)
-    if isinstance(max_pods, bool) or not isinstance(max_pods, int) or max_pods < 0:
-        raise fail("maxPods", f"expected a non-negative integer, got {max_pods!r}")
+    # MaxPods is an int32 (kubelet config types.go); validation refuses a negative one.
+    if isinstance(max_pods, bool) or not isinstance(max_pods, int) or not 0 <= max_pods < 2**31:
+        raise fail("maxPods", f"expected a non-negative 32-bit integer, got {shown(max_pods)}")
     pids = doc.get("podPidsLimit", -1)
-    if isinstance(pids, bool) or not isinstance(pids, int):
-        raise fail("podPidsLimit", f"expected an integer, got {pids!r}")
+    if isinstance(pids, bool) or not isinstance(pids, int) or not -(2**63) <= pids < 2**63:  # int64
+        raise fail("podPidsLimit", f"expected an integer, got {shown(pids)}")
     reserved_cgroups = {key: doc.get(key) or "" for key in ("systemReservedCgroup", "kubeReservedCgroup")}
     for key, value in reserved_cgroups.items():
         if not isinstance(value, str):
-            raise fail(key, f"expected a cgroup name, got {value!r}")
+            raise fail(key, f"expected a cgroup name, got {shown(value)}")
     for key, enforced in (("systemReservedCgroup", "system-reserved"), ("kubeReservedCgroup", "kube-reserved")):
         # pkg/kubelet/apis/config/validation ValidateKubeletConfiguration: an enforced reserve needs its cgroup.
         if enforced in (enforce or ()) and not reserved_cgroups[key]:
@@ -155,7 +189,7 @@ def kubelet_config_from_dict(doc: Any, source: str = "") -> KubeletConfig:
         cgroup_driver=choice("cgroupDriver", doc.get("cgroupDriver"), CGROUP_DRIVERS, "systemd"),
         single_process_oom_kill=flag("singleProcessOOMKill", doc.get("singleProcessOOMKill"), False),
         cpu_cfs_quota=flag("cpuCFSQuota", doc.get("cpuCFSQuota"), True),
-        cpu_cfs_quota_period_us=_duration_us(str(period), source) if period is not None else 100_000,
+        cpu_cfs_quota_period_us=_cfs_period_us(period, source) if period is not None else 100_000,
         max_pods=max_pods,
         pod_pids_limit=pids,
         system_reserved_cgroup=reserved_cgroups["systemReservedCgroup"],

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nodeconf.errors import InputError
-from nodeconf.quantity import Quantity, QuantityError
+from nodeconf.errors import InputError, shown
+from nodeconf.quantity import Quantity, QuantityError, beyond_int64
 
 ResourceList = Mapping[str, Quantity]
 
@@ -179,26 +179,47 @@ class _Reader:
         if value is None:
             return default
         if not isinstance(value, str):
-            raise self.fail(path, f"expected a string, got {value!r}")
+            raise self.fail(path, f"expected a string, got {shown(value)}")
         return value
 
     def strings(self, value: Any, path: str) -> tuple[str, ...]:
         return tuple(self.string(item, f"{path}[{i}]") for i, item in enumerate(self.sequence(value, path)))
 
-    def integer(self, value: Any, path: str) -> int | None:
+    def int32(self, value: Any, path: str) -> int | None:
+        """An int32 field (core/v1 `priority`): the API server's decoder refuses anything else."""
+        return self._integer(value, path, 32)
+
+    def int64(self, value: Any, path: str) -> int | None:
+        """An int64 field (core/v1 `activeDeadlineSeconds`): the API server's decoder refuses anything else."""
+        return self._integer(value, path, 64)
+
+    def _integer(self, value: Any, path: str, bits: int) -> int | None:
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(path, f"expected an integer, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+            raise self.fail(path, f"expected a {bits}-bit integer, got {shown(value)}")
         return value
+
+    def string_map(self, value: Any, path: str) -> dict[str, str]:
+        """A map[string]string (labels, annotations): non-string values are refused, as the decoder does."""
+        out: dict[str, str] = {}
+        for key, item in self.mapping(value, path).items():
+            if not isinstance(item, str):
+                raise self.fail(f"{path}.{key}", f"expected a string, got {shown(item)}")
+            out[str(key)] = item
+        return out
 
     def resource_list(self, value: Any, path: str) -> dict[str, Quantity]:
         out: dict[str, Quantity] = {}
         for name, raw in self.mapping(value, path).items():
             try:
-                out[str(name)] = Quantity.parse(raw)
+                q = Quantity.parse(raw)
             except QuantityError as err:
                 raise self.fail(f"{path}.{name}", str(err)) from None
+            if beyond_int64(q, milli=str(name) == CPU):
+                raise self.fail(f"{path}.{name}", f"{shown(raw)} is beyond int64: the kubelet reads quantities as "
+                                "int64 (resource.Quantity Value, MilliValue for cpu)")
+            out[str(name)] = q
         return out
 
     def resources(self, value: Any, path: str) -> Resources:
@@ -219,7 +240,7 @@ class _Reader:
             resource = self.string(item.get("resourceName"), f"{path}.resizePolicy[{i}].resourceName")
             policy = self.string(item.get("restartPolicy"), f"{path}.resizePolicy[{i}].restartPolicy")
             if policy not in ("NotRequired", "RestartContainer"):
-                raise self.fail(f"{path}.resizePolicy[{i}].restartPolicy", f"unknown value {policy!r}")
+                raise self.fail(f"{path}.resizePolicy[{i}].restartPolicy", f"unknown value {shown(policy)}")
             resize[resource] = policy
         restart = spec.get("restartPolicy")
         return Container(
@@ -269,8 +290,8 @@ def pod_from_spec(
         for i, c in enumerate(reader.sequence(spec.get("initContainers"), f"{prefix}.initContainers"))
     )
     pod_resources = spec.get("resources")
-    annotations = reader.mapping(meta.get("annotations"), "metadata.annotations")
-    labels = reader.mapping(meta.get("labels"), "metadata.labels")
+    annotations = reader.string_map(meta.get("annotations"), "metadata.annotations")
+    labels = reader.string_map(meta.get("labels"), "metadata.labels")
     return Pod(
         name=name,
         namespace=namespace,
@@ -279,12 +300,12 @@ def pod_from_spec(
         init_containers=init,
         resources=reader.resources(pod_resources, f"{prefix}.resources") if pod_resources is not None else None,
         overhead=reader.resource_list(spec.get("overhead"), f"{prefix}.overhead"),
-        priority_value=reader.integer(spec.get("priority"), f"{prefix}.priority"),
+        priority_value=reader.int32(spec.get("priority"), f"{prefix}.priority"),
         priority_class_name=reader.string(spec.get("priorityClassName"), f"{prefix}.priorityClassName"),
-        annotations={str(k): str(v) for k, v in annotations.items()},
-        labels={str(k): str(v) for k, v in labels.items()},
+        annotations=annotations,
+        labels=labels,
         restart_policy=reader.string(spec.get("restartPolicy"), f"{prefix}.restartPolicy", "Always"),
-        active_deadline_seconds=reader.integer(spec.get("activeDeadlineSeconds"), f"{prefix}.activeDeadlineSeconds"),
+        active_deadline_seconds=reader.int64(spec.get("activeDeadlineSeconds"), f"{prefix}.activeDeadlineSeconds"),
         source=reader.source,
     )
 
@@ -310,7 +331,7 @@ def object_from_dict(doc: Any, source: str = "") -> Pod | LimitRange | ResourceQ
     if kind == "KubeletConfiguration":
         raise InputError("a KubeletConfiguration is not a manifest: give it with --kubelet-config", source=source)
     if kind not in OBJECT_KINDS:
-        raise InputError(f"unknown kind {kind!r} (expected one of {', '.join(OBJECT_KINDS)})", source=source)
+        raise InputError(f"unknown kind {shown(kind)} (expected one of {', '.join(OBJECT_KINDS)})", source=source)
     reader, name, namespace, meta = _metadata(doc, source, kind)
     if kind == "Pod":
         return pod_from_spec(name, namespace, meta, reader.mapping(doc.get("spec"), "spec"), reader)

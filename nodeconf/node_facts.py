@@ -1,10 +1,24 @@
-"""What a node is: capacities, page size, kernel and runtime facts the oracle needs."""
+"""What a node is: capacities, page size, kernel and runtime facts the oracle needs, and its layers (issue 13)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 CPU_WEIGHT_FORMULAS = ("linear", "nonlinear")
+# Kernel options the suites rely on, reported from the node's kernel config (cgroup v2 memory, swap accounting,
+# cpu weight/max, cpuset, pids, io, hugetlb, PSI) (source: Linux init/Kconfig, mm/Kconfig).
+KERNEL_CONFIG_OPTIONS = (
+    "CONFIG_CGROUPS", "CONFIG_MEMCG", "CONFIG_MEMCG_SWAP", "CONFIG_SWAP", "CONFIG_CGROUP_SCHED",
+    "CONFIG_FAIR_GROUP_SCHED", "CONFIG_CFS_BANDWIDTH", "CONFIG_CPUSETS", "CONFIG_CGROUP_PIDS", "CONFIG_BLK_CGROUP",
+    "CONFIG_CGROUP_HUGETLB", "CONFIG_PSI", "CONFIG_PSI_DEFAULT_DISABLED", "CONFIG_ZSWAP",
+)
+# The first kernel release with each cgroup v2 interface the suites read (source: Linux
+# Documentation/admin-guide/cgroup-v2.rst in the named release: memory_recursiveprot mount option 5.7,
+# memory.peak 5.19, memory.reclaim 5.19, memory.swap.peak 6.5). Checks needing one are not applicable on an
+# older kernel, with this reason; their expectations do not change.
+KERNEL_FEATURE_SINCE: dict[str, tuple[int, int]] = {
+    "memory_recursiveprot": (5, 7), "memory.peak": (5, 19), "memory.reclaim": (5, 19), "memory.swap.peak": (6, 5),
+}
 
 
 @dataclass(frozen=True)
@@ -17,6 +31,8 @@ class NodeFacts:
     page_size: int = 4096
     kernel_version: str = ""
     cgroup_controllers: tuple[str, ...] = ("cpuset", "cpu", "io", "memory", "hugetlb", "pids")
+    # The formula the oracle expects for container cpu.weight: the run's requirement (the profile's non-linear
+    # one unless the run declares `--cpu-weight-formula linear` acceptable), never taken from the node.
     cpu_weight_formula: str = "nonlinear"
     # memory.swap.max exists in the runtime's own cgroup (containerd SwapControllerAvailable, kubelet
     # swapControllerAvailable); absent when the kernel does no swap accounting (RUNTIME-FACTS.md §1, §2a).
@@ -25,10 +41,25 @@ class NodeFacts:
     pid_capacity: int | None = None
     # (huge page size, total bytes of that size) per size the kernel offers (/sys/kernel/mm/hugepages).
     hugepages: tuple[tuple[int, int], ...] = ()
+    # The node's layers, measured on the node; "" (or empty, None) when not read, e.g. facts given by hand.
+    debian_release: str = ""
+    init: str = ""
+    init_version: str = ""
+    runtime: str = ""
+    runtime_version: str = ""
+    cgroup2_mount_options: tuple[str, ...] = ()
+    cgroup_subtree_control: tuple[str, ...] = ()
+    swap_devices: tuple[str, ...] = ()
+    psi: bool | None = None
+    kernel_config: tuple[tuple[str, str], ...] = ()
+    # What the runtime was measured doing with shares (a probe container): reported, never an expectation.
+    measured_cpu_weight_formula: str = ""
 
     def __post_init__(self) -> None:
         if self.cpu_weight_formula not in CPU_WEIGHT_FORMULAS:
             raise ValueError(f"unknown cpu weight formula {self.cpu_weight_formula!r}")
+        if self.measured_cpu_weight_formula not in ("", *CPU_WEIGHT_FORMULAS):
+            raise ValueError(f"unknown measured cpu weight formula {self.measured_cpu_weight_formula!r}")
         if self.page_size <= 0 or self.page_size & (self.page_size - 1):
             raise ValueError(f"page size must be a power of two, got {self.page_size}")
 
@@ -37,6 +68,10 @@ class NodeFacts:
         """cgroup v2 puts memory.swap.* in the memory controller (mm/memcontrol.c swap_files), and only with swap
         accounting: without it the kubelet writes no swap setting (configureContainerSwapResources)."""
         return self.swap_controller and "memory" in self.cgroup_controllers
+
+    def has_kernel_feature(self, name: str) -> bool:
+        """True when the kernel is at least the release that added this cgroup v2 interface (KERNEL_FEATURE_SINCE)."""
+        return self.kernel_at_least(*KERNEL_FEATURE_SINCE[name])
 
     def kernel_at_least(self, major: int, minor: int) -> bool:
         """True when the kernel release is at least major.minor (unknown counts as new enough)."""

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from nodeconf.errors import shown
+
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
     "n": Fraction(1, 10**9),
@@ -21,10 +23,17 @@ _DECIMAL = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
+# ASCII digits only, as the API server's quantity grammar (quantity.go parseQuantityString: '0'..'9').
 _GRAMMAR = re.compile(
-    r"(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?"
+    r"(?P<sign>[+-]?)(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?"
 )
+# The largest value a quantity's kubelet-side int64 (Value, MilliValue) holds; ParseQuantity caps a binary-suffix
+# quantity at it ("The max is just a simple cap": quantity.go maxAllowed).
+INT64_MAX = 2**63 - 1
+# nodeconf's bound on a quantity's spelling: far beyond int64 and nano precision, far below Python's 4,300-digit
+# int conversion limit.
+MAX_DIGITS = 100
 
 
 class QuantityError(ValueError):
@@ -42,12 +51,12 @@ class Quantity:
     def parse(cls, text: str | int | float) -> Quantity:
         """Parse `128Mi`, `250m`, `1e3`, `1.5Gi`, `-2`; raise QuantityError naming the text."""
         if isinstance(text, bool):
-            raise QuantityError(f"invalid quantity {text!r}")
+            raise QuantityError(f"invalid quantity {shown(text)}")
         if isinstance(text, int):
             return cls(Fraction(text), str(text))
         if isinstance(text, float):
             if not math.isfinite(text):
-                raise QuantityError(f"invalid quantity {text!r}")
+                raise QuantityError(f"invalid quantity {shown(text)}")
             return cls(Fraction(str(text)), str(text))
         return _parse_text(text) if isinstance(text, str) else _parse_uncached(text)
 
@@ -92,9 +101,11 @@ class Quantity:
 def _parse_uncached(text: object) -> Quantity:
     """The grammar of quantity.go ParseQuantity; the error names the text as given."""
     raw = str(text).strip()
+    if len(raw) > MAX_DIGITS:
+        raise QuantityError(f"invalid quantity {shown(raw)}: longer than {MAX_DIGITS} characters")
     match = _GRAMMAR.fullmatch(raw)
     if match is None:
-        raise QuantityError(f"invalid quantity {text!r}")
+        raise QuantityError(f"invalid quantity {shown(text)}")
     number = Fraction(match["number"] if not match["number"].endswith(".") else match["number"][:-1])
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
@@ -104,10 +115,17 @@ def _parse_uncached(text: object) -> Quantity:
     else:
         exponent = int(suffix[1:])
         if abs(exponent) > 100:
-            raise QuantityError(f"invalid quantity {text!r}: exponent out of range")
+            raise QuantityError(f"invalid quantity {shown(text)}: exponent out of range")
         scale = Fraction(10) ** exponent
     amount = number * scale
+    if suffix in _BINARY and amount > INT64_MAX:
+        amount, raw = Fraction(INT64_MAX), f"{match['sign']}{INT64_MAX}"
     return Quantity(-amount if match["sign"] == "-" else amount, raw)
+
+
+def beyond_int64(q: Quantity, *, milli: bool = False) -> bool:
+    """True when the kubelet's int64 view of `q` (Value, or MilliValue for cpu) cannot hold it (quantity.go)."""
+    return abs(q.milli_value() if milli else q.value()) > INT64_MAX
 
 
 # Manifests repeat a few spellings (`128Mi`, `250m`) thousands of times; a Quantity is immutable, so share it.

@@ -100,9 +100,16 @@ def node_facts(node: Node) -> NodeFacts:
     return node.facts()
 
 
+def oracle_facts(node_facts: NodeFacts, required_formula: str) -> NodeFacts:
+    """The node's facts with the run's container cpu.weight formula: what the node measured is reported (in the
+    rule text), never expected (GUIDE "Expectations never come from the node"; issue 13 item 5)."""
+    return replace(node_facts, cpu_weight_formula=required_formula)
+
+
 @pytest.fixture(scope="session")
 def oracle(node: Node, node_facts: NodeFacts, pytestconfig: pytest.Config) -> Oracle:
-    return Oracle(node_facts, profile_version(pytestconfig.getoption("--profile")), node.other_pods)
+    facts = oracle_facts(node_facts, str(pytestconfig.getoption("--cpu-weight-formula")))
+    return Oracle(facts, profile_version(pytestconfig.getoption("--profile")), node.other_pods)
 
 
 @pytest.fixture(scope="session")

@@ -119,9 +119,11 @@ def fit_to_node(p: Pod, node_memory: int) -> Pod:
 PROGRAMS_DIR = "/opt/nodeconf/workloads/programs"
 
 
-def memhog(mib: int) -> list[str]:
-    """The command of a container that allocates and touches `mib` MiB at once, then holds it."""
-    return ["python3", f"{PROGRAMS_DIR}/memhog.py", str(mib)]
+def memhog(mib: int, *, reclaim: bool = False, wait_for: str | None = None) -> list[str]:
+    """The command of a container that allocates and touches `mib` MiB at once, then holds it; with `reclaim`
+    it first pushes its pages to swap through memory.reclaim and, once swap is full, waits for `wait_for`."""
+    return ["python3", f"{PROGRAMS_DIR}/memhog.py", str(mib), *(["--reclaim"] if reclaim else []),
+            *(["--wait-for", wait_for] if wait_for else [])]
 
 
 # `pkill -f` in Python: the workload image (python:slim) has no procps, the VM has both; the same argv runs on

@@ -1,13 +1,16 @@
-"""Build and cache the reference VM image from Debian packages (source: issue 4, MEASURED.md build facts)."""
+"""Build and cache the reference VM image, or a variant of it, from Debian packages.
+
+Source: issue 4 and issue 13 (variants), MEASURED.md build facts.
+"""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
-import lzma
 import os
 import re
 import shutil
@@ -20,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infra.vm import paths
-from infra.vm.kernel import extract_vmlinux
+from infra.vm.apt import HOST_LISTS, Apt, AptError, apt_for
+from infra.vm.bootfiles import build_boot
+from infra.vm.hostrun import ImageBuildError, run_tool
 from infra.vm.progress import StepPrinter
 from infra.vm.qemu import kernel_cmdline
 from infra.vm.recipe import (
@@ -29,24 +34,21 @@ from infra.vm.recipe import (
     Recipe,
     cache_key,
     candidate_versions,
-    default_recipe,
-    insmod_order,
     kernel_package_from_depends,
+    kernel_part_packages,
     kernel_release,
 )
 from infra.vm.state import list_states
-from nodeconf.errors import InfrastructureError
+from infra.vm.systemd_root import install_systemd
+from infra.vm.variant import RELEASES, RUNTIMES, Variant, parse_variant, recipe_for
+from nodeconf.node_variant import INITS
 
+__all__ = ["ImageBuildError", "VmImage", "ensure_image", "prune_images"]
 Progress = Callable[[str], None]
 MANIFEST = "manifest.json"
-APT_LISTS = Path("/var/lib/apt/lists")
 BUILD_TOOLS = ("apt-get", "apt-cache", "dpkg-deb", "mmdebstrap", "depmod", "modprobe", "cpio", "mkfs.ext4",
-               "ssh-keygen")
-INITRAMFS_APPLETS = ("sh", "mount", "umount", "insmod", "switch_root", "sleep", "cat", "mkdir")
+               "ssh-keygen", "zstd")
 
-
-class ImageBuildError(InfrastructureError):
-    """The image could not be built; the message is one line saying why and what to do."""
 
 
 @dataclass(frozen=True)
@@ -67,10 +69,11 @@ class VmImage:
     kernel_release: str
     cmdline: str = field(default_factory=kernel_cmdline)
     ready_marker: str = READY_MARKER
+    variant: Variant = field(default_factory=Variant)
 
     @classmethod
     def load(cls, directory: Path) -> VmImage:
-        """The image described by the manifest in a finished image directory."""
+        """The image described by the manifest in a finished image directory (older ones: the reference node)."""
         manifest = json.loads((directory / MANIFEST).read_text())
         return cls(
             directory=directory,
@@ -81,17 +84,9 @@ class VmImage:
             client_key=directory / "id_ed25519",
             host_public_key=(directory / "ssh_host_ed25519_key.pub").read_text().strip(),
             kernel_release=manifest["kernel_release"],
+            cmdline=manifest.get("cmdline") or kernel_cmdline(),
+            variant=Variant(**manifest.get("variant", {})),
         )
-
-
-def _run(argv: Sequence[str], *, cwd: Path | None = None, input: bytes | None = None) -> str:
-    """Run a host command; on failure raise ImageBuildError with its last stderr line."""
-    proc = subprocess.run(list(argv), cwd=cwd, input=input, capture_output=True, check=False)
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).decode(errors="replace").strip().splitlines()
-        tail = lines[-1] if lines else f"exit status {proc.returncode}"
-        raise ImageBuildError(f"{argv[0]} failed: {tail}")
-    return proc.stdout.decode(errors="replace")
 
 
 def check_host() -> None:
@@ -103,15 +98,17 @@ def check_host() -> None:
         raise ImageBuildError("building the reference image needs root (mmdebstrap --mode=root, file ownership)")
 
 
-def resolve_versions(recipe: Recipe) -> dict[str, str]:
-    """The exact package versions the image would contain, from the host's apt cache (one key input)."""
+def resolve_versions(recipe: Recipe, apt: Apt) -> dict[str, str]:
+    """The exact package versions the image would contain, from the release's apt cache (one key input)."""
     try:
-        depends = _run(["apt-cache", "depends", recipe.kernel_metapackage])
+        depends = run_tool(apt.argv("apt-cache", "depends", recipe.kernel_metapackage))
         kernel_package = kernel_package_from_depends(depends)
+        parts = kernel_part_packages(run_tool(apt.argv("apt-cache", "depends", kernel_package)),
+                                     kernel_release(kernel_package))
     except (ImageBuildError, ValueError) as err:
         raise ImageBuildError(f"cannot resolve the kernel package ({err}); run: apt-get update") from err
-    packages = [kernel_package, recipe.busybox_package, *recipe.include]
-    versions = candidate_versions(_run(["apt-cache", "policy", *packages]))
+    packages = [kernel_package, *parts, recipe.busybox_package, *recipe.include]
+    versions = candidate_versions(run_tool(apt.argv("apt-cache", "policy", *packages)))
     unknown = [p for p in packages if versions.get(p, "(none)") == "(none)"]
     if unknown:
         raise ImageBuildError(f"apt has no candidate for {' '.join(unknown)}; run: apt-get update")
@@ -121,7 +118,7 @@ def resolve_versions(recipe: Recipe) -> dict[str, str]:
 
 def apt_lists_signature(lists_dir: Path | None = None) -> str:
     """A hash of the apt package lists' names, sizes and times: it changes exactly when apt-get update does."""
-    lists_dir = lists_dir or APT_LISTS
+    lists_dir = lists_dir or HOST_LISTS
     try:
         entries = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in lists_dir.iterdir() if e.is_file())
     except OSError:
@@ -129,15 +126,15 @@ def apt_lists_signature(lists_dir: Path | None = None) -> str:
     return hashlib.sha256(json.dumps(entries).encode()).hexdigest()
 
 
-def cached_versions(recipe: Recipe, images: Path) -> dict[str, str]:
+def cached_versions(recipe: Recipe, images: Path, apt: Apt) -> dict[str, str]:
     """resolve_versions(), remembered in the cache until the apt lists change (apt-cache takes ≈1 s a call)."""
-    memo = images / "resolved-versions.json"
-    signature = hashlib.sha256((recipe.fingerprint() + apt_lists_signature()).encode()).hexdigest()
+    memo = images / ("resolved-versions.json" if not apt.options else f"resolved-versions-{recipe.suite}.json")
+    signature = hashlib.sha256((recipe.fingerprint() + apt_lists_signature(apt.lists_dir)).encode()).hexdigest()
     with contextlib.suppress(OSError, ValueError):
         remembered = json.loads(memo.read_text())
         if remembered.get("signature") == signature:
             return dict(remembered["versions"])
-    versions = resolve_versions(recipe)
+    versions = resolve_versions(recipe, apt)
     with contextlib.suppress(OSError):
         images.mkdir(parents=True, exist_ok=True)
         scratch = memo.with_name(f"{memo.name}.{os.getpid()}")
@@ -147,12 +144,20 @@ def cached_versions(recipe: Recipe, images: Path) -> dict[str, str]:
 
 
 def ensure_image(cache_dir: Path | None = None, progress: Progress | None = None,
-                 recipe: Recipe | None = None) -> VmImage:
-    """The cached image for this recipe and these package versions, built once (locked across processes)."""
+                 recipe: Recipe | None = None, *, variant: Variant | None = None) -> VmImage:
+    """The cached image of a variant (default: the reference node) or recipe, for the package versions apt
+    offers now; built once (locked across processes)."""
     say = progress or (lambda _message: None)
-    recipe = recipe or default_recipe()
+    if recipe is not None and variant is not None:
+        raise ValueError("give a recipe or a variant, not both")
+    variant = variant or Variant()
+    recipe = recipe or recipe_for(variant)
     images = paths.images_dir(cache_dir)
-    versions = cached_versions(recipe, images)
+    try:
+        apt = apt_for(recipe.suite, recipe.sources, cache_dir, say)
+    except AptError as err:
+        raise ImageBuildError(str(err)) from err
+    versions = cached_versions(recipe, images, apt)
     key = cache_key(recipe, versions)
     target = images / key
     if (target / MANIFEST).is_file():
@@ -162,7 +167,7 @@ def ensure_image(cache_dir: Path | None = None, progress: Progress | None = None
     with _locked(images / f"{key}.lock"):
         if not (target / MANIFEST).is_file():
             check_host()
-            _build(recipe, versions, key, target, say)
+            _build(recipe, variant, apt, versions, key, target, say)
     return VmImage.load(target)
 
 
@@ -177,29 +182,33 @@ def _locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _build(recipe: Recipe, versions: dict[str, str], key: str, target: Path, say: Progress) -> None:
+def _build(recipe: Recipe, variant: Variant, apt: Apt, versions: dict[str, str], key: str, target: Path,
+           say: Progress) -> None:
     """Build the image into a scratch directory and move it into place; the scratch is removed on failure."""
     started = time.monotonic()
     work = target.parent / f".{key}.build-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:
-        say(f"building image {key} (root file system and kernel in parallel)")
-        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "nodeconf-client", "-f",
-              str(work / "id_ed25519")])
+        say(f"building image {key} for {variant.label()} (root file system and kernel in parallel)")
+        run_tool(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "nodeconf-client", "-f",
+                  str(work / "id_ed25519")])
         with ThreadPoolExecutor(max_workers=2) as pool:
             rootfs = pool.submit(_bootstrap_rootfs, recipe, work / "rootfs", say)
-            boot = pool.submit(_build_boot, recipe, versions, work, say)
+            boot = pool.submit(build_boot, recipe, apt, versions, work, say)
             release = boot.result()
             rootfs.result()
-        _customize(recipe, work / "rootfs", work)
+        _customize(recipe, work / "rootfs", work, release)
         installed = installed_versions((work / "rootfs" / "var/lib/dpkg/status").read_text(), recipe.include)
         say(f"making root disk ({recipe.root_disk_mib} MiB ext4)")
-        _run(["mkfs.ext4", "-q", "-F", *recipe.mkfs_options, "-L", "nodeconf-root", "-d",
-              str(work / "rootfs"), str(work / "root.img"), f"{recipe.root_disk_mib}M"])
+        run_tool(["mkfs.ext4", "-q", "-F", *recipe.mkfs_options, "-L", "nodeconf-root", "-d",
+                  str(work / "rootfs"), str(work / "root.img"), f"{recipe.root_disk_mib}M"])
         _remove_tree(work / "rootfs")
         manifest = {"key": key, "kernel_release": release, "versions": versions, "installed": installed,
                     "build_seconds": round(time.monotonic() - started, 1)}
+        if not variant.is_reference:
+            manifest["variant"] = dataclasses.asdict(variant)
+            manifest["cmdline"] = kernel_cmdline(init=recipe.init)
         (work / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         work.rename(target)
         say(f"image {key} built in {manifest['build_seconds']} s: {target}")
@@ -214,8 +223,8 @@ def _bootstrap_rootfs(recipe: Recipe, root: Path, say: Progress) -> None:
     excludes = [f"--dpkgopt=path-exclude=/{pattern}" for pattern in recipe.dpkg_path_excludes]
     hooks = [f"--hook-dir=/usr/share/mmdebstrap/hooks/{hook}" for hook in recipe.bootstrap_hooks]
     sources = [line.format(suite=recipe.suite) for line in recipe.sources]
-    _run(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(recipe.include)}",
-          *hooks, *excludes, recipe.suite, str(root), *sources])
+    run_tool(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(recipe.include)}",
+              *hooks, *excludes, recipe.suite, str(root), *sources])
     say("root file system ready")
 
 
@@ -229,69 +238,7 @@ def installed_versions(dpkg_status: str, packages: Sequence[str]) -> dict[str, s
     return found
 
 
-def _build_boot(recipe: Recipe, versions: dict[str, str], work: Path, say: Progress) -> str:
-    """Download and unpack the kernel and busybox, write vmlinux and the initramfs; return the release."""
-    kernel_package = versions["kernel-package"]
-    release = kernel_release(kernel_package)
-    debs = work / "debs"
-    debs.mkdir()
-    say(f"downloading {kernel_package} and {recipe.busybox_package}")
-    _run(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root",
-          f"{kernel_package}={versions[kernel_package]}",
-          f"{recipe.busybox_package}={versions[recipe.busybox_package]}"], cwd=debs)
-    kernel_tree, busybox_tree = work / "kernel-tree", work / "busybox-tree"
-    for deb in debs.glob("*.deb"):
-        tree = kernel_tree if deb.name.startswith("linux-image-") else busybox_tree
-        _run(["dpkg-deb", "-x", str(deb), str(tree)])
-    say(f"extracting vmlinux from vmlinuz-{release}")
-    vmlinuz = (kernel_tree / "boot" / f"vmlinuz-{release}").read_bytes()
-    (work / "vmlinux").write_bytes(extract_vmlinux(vmlinuz))
-    _run(["depmod", "-b", str(kernel_tree), release])
-    modules = insmod_order(
-        _run(["modprobe", "-d", str(kernel_tree), "-S", release, "--show-depends", module])
-        for module in recipe.boot_modules
-    )
-    say(f"initramfs with busybox and {len(modules)} modules")
-    _write_initramfs(recipe, kernel_tree, busybox_tree, [Path(m) for m in modules], work / "initrd.img")
-    shutil.rmtree(debs)
-    shutil.rmtree(kernel_tree)
-    shutil.rmtree(busybox_tree)
-    return release
-
-
-def _write_initramfs(recipe: Recipe, kernel_tree: Path, busybox_tree: Path, modules: list[Path],
-                     output: Path) -> None:
-    """An uncompressed newc initramfs: busybox, the boot modules in load order, and the init script."""
-    stage = output.parent / "initramfs"
-    for directory in ("bin", "dev", "proc", "sys", "newroot"):
-        (stage / directory).mkdir(parents=True, exist_ok=True)
-    shutil.copy2(busybox_tree / "bin" / "busybox", stage / "bin" / "busybox")
-    for applet in INITRAMFS_APPLETS:
-        (stage / "bin" / applet).symlink_to("busybox")
-    with contextlib.suppress(PermissionError):
-        os.mknod(stage / "dev" / "console", 0o600 | 0o020000, os.makedev(5, 1))
-    order = []
-    for module in modules:
-        inside = Path("/") / module.relative_to(kernel_tree)
-        data = module.read_bytes()
-        if inside.suffix == ".xz":
-            data, inside = lzma.decompress(data), inside.with_suffix("")
-        (stage / inside.relative_to("/")).parent.mkdir(parents=True, exist_ok=True)
-        (stage / inside.relative_to("/")).write_bytes(data)
-        order.append(str(inside))
-    (stage / "modules.order").write_text("\n".join(order) + "\n")
-    init = stage / "init"
-    init.write_text(recipe.scripts["initramfs_init.sh"])
-    init.chmod(0o755)
-    members = sorted(str(p.relative_to(stage)) for p in stage.rglob("*"))
-    listing = ("\n".join([".", *members]) + "\n").encode()
-    with open(output, "wb") as archive:
-        subprocess.run(["cpio", "--quiet", "-o", "-H", "newc", "-R", "0:0"], input=listing, stdout=archive,
-                       cwd=stage, check=True)
-    shutil.rmtree(stage)
-
-
-def _customize(recipe: Recipe, root: Path, work: Path) -> None:
+def _customize(recipe: Recipe, root: Path, work: Path, release: str) -> None:
     """Trim the root file system and install the init, sshd config, host key and authorized key."""
     for relative in recipe.trim_paths:
         target = root / relative
@@ -303,15 +250,21 @@ def _customize(recipe: Recipe, root: Path, work: Path) -> None:
                     child.unlink()
         elif target.exists():
             target.unlink()
-    init = root / GUEST_INIT_PATH.lstrip("/")
-    init.write_text(recipe.scripts["guest_init.sh"])
-    init.chmod(0o755)
+    if recipe.init == "systemd":
+        install_systemd(recipe, root)
+    else:
+        init = root / GUEST_INIT_PATH.lstrip("/")
+        init.write_text(recipe.scripts["guest_init.sh"])
+        init.chmod(0o755)
+    if recipe.kernel_config_in_root:
+        (root / "boot").mkdir(exist_ok=True)
+        shutil.copy2(work / f"config-{release}", root / "boot" / f"config-{release}")
     ssh_dir = root / "etc" / "ssh"
     (ssh_dir / "sshd_config").write_text(recipe.scripts["sshd_config"])
     for old_key in ssh_dir.glob("ssh_host_*"):
         old_key.unlink()
-    _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{recipe.hostname}", "-f",
-          str(ssh_dir / "ssh_host_ed25519_key")])
+    run_tool(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{recipe.hostname}", "-f",
+              str(ssh_dir / "ssh_host_ed25519_key")])
     shutil.copy2(ssh_dir / "ssh_host_ed25519_key.pub", work / "ssh_host_ed25519_key.pub")
     dot_ssh = root / "root" / ".ssh"
     dot_ssh.mkdir(mode=0o700, exist_ok=True)
@@ -391,13 +344,17 @@ def remove_leftover_builds(cache_dir: Path | None = None, dry_run: bool = False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m infra.vm.image`: build the reference image if needed and print its directory."""
+    """`python -m infra.vm.image`: build the reference image (or a variant) if needed and print its directory."""
     parser = argparse.ArgumentParser(prog="python -m infra.vm.image", description=main.__doc__)
     parser.add_argument("--cache-dir", type=Path, default=None, help="default: $XDG_CACHE_HOME/nodeconf")
     parser.add_argument("--prune", action="store_true", help="then remove other cached images no VM uses")
+    parser.add_argument("--debian", choices=RELEASES, default="bookworm", help="Debian release (kernel, userland)")
+    parser.add_argument("--init", choices=INITS, default="minimal", help="PID 1: nodeconf's minimal init or systemd")
+    parser.add_argument("--runtime", choices=RUNTIMES, default="direct", help="container runtime in the image")
     args = parser.parse_args(argv)
+    variant = parse_variant({"debian": args.debian, "init": args.init, "runtime": args.runtime})
     try:
-        image = ensure_image(args.cache_dir, progress=StepPrinter("image"))
+        image = ensure_image(args.cache_dir, progress=StepPrinter("image"), variant=variant)
         if args.prune:
             for key in prune_images(image.key, args.cache_dir):
                 print(f"nodeconf: removed image {key}", file=sys.stderr)

@@ -25,7 +25,7 @@ def boot_vm(size: VmSize | None = None, *, name: str | None = None, cache_dir: P
     say = progress or StepPrinter("vm")
     size = size or VmSize()
     machine = VirtualMachine(
-        ensure_image(cache_dir, progress=say),
+        ensure_image(cache_dir, progress=say, variant=size.variant),
         memory_mib=size.memory_mib or DEFAULT_MEMORY_MIB,
         swap_mib=DEFAULT_SWAP_MIB if size.swap_mib is None else size.swap_mib,
         cpus=size.cpus or DEFAULT_CPUS,

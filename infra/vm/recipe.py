@@ -6,13 +6,14 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 
 # Bump when the build steps change in a way the Recipe fields do not show, so cached images are rebuilt.
 RECIPE_FORMAT = 2
 GUEST_INIT_PATH = "/sbin/nodeconf-init"
 READY_MARKER = "NODECONF-READY"
+LATER_FIELDS = ("init", "kernel_config_in_root", "optional_boot_modules")
 
 
 def data_file(name: str) -> str:
@@ -53,10 +54,22 @@ class Recipe:
     # sshd runs each remote command as `SHELL -c CMD`: dash starts faster than bash under TCG.
     root_shell: str = "/bin/sh"
     scripts: Mapping[str, str] = field(default_factory=dict)
+    # Fields below came after format 2: they enter the fingerprint only when they differ from their default,
+    # so the reference recipe keeps its fingerprint (and its cached image).
+    # PID 1: "minimal" (GUEST_INIT_PATH, our script) or "systemd" (units from scripts["systemd/..."]).
+    init: str = "minimal"
+    # Copy the kernel's config to /boot/config-<release> in the root, where Debian's kernel package puts it.
+    kernel_config_in_root: bool = False
+    # Boot modules a kernel may lack without harm (sid's 7.x folds crc32c_generic into crc32c-cryptoapi,
+    # which ext4 depends on directly).
+    optional_boot_modules: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
-        """A stable hash of every recipe field and script text."""
+        """A stable hash of every recipe field and script text (later fields only when not at their default)."""
         body = asdict(self)
+        for later in fields(self):
+            if later.name in LATER_FIELDS and body[later.name] == later.default:
+                del body[later.name]
         body["format"] = RECIPE_FORMAT
         blob = json.dumps(body, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
@@ -119,3 +132,27 @@ def insmod_order(show_depends_outputs: Iterable[str]) -> list[str]:
             if len(parts) >= 2 and parts[0] == "insmod" and parts[1] not in order:
                 order.append(parts[1])
     return order
+
+
+def kernel_part_packages(apt_cache_depends: str, release: str) -> list[str]:
+    """The packages a split kernel package depends on for the same release (sid: linux-binary-R, linux-modules-R).
+
+    Debian's 6.1 and 6.12 kernel packages carry everything themselves and name none; the cache key gains no entry.
+    """
+    parts = []
+    for line in apt_cache_depends.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] in ("Depends:", "PreDepends:") and words[1].startswith("linux-") \
+                and words[1].endswith(f"-{release}") and words[1] not in parts:
+            parts.append(words[1])
+    return parts
+
+
+def select_boot_modules(show_depends: Mapping[str, str | None], optional: Iterable[str]) -> list[str]:
+    """Module files in load order; a module the kernel lacks (None: modprobe found it neither as a file nor in
+    modules.builtin) is an error unless optional. Built-in modules print `builtin NAME` and add no file."""
+    allowed = set(optional)
+    missing = [name for name, output in show_depends.items() if output is None and name not in allowed]
+    if missing:
+        raise ValueError(f"kernel has no module {', '.join(missing)} (neither a module file nor built in)")
+    return insmod_order(output for output in show_depends.values() if output is not None)

@@ -66,6 +66,22 @@ def clean_vms(cache_dir: Path | None, dry_run: bool) -> int:
     return found
 
 
+def report_kind_clusters() -> int:
+    """Name the kind clusters `nodeconf-*` and how to delete them; never deletes one (a name proves no ownership:
+    keep=1 kept it, another run may use it, or someone chose the name). Return how many."""
+    from infra.kind.provision import nodeconf_clusters
+
+    try:
+        names = nodeconf_clusters()
+    except NodeError as err:
+        print(f"nodeconf clean: kind clusters not listed: {err}", file=sys.stderr)
+        return 0
+    for name in names:
+        _say(f"kind cluster {name} (a --node kind run kept it or was killed, or another run uses it): not deleted; "
+             f"delete it with `kind delete cluster --name {name}`")
+    return len(names)
+
+
 def clean_node(text: str, dry_run: bool) -> None:
     """Clean one node: the enforcer's leftovers (ssh, local) or nodeconf's labelled kube objects (kube)."""
     from nodeconf.nodes import leftovers
@@ -101,7 +117,7 @@ def clean_node(text: str, dry_run: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Clean the VM cache, then the node if one is given; 0 when done, 2 on an error."""
-    found = clean_vms(args.cache_dir, args.dry_run)
+    found = clean_vms(args.cache_dir, args.dry_run) + report_kind_clusters()
     if args.node:
         try:
             clean_node(args.node, args.dry_run)

@@ -9,17 +9,20 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from nodeconf.errors import InputError
+from nodeconf.cli.writable import check_kubelet_accepts, check_writable
+from nodeconf.errors import InputError, shown
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_kubelet_config, load_objects
 from nodeconf.manifest import LimitRange, Pod, ResourceQuota
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS, NodeFacts
-from nodeconf.quantity import Quantity, QuantityError
+from nodeconf.quantity import Quantity, QuantityError, beyond_int64
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, Expected, NodeExpectation
 from nodeconf.semantics.profile import DEFAULT_VERSION, SUPPORTED_VERSIONS, profile_for
 
 OUTPUTS = ("json", "table")
+# Largest base page size of a Linux architecture (256 KiB: hexagon, powerpc 44x); bigger pages are huge pages.
+MAX_PAGE_SIZE = 256 * 1024
 
 
 def add_parser(subparsers: Any) -> None:
@@ -61,13 +64,15 @@ def _quantity(text: str, flag: str, *, milli: bool = False) -> int:
     except QuantityError as err:
         raise InputError(str(err), field=flag) from None
     if q.amount < 0:
-        raise InputError(f"must not be negative, got {text!r}", field=flag)
+        raise InputError(f"must not be negative, got {shown(text)}", field=flag)
+    if beyond_int64(q, milli=milli):
+        raise InputError(f"{shown(text)} is beyond int64 (the kubelet reads capacities as int64)", field=flag)
     return q.milli_value() if milli else q.value()
 
 
 def _choice(value: str, allowed: tuple[str, ...], flag: str) -> str:
     if value not in allowed:
-        raise InputError(f"unknown value {value!r} (expected one of {', '.join(allowed)})", field=flag)
+        raise InputError(f"unknown value {shown(value)} (expected one of {', '.join(allowed)})", field=flag)
     return value
 
 
@@ -78,12 +83,12 @@ def node_facts(args: argparse.Namespace) -> NodeFacts:
     for value, flag in ((memory, "--memory"), (cpu_milli, "--cpu")):
         if value == 0:
             raise InputError("must be positive", field=flag)
-    try:
-        page_size = int(args.page_size)
-    except ValueError:
-        raise InputError(f"expected an integer, got {args.page_size!r}", field="--page-size") from None
-    if page_size <= 0 or page_size & (page_size - 1):
-        raise InputError(f"must be a power of two, got {page_size}", field="--page-size")
+    text = args.page_size
+    if not (text.isascii() and text.isdigit() and len(text) <= 12):
+        raise InputError(f"expected a whole number of bytes, got {shown(text)}", field="--page-size")
+    page_size = int(text)
+    if not 0 < page_size <= MAX_PAGE_SIZE or page_size & (page_size - 1):
+        raise InputError(f"must be a power of two up to {MAX_PAGE_SIZE}, got {page_size}", field="--page-size")
     return NodeFacts(
         memory_capacity=memory,
         swap_capacity=_quantity(args.swap, "--swap"),
@@ -235,10 +240,13 @@ def explain(args: argparse.Namespace) -> NodeExpectation:
     node = node_facts(args)
     config = load_kubelet_config(args.kubelet_config) if args.kubelet_config else KubeletConfig()
     profile = profile_for(args.kubernetes_version, config)
+    check_kubelet_accepts(config, profile)
     objects = load_objects(args.manifests)
     pods = [o for o in objects if isinstance(o, Pod)]
     namespace_objects = [o for o in objects if isinstance(o, LimitRange | ResourceQuota)]
-    return expect(pods, node, config, profile, namespace_objects)
+    result = expect(pods, node, config, profile, namespace_objects)
+    check_writable(result)
+    return result
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from nodeconf.cli.signals import PytestGroup
 from nodeconf.errors import InputError
+from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 from nodeconf.nodes.matrix import RunNode, run_nodes
 from nodeconf.nodes.spec import declare_node_option
 from nodeconf.resources import locate_tree
@@ -58,6 +59,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         "(instead of --node); several nodes run in parallel, one pytest-xdist worker each")
     parser.add_argument("--kubelet-config", type=Path, metavar="FILE", help="KubeletConfiguration YAML")
     parser.add_argument("--profile", metavar="X.Y", help="Kubernetes profile the oracle uses (default: the newest)")
+    parser.add_argument("--cpu-weight-formula", metavar="linear|nonlinear", help="the container shares→weight "
+                        "formula the run accepts (default: the profile's non-linear one; linear accepts old runtimes)")
     parser.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
                         help="where JUnit, Allure results and the HTML go (default: reports)")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST_ARGS", help="passed to pytest")
@@ -91,7 +94,7 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     nodes = _nodes(args)
     if len(nodes) > 1:
         argv += ["-n", str(len(nodes)), "--dist", "load"]  # fixtures.matrix schedules node i on worker gw<i>
-    for option in ("kubelet_config", "profile"):
+    for option in ("kubelet_config", "profile", "cpu_weight_formula"):
         value = getattr(args, option)
         if value is not None:
             argv.append(f"--{option.replace('_', '-')}={value}")
@@ -113,11 +116,19 @@ def _nodes(args: argparse.Namespace) -> list[RunNode]:
 
 def _check_usage(args: argparse.Namespace) -> None:
     locate_tree()  # an InputError when there are no suites to run
-    _nodes(args)
+    nodes = _nodes(args)
     if args.profile is not None and not PROFILE.fullmatch(args.profile):
         raise InputError(f'must look like "1.36", got {args.profile!r}', field="--profile")
+    if args.cpu_weight_formula not in (None, *CPU_WEIGHT_FORMULAS):
+        raise InputError(f"unknown value {args.cpu_weight_formula!r} (expected one of "
+                         f"{', '.join(CPU_WEIGHT_FORMULAS)})", field="--cpu-weight-formula")
     if args.kubelet_config is not None and not args.kubelet_config.is_file():
         raise InputError("no such file", source=str(args.kubelet_config), field="--kubelet-config")
+    from nodeconf.nodes.registry import preflight
+
+    for node in nodes:
+        preflight(node.spec, kubelet_config=node.kubelet_config or args.kubelet_config,
+                  profile=node.profile or args.profile)
 
 
 def _run_pytest(argv: list[str]) -> int:

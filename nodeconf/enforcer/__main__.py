@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -18,11 +19,14 @@ from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree
 from nodeconf.enforcer.facts import detect, node_memory_used
 from nodeconf.enforcer.lifecycle import Backoff, Faults
+from nodeconf.enforcer.oci_runtime import DIRECT, RUNTIMES, OciRuntime, become_subreaper, runtime_facts
 from nodeconf.enforcer.ownership import FOREIGN_TREE, foreign_message, kill_recorded
 from nodeconf.enforcer.server import ALREADY_RUNNING, AgentServer, agent_answers
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
 PID_FILE = "agent.pid"
+# Where the agent's code (and the workload programs next to it) lives: containers see it read-only.
+AGENT_HOME = Path(__file__).resolve().parents[2]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,6 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--socket", type=Path, required=True)
     serve.add_argument("--cpu-weight-formula", choices=CPU_WEIGHT_FORMULAS, default="nonlinear",
                        help="the runtime formula this node claims (runc ≥ 1.3.2: nonlinear)")
+    serve.add_argument("--runtime", choices=(DIRECT, *RUNTIMES), default=DIRECT,
+                       help="who starts containers: direct (the agent itself) or the runc/crun installed on the node")
     serve.add_argument("--fault", action="append", default=[],
                        help="compute with a deliberate deviation: cpu-weight-formula=F, memory-throttling-factor=X")
     serve.add_argument("--backoff", type=float, default=10.0, help="initial restart back-off in seconds")
@@ -58,11 +64,20 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
     with contextlib.suppress(OSError):
         Path("/proc/self/oom_score_adj").write_text(str(KUBELET_OOM_SCORE_ADJ))
     tree = CgroupTree(args.root, OWNED, owner=_owner(args.state_dir))
-    agent = Agent(tree, args.state_dir, detect(args.root, args.cpu_weight_formula), expect, decide_resize,
+    facts = detect(args.root, args.cpu_weight_formula, args.runtime)
+    runtime = None
+    if args.runtime == DIRECT:  # the agent writes the container files itself, with its configured formula
+        facts = dataclasses.replace(facts, runtime=DIRECT, measured_cpu_weight_formula=args.cpu_weight_formula)
+    else:
+        become_subreaper()
+        runtime = OciRuntime(args.runtime, args.state_dir, (str(AGENT_HOME),))
+        facts = runtime_facts(runtime, tree, facts)
+    agent = Agent(tree, args.state_dir, facts, expect, decide_resize,
                   node_memory_used=node_memory_used, faults=Faults.parse(args.fault),
-                  backoff=Backoff(initial=args.backoff), log=log)
-    log.info("agent %d starting: root %s (kernel cgroup2: %s), faults %s", os.getpid(), args.root,
-             tree.kernel, agent.faults)
+                  backoff=Backoff(initial=args.backoff), log=log, runtime=runtime)
+    log.info("agent %d starting: root %s (kernel cgroup2: %s), faults %s, runtime %s %s (%s cpu.weight)",
+             os.getpid(), args.root, tree.kernel, agent.faults, facts.runtime, facts.runtime_version,
+             facts.measured_cpu_weight_formula)
     agent.recover()
     server = AgentServer(args.socket, agent)
     (args.state_dir / PID_FILE).write_text(str(os.getpid()))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nodeconf.enforcer import names, process
+from nodeconf.enforcer import names, oci_bundle, process
 from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.lifecycle import (
     KUBELET_BACKOFF,
@@ -24,6 +24,7 @@ from nodeconf.enforcer.lifecycle import (
     restarts,
 )
 from nodeconf.enforcer.metrics import render
+from nodeconf.enforcer.oci_runtime import OciRuntime, RuntimeCommandError, RuntimeProcess, container_id
 from nodeconf.enforcer.oracle import ContainerUsage, ExpectFn, ResizeFn
 from nodeconf.enforcer.ownership import ForeignCgroup, foreign_message, is_marked, kill_recorded, process_start
 from nodeconf.enforcer.patch import patched_pod
@@ -32,8 +33,9 @@ from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
 from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, object_from_dict
 from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.cpu import container_shares
 from nodeconf.semantics.eviction import MEMORY_PRESSURE, PodMemoryUsage, decide_memory_eviction
-from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation
+from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation, PodExpectation
 from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
 
 APPLIED = "Applied"
@@ -64,7 +66,8 @@ class Agent:
 
     def __init__(self, tree: CgroupTree, state_dir: Path, facts: NodeFacts, expect_fn: ExpectFn,
                  resize_fn: ResizeFn, *, node_memory_used: Callable[[], int] | None = None, faults: Faults = NO_FAULTS,
-                 backoff: Backoff = KUBELET_BACKOFF, log: logging.Logger | None = None) -> None:
+                 backoff: Backoff = KUBELET_BACKOFF, log: logging.Logger | None = None,
+                 runtime: OciRuntime | None = None) -> None:
         self.tree = tree
         self.state_dir = state_dir
         self.facts = facts
@@ -84,6 +87,10 @@ class Agent:
         self.pods: dict[str, PodRecord] = {}
         self.written: dict[tuple[str, str], str] = {}
         self.node_events: list[dict[str, str]] = []
+        # With a real runtime: each container's linux.resources (by cgroup path) and what a running one was given.
+        self.runtime = runtime
+        self.resources: dict[str, dict[str, Any]] = {}
+        self.sent: dict[str, dict[str, Any]] = {}
 
     # --- state ----------------------------------------------------------------------------------------
 
@@ -186,14 +193,45 @@ class Agent:
             if record is None or record.phase in TERMINAL or pe.cgroup is None:
                 continue
             cgroups = [pe.cgroup, *(c.cgroup for c in _with_pause(pe.containers, pe.pause))]
+            if self.runtime is not None:  # the container cgroups are the runtime's
+                cgroups = [pe.cgroup]
+                self._runtime_resources(record, pe)
             for cgroup in cgroups:
                 for problem in self._write(cgroup):
                     self.log.error("pod %s: %s", record.ref, problem)
                     record.event("Warning", "FailedCgroupWrite", problem)
 
+    def _runtime_resources(self, record: PodRecord, pe: PodExpectation) -> None:
+        """Each container's linux.resources as containerd builds them from the kubelet's CRI values; a change
+        goes to a running container through the runtime's `update` (UpdateContainerResources)."""
+        assert self.runtime is not None
+        for ce in _with_pause(pe.containers, pe.pause):
+            if ce is pe.pause:
+                resources = oci_bundle.sandbox_resources()
+            else:
+                spec = next(c for c in pe.pod.all_containers if c.name == ce.name)
+                files = {name: e.value for name, e in ce.cgroup.files.items()}
+                cri = oci_bundle.cri_resources(files, container_shares(pe.pod, spec, self.profile()))
+                resources = oci_bundle.linux_resources(cri, self.facts.has_swap_controller)
+            path = ce.cgroup.path
+            self.resources[path] = resources
+            c = next((c for c in record.containers if c.cgroup == path), None)
+            if c is None or not isinstance(c.proc, RuntimeProcess) or c.proc.returncode is not None \
+                    or self.sent.get(path) == resources:
+                continue
+            try:
+                self.runtime.update(c.proc.cid, resources)
+                self.sent[path] = resources
+            except RuntimeCommandError as err:
+                self.log.error("pod %s: %s", record.ref, err)
+                record.event("Warning", "FailedCgroupWrite", str(err))
+
     def _forget_written(self, path: str) -> None:
         for key in [k for k in self.written if k[0] == path or k[0].startswith(path + "/")]:
             del self.written[key]
+        for cache in (self.resources, self.sent):
+            for cgroup in [p for p in cache if p == path or p.startswith(path + "/")]:
+                del cache[cgroup]
 
     # --- operations -----------------------------------------------------------------------------------
 
@@ -392,9 +430,11 @@ class Agent:
 
     def _teardown(self, record: PodRecord) -> None:
         for c in record.containers:
-            if c.proc is not None:
+            if isinstance(c.proc, RuntimeProcess):
+                c.proc.stop()
+            elif c.proc is not None:
                 process.terminate(c.proc)
-                c.proc = None
+            c.proc = None
             if c.state == "running":
                 c.state, c.reason, c.exit_code = "terminated", "Killed", 137
         self.tree.kill(record.cgroup)
@@ -527,10 +567,12 @@ class Agent:
             return {"conditions": dict(self.conditions), "events": list(self.node_events)}
 
     def _exited(self, record: PodRecord, c: ContainerRecord, now: float) -> None:
-        assert c.proc is not None
+        assert c.proc is not None and c.proc.returncode is not None
         code = process.exit_code(c.proc.returncode)
-        c.proc = None
+        finished, c.proc = c.proc, None
         oom = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0) > c.oom_kills_at_start
+        if isinstance(finished, RuntimeProcess):  # read before the runtime removes the cgroup
+            finished.runtime.delete(finished.cid)
         reason = "OOMKilled" if oom else ("Completed" if code == 0 else "Error")
         c.exit_code, c.finished_at = code, time.time()
         terminated = {"exitCode": code, "reason": reason, "startedAt": c.started_at, "finishedAt": c.finished_at}
@@ -561,19 +603,34 @@ class Agent:
         return attempted
 
     def _spawn(self, record: PodRecord, c: ContainerRecord) -> int | None:
-        """Launch one container's process; its ready fd, or None when it could not start."""
+        """Launch one container's process; its ready fd (None: a runtime started it, or it could not start)."""
         if c.started_at is not None:
             c.restarts += 1
         c.oom_kills_at_start = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0)
         log = self._container_log(record, c.name)
         try:
-            c.proc, ready = process.spawn(c.argv, self.tree.dir(c.cgroup), c.oom_score_adj, log)
-        except OSError as err:
+            if self.runtime is not None:
+                c.proc, ready = self._runtime_spawn(c, log), None
+            else:
+                c.proc, ready = process.spawn(c.argv, self.tree.dir(c.cgroup), c.oom_score_adj, log)
+        except (OSError, RuntimeCommandError, ForeignCgroup) as err:
             c.state, c.reason, c.exit_code = "terminated", "StartError", 128
             record.event("Warning", "Failed", f"Error: failed to start container {c.name}: {err}")
             return None
         c.state, c.reason, c.exit_code, c.started_at = "running", "", None, time.time()
         return ready
+
+    def _runtime_spawn(self, c: ContainerRecord, log: Path) -> RuntimeProcess:
+        """`run` the container from its bundle in its cgroup, created (and marked) here first: the runtime's
+        `delete` removed it after the previous attempt."""
+        assert self.runtime is not None
+        resources = self.resources.get(c.cgroup)
+        if resources is None:
+            raise RuntimeCommandError(f"no resources computed for {c.cgroup}")
+        self.tree.ensure(c.cgroup)
+        proc = self.runtime.run(container_id(c.cgroup), c.argv, c.oom_score_adj, c.cgroup, resources, log)
+        self.sent[c.cgroup] = resources
+        return proc
 
     def _update_phase(self, record: PodRecord) -> bool:
         before = record.phase

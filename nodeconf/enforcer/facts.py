@@ -1,11 +1,19 @@
-"""Facts the agent reads from its node: memory, swap, cpus, page size, kernel, cgroup controllers."""
+"""Facts the agent reads from its node: memory, swap, cpus, page size, kernel, cgroup controllers, and the node's
+layers (Debian release, init, runtime, cgroup2 mount, swap devices, PSI, kernel config; issue 13 item 4)."""
 
 from __future__ import annotations
 
+import gzip
 import os
+import subprocess
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from nodeconf.node_facts import NodeFacts
+from nodeconf.node_facts import KERNEL_CONFIG_OPTIONS, NodeFacts
+
+# PID 1's comm for nodeconf's own init (infra/vm guest_init.sh, installed as /sbin/nodeconf-init).
+MINIMAL_INIT_COMM = "nodeconf-init"
 
 
 def meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:
@@ -25,11 +33,80 @@ def node_memory_used() -> int:
     return info["MemTotal"] - info.get("MemAvailable", info.get("MemFree", 0))
 
 
-def detect(cgroup_root: Path, cpu_weight_formula: str) -> NodeFacts:
-    """The node as seen from here; the cpu-weight formula is the runtime's, which the agent emulates."""
+def first_line(argv: list[str]) -> str:
+    """The first output line of a command ("" when it is missing or fails)."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout.strip() else ""
+
+
+def debian_release(etc: Path = Path("/etc")) -> str:
+    """The release codename from os-release(5); "sid" when debian_version names it (testing and sid share one)."""
+    try:
+        if (etc / "debian_version").read_text().strip().endswith("/sid"):
+            return "sid"
+        lines = (etc / "os-release").read_text().splitlines()
+    except OSError:
+        return ""
+    values = dict(line.split("=", 1) for line in lines if "=" in line)
+    return values.get("VERSION_CODENAME", "").strip('"')
+
+
+def init_and_version(proc: Path = Path("/proc")) -> tuple[str, str]:
+    """PID 1 and its version: systemd (`systemctl --version`), "minimal" for nodeconf's init, else its comm."""
+    try:
+        comm = (proc / "1" / "comm").read_text().strip()
+    except OSError:
+        return "", ""
+    if comm == "systemd":
+        return "systemd", first_line(["systemctl", "--version"])
+    return ("minimal", "minimal") if comm == MINIMAL_INIT_COMM else (comm, "")
+
+
+def mount_options(mountpoint: Path, mounts: Path = Path("/proc/self/mounts")) -> tuple[str, ...]:
+    """The options of the cgroup2 file system mounted at mountpoint (empty when none is)."""
+    for line in mounts.read_text().splitlines():
+        fields_ = line.split()
+        if len(fields_) >= 4 and fields_[1] == str(mountpoint) and fields_[2] == "cgroup2":
+            return tuple(fields_[3].split(","))
+    return ()
+
+
+def swap_devices(swaps: Path = Path("/proc/swaps")) -> tuple[str, ...]:
+    """Active swap areas from /proc/swaps (header line skipped)."""
+    return tuple(line.split()[0] for line in swaps.read_text().splitlines()[1:] if line.strip())
+
+
+def psi_available(pressure: Path = Path("/proc/pressure")) -> bool:
+    """True when PSI can be read (with psi=0 the files exist but reading fails: kernel/sched/psi.c)."""
+    try:
+        (pressure / "memory").read_text()
+    except OSError:
+        return False
+    return True
+
+
+def kernel_config(release: str, boot: Path = Path("/boot"), proc: Path = Path("/proc")) -> tuple[tuple[str, str], ...]:
+    """KERNEL_CONFIG_OPTIONS as y/m/n from /boot/config-RELEASE, else /proc/config.gz; empty when neither exists."""
+    try:
+        text = (boot / f"config-{release}").read_text()
+    except OSError:
+        try:
+            text = gzip.decompress((proc / "config.gz").read_bytes()).decode()
+        except OSError:
+            return ()
+    values = dict(line.split("=", 1) for line in text.splitlines() if line.startswith("CONFIG_") and "=" in line)
+    return tuple((option, values.get(option, "n")) for option in KERNEL_CONFIG_OPTIONS)
+
+
+def detect(cgroup_root: Path, cpu_weight_formula: str, runtime: str = "direct") -> NodeFacts:
+    """The node as seen from here; the cpu-weight formula is the runtime's, which the agent emulates; runtime is
+    the launcher the agent uses ("direct": its own)."""
     info = meminfo()
-    controllers_file = cgroup_root / "cgroup.controllers"
-    controllers = tuple(controllers_file.read_text().split()) if controllers_file.exists() else ()
+    controllers = _words(cgroup_root / "cgroup.controllers")
+    init, init_version = init_and_version()
     return NodeFacts(
         memory_capacity=info["MemTotal"],
         swap_capacity=info.get("SwapTotal", 0),
@@ -38,7 +115,26 @@ def detect(cgroup_root: Path, cpu_weight_formula: str) -> NodeFacts:
         kernel_version=os.uname().release,
         cgroup_controllers=controllers,
         cpu_weight_formula=cpu_weight_formula,
+        debian_release=debian_release(),
+        init=init,
+        init_version=init_version,
+        runtime=runtime,
+        runtime_version="direct" if runtime == "direct" else first_line([runtime, "--version"]),
+        cgroup2_mount_options=mount_options(cgroup_root),
+        cgroup_subtree_control=_words(cgroup_root / "cgroup.subtree_control"),
+        swap_devices=swap_devices(),
+        psi=psi_available(),
+        kernel_config=kernel_config(os.uname().release),
     )
+
+
+def _words(path: Path) -> tuple[str, ...]:
+    return tuple(path.read_text().split()) if path.exists() else ()
+
+
+# NodeFacts fields sent by name; tuples travel as lists, kernel_config as [option, value] pairs.
+LAYER_FIELDS = ("debian_release", "init", "init_version", "runtime", "runtime_version", "cgroup2_mount_options",
+                "cgroup_subtree_control", "swap_devices", "psi", "kernel_config", "measured_cpu_weight_formula")
 
 
 def facts_to_dict(facts: NodeFacts) -> dict[str, object]:
@@ -47,15 +143,24 @@ def facts_to_dict(facts: NodeFacts) -> dict[str, object]:
         "cpuCapacityMilli": facts.cpu_capacity_milli, "pageSize": facts.page_size,
         "kernelVersion": facts.kernel_version, "cgroupControllers": list(facts.cgroup_controllers),
         "cpuWeightFormula": facts.cpu_weight_formula,
+        **{name: getattr(facts, name) for name in LAYER_FIELDS},
     }
 
 
 def facts_from_dict(doc: dict[str, object]) -> NodeFacts:
     controllers = doc["cgroupControllers"]
     assert isinstance(controllers, list)
-    return NodeFacts(
+    base = NodeFacts(
         memory_capacity=int(str(doc["memoryCapacity"])), swap_capacity=int(str(doc["swapCapacity"])),
         cpu_capacity_milli=int(str(doc["cpuCapacityMilli"])), page_size=int(str(doc["pageSize"])),
         kernel_version=str(doc["kernelVersion"]), cgroup_controllers=tuple(str(c) for c in controllers),
         cpu_weight_formula=str(doc["cpuWeightFormula"]),
     )
+    return replace(base, **{name: _layer_value(doc[name]) for name in LAYER_FIELDS if name in doc})
+
+
+def _layer_value(value: object) -> Any:
+    """A layer fact back from JSON: lists become tuples (pairs too), the rest as is."""
+    if isinstance(value, list):
+        return tuple(tuple(item) if isinstance(item, list) else item for item in value)
+    return value

@@ -6,6 +6,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeconf.enforcer.oci_runtime import RuntimeProcess
 from nodeconf.manifest import Pod, object_from_dict, pod_to_dict
 
 # Container kinds in start order: the sandbox, init containers one by one, sidecars, then regular ones.
@@ -30,7 +31,7 @@ class ContainerRecord:
     finished_at: float | None = None
     next_start: float = 0.0
     oom_kills_at_start: int = 0
-    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    proc: subprocess.Popen[bytes] | RuntimeProcess | None = field(default=None, repr=False)
 
     @property
     def pid(self) -> int | None:

@@ -208,6 +208,8 @@ class EnforcerSettings:
     state_dir: str = STATE_DIR
     python: str = "python3"
     cpu_weight_formula: str = "nonlinear"
+    # Who starts containers: direct (the agent) or the node's runc/crun (agent option --runtime).
+    runtime: str = "direct"
     faults: tuple[str, ...] = ()
     backoff: float = 10.0
 
@@ -253,6 +255,7 @@ class EnforcedNode(Node):
         settings = self.settings
         serve = ["serve", "--daemon", "--root", settings.cgroup_root, "--state-dir", settings.state_dir,
                  "--socket", self.socket, "--cpu-weight-formula", settings.cpu_weight_formula,
+                 "--runtime", settings.runtime,
                  "--backoff", str(settings.backoff)]
         for fault in settings.faults:
             serve += ["--fault", fault]

@@ -51,7 +51,6 @@ from nodeconf.nodes.kube_api import (
     unreachable_reason,
 )
 from nodeconf.nodes.kube_facts import (
-    cpu_weight_formula,
     is_kind_node,
     kubelet_config_differences,
     kubelet_minor_version,
@@ -88,7 +87,7 @@ from nodeconf.nodes.kube_pods import (
 from nodeconf.nodes.kube_refusals import infrastructure_error, is_service_account_race, rejection
 from nodeconf.nodes.shield import signals_deferred
 from nodeconf.resources import locate_tree
-from nodeconf.semantics.cpu import milli_cpu_to_shares
+from nodeconf.semantics.cpu import measured_formula, milli_cpu_to_shares
 from nodeconf.semantics.profile import SUPPORTED_VERSIONS
 from nodeconf.semantics.resize import ResizeStatus as ResizeOutcome
 
@@ -324,8 +323,10 @@ class KubeNode(Node):
     def __init__(self, api: KubeApi, node: str, *, spec: str = "", context: str = "", run_id: str | None = None,
                  helper_image: str = DEFAULT_HELPER_IMAGE, workload_image: str = DEFAULT_WORKLOAD_IMAGE,
                  keep_images: bool = False, timeouts: Timeouts = Timeouts(),
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+                 after_close: Sequence[Callable[[], None]] = ()) -> None:
         self.api = api
+        self.after_close = tuple(after_close)
         self.node = node
         self.spec = spec
         self.context = context
@@ -362,17 +363,22 @@ class KubeNode(Node):
         return self
 
     def close(self) -> None:
-        """Delete the run's namespaces (their pods, quotas and config maps go with them); close the client."""
+        """Delete the run's namespaces (their pods, quotas and config maps go with them); close the client; then
+        run the `after_close` actions (e.g. delete the kind cluster), also when a namespace could not be deleted."""
         failures = []
-        with signals_deferred(f"the namespaces of run {self.run_id} are deleted"):
-            for namespace in reversed(self.namespaces):
-                try:
-                    self.api.delete_namespace(namespace)
-                except KubeApiError as err:
-                    if err.status != 404:
-                        failures.append(f"{namespace}: {err}")
-            self.namespaces.clear()
-            self.api.close()
+        try:
+            with signals_deferred(f"the namespaces of run {self.run_id} are deleted"):
+                for namespace in reversed(self.namespaces):
+                    try:
+                        self.api.delete_namespace(namespace)
+                    except KubeApiError as err:
+                        if err.status != 404:
+                            failures.append(f"{namespace}: {err}")
+                self.namespaces.clear()
+                self.api.close()
+        finally:
+            for action in self.after_close:
+                action()
         if failures:
             raise NodeError(f"could not delete namespaces of run {self.run_id}: {'; '.join(failures)}")
 
@@ -536,7 +542,7 @@ class KubeNode(Node):
 
     def facts(self) -> NodeFacts:
         """Capacity, kernel and swap from the Node object; page size and controllers from the reader; the
-        runtime's cpu-weight formula measured on a probe pod."""
+        runtime's cpu-weight formula measured on a probe pod (reported, never the oracle's expectation)."""
         if self._facts is None:
             probe = self.read("facts")
             self._facts = node_facts(self.node_object(), probe, self._measure_cpu_weight_formula())
@@ -560,7 +566,7 @@ class KubeNode(Node):
             uid = names.uid(str(obj["metadata"]["uid"]))
             doc = self.read("pod", podUid=uid, containers=container_ids(obj), files=["cpu.weight"])
             weight = int(doc["containers"]["probe"]["files"]["cpu.weight"])
-            return cpu_weight_formula(milli_cpu_to_shares(PROBE_MILLI_CPU), weight)
+            return measured_formula(milli_cpu_to_shares(PROBE_MILLI_CPU), weight)
         except (KeyError, ValueError) as err:
             raise NodeError(f"cpu-weight probe on node {self.node}: {err}") from None
         finally:
@@ -649,8 +655,10 @@ class KubeNode(Node):
         return "\n".join(lines)
 
 
-def open_node(context: str | None = None, *, node: str | None = None, config_file: str | None = None) -> KubeNode:
-    """Connect with the kubeconfig's context (the current one when None), pick the node and start the run.
+def open_node(context: str | None = None, *, node: str | None = None, config_file: str | None = None,
+              after_close: Sequence[Callable[[], None]] = ()) -> KubeNode:
+    """Connect with the kubeconfig's context (the current one when None; in a pod without a kubeconfig, the pod's
+    service account), pick the node and start the run; `after_close` runs when the node is closed.
 
     The node, the reader image and the workload image can be set with NODECONF_KUBE_NODE,
     NODECONF_KUBE_HELPER_IMAGE and NODECONF_KUBE_WORKLOAD_IMAGE (defaults: short names the node's runtime
@@ -668,7 +676,8 @@ def open_node(context: str | None = None, *, node: str | None = None, config_fil
         kube_node = KubeNode(api, node_name(target), spec=f"kube:{chosen}", context=chosen,
                              helper_image=os.environ.get(ENV_HELPER_IMAGE, DEFAULT_HELPER_IMAGE),
                              workload_image=os.environ.get(ENV_WORKLOAD_IMAGE, DEFAULT_WORKLOAD_IMAGE),
-                             keep_images=os.environ.get(ENV_KEEP_IMAGES, "") not in ("", "0"))
+                             keep_images=os.environ.get(ENV_KEEP_IMAGES, "") not in ("", "0"),
+                             after_close=after_close)
     except BaseException:
         api.close()
         raise

@@ -15,6 +15,9 @@ from nodeconf.nodes.base import NodeError
 REQUEST_TIMEOUT = 30.0
 PROBE_TIMEOUT = 2.0
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+# In a pod the kubelet sets this variable; with no kubeconfig the pod's service account is used.
+IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
+IN_CLUSTER = "in-cluster"
 
 JsonObject = dict[str, Any]
 # Namespaced kinds besides Pod the driver creates, by the CoreV1Api method suffix.
@@ -135,7 +138,9 @@ def load_kube_context(context: str | None, config_file: str | None = None) -> tu
     """An ApiClient for the context (or the current one) and the context's name; KubeApiError when unusable.
 
     The kubeconfig is `config_file`, else $KUBECONFIG (several files joined with ':' are merged), else
-    ~/.kube/config, read when called (the client reads $KUBECONFIG once, at import).
+    ~/.kube/config, read when called (the client reads $KUBECONFIG once, at import). Inside a pod with none of
+    these and no context named, the pod's service account (the client's in-cluster config: the token and CA under
+    /var/run/secrets/kubernetes.io/serviceaccount, $KUBERNETES_SERVICE_HOST and _PORT), context `in-cluster`.
     """
     from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
@@ -143,6 +148,9 @@ def load_kube_context(context: str | None, config_file: str | None = None) -> tu
     kube_config: Any = config
     path = config_file or os.environ.get("KUBECONFIG") or None
     shown = path or "~/.kube/config"
+    if (context is None and path is None and os.environ.get(IN_CLUSTER_ENV)
+            and not os.path.exists(os.path.expanduser("~/.kube/config"))):
+        return in_cluster_client(), IN_CLUSTER
     try:
         contexts, current = kube_config.list_kube_config_contexts(config_file=path)
         known: list[str] | None = [c["name"] for c in contexts]
@@ -159,6 +167,20 @@ def load_kube_context(context: str | None, config_file: str | None = None) -> tu
         return kube_config.new_client_from_config(config_file=path, context=chosen, persist_config=False), chosen
     except (ConfigException, OSError) as err:
         raise KubeApiError(0, f"no usable kubeconfig {shown}: {str(err).strip()}") from None
+
+
+def in_cluster_client() -> Any:
+    """An ApiClient with the pod's service account (kubernetes.config.load_incluster_config); KubeApiError when the
+    pod has no usable one."""
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    configuration = client.Configuration()
+    try:
+        config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except ConfigException as err:
+        raise KubeApiError(0, f"no kubeconfig and no usable in-cluster service account: {err}") from None
+    return client.ApiClient(configuration)
 
 
 def unreachable_reason(api_client: Any, timeout: float = PROBE_TIMEOUT) -> str | None:

@@ -11,7 +11,6 @@ from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig, kubele
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.kube_api import dig
 from nodeconf.quantity import Quantity, QuantityError
-from nodeconf.semantics.cpu import linear_weight, nonlinear_weight
 from nodeconf.semantics.profile import profile_for
 
 # Fields of KubeletConfig compared with the node's live config, by their KubeletConfiguration names.
@@ -78,20 +77,7 @@ def is_kind_node(node: Mapping[str, Any]) -> bool:
     return str(dig(node, "spec", "providerID") or "").startswith("kind://")
 
 
-def cpu_weight_formula(shares: int, observed_weight: int) -> str:
-    """Which shares→weight formula the runtime used, from one container's `cpu.weight` (seed article)."""
-    linear, nonlinear = linear_weight(shares), nonlinear_weight(shares)
-    if linear == nonlinear:
-        raise ValueError(f"{shares} shares give weight {linear} under both formulas; probe with another request")
-    if observed_weight == nonlinear:
-        return "nonlinear"
-    if observed_weight == linear:
-        return "linear"
-    raise ValueError(f"cpu.weight {observed_weight} for {shares} shares matches neither formula "
-                     f"(linear {linear}, non-linear {nonlinear})")
-
-
-def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], formula: str) -> NodeFacts:
+def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], measured_formula: str) -> NodeFacts:
     """NodeFacts from the Node object (capacity, kernel, swap) and the helper's probe (page size, controllers).
 
     Swap comes from `status.nodeInfo.swap` when the kubelet reports it, else from the node's /proc/meminfo.
@@ -106,7 +92,7 @@ def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], formula: str) 
             page_size=int(probe["pageSize"]),
             kernel_version=str(kernel),
             cgroup_controllers=tuple(str(c) for c in probe.get("controllers") or ()),
-            cpu_weight_formula=formula,
+            measured_cpu_weight_formula=measured_formula,
         )
     except (KeyError, ValueError, TypeError) as err:
         raise InputError(f"unusable node facts: {err}", obj=f"Node/{node_name(node)}") from None

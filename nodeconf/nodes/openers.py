@@ -24,6 +24,7 @@ def enforcer_settings(spec: NodeSpec) -> EnforcerSettings:
         cpu_weight_formula=options.cpu_weight_formula or defaults.cpu_weight_formula,
         faults=options.faults,
         backoff=defaults.backoff if options.backoff is None else options.backoff,
+        runtime=spec.vm.variant.runtime,  # vm?runtime=runc|crun: the image has it, the agent launches through it
     )
 
 

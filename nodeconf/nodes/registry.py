@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 from nodeconf.nodes.base import Node
 from nodeconf.nodes.spec import NodeSpec, parse_node_spec
@@ -18,19 +20,35 @@ OPENERS: Mapping[str, str] = {
     "local": "nodeconf.nodes.openers:open_local_node",
     "ssh": "nodeconf.nodes.openers:open_ssh_node",
     "kube": "nodeconf.nodes.openers:open_kube_node",
+    "kind": "infra.kind.provision:open_kind_spec",
 }
+# Schemes whose opener also takes the run's kubelet config and profile (kind picks its cluster config from them),
+# and whose preflight refuses a run before pytest starts (kind or an engine missing, an unknown config).
+RUN_AWARE: Mapping[str, str] = {"kind": "infra.kind.provision:preflight_kind_spec"}
 
 parse_spec = parse_node_spec  # the name callers used before spec.py
 
 
-def opener(scheme: str) -> Callable[[NodeSpec], Node]:
-    """The function that opens nodes of a scheme, imported now."""
-    module, _, function = OPENERS[scheme].partition(":")
-    found: Callable[[NodeSpec], Node] = getattr(importlib.import_module(module), function)
+def _imported(path: str) -> Callable[..., Any]:
+    module, _, function = path.partition(":")
+    found: Callable[..., Any] = getattr(importlib.import_module(module), function)
     return found
 
 
-def open_node(spec: str | NodeSpec) -> Node:
+def opener(scheme: str) -> Callable[..., Node]:
+    """The function that opens nodes of a scheme, imported now."""
+    return _imported(OPENERS[scheme])
+
+
+def preflight(spec: NodeSpec, *, kubelet_config: Path | None = None, profile: str | None = None) -> None:
+    """Refuse (UsageError, one line) what a scheme can tell before anything starts; most schemes have nothing."""
+    if spec.scheme in RUN_AWARE:
+        _imported(RUN_AWARE[spec.scheme])(spec, kubelet_config=kubelet_config, profile=profile)
+
+
+def open_node(spec: str | NodeSpec, *, kubelet_config: Path | None = None, profile: str | None = None) -> Node:
     """Connect to (or boot) the node a spec names and return it ready; close() releases everything."""
     parsed = parse_node_spec(spec) if isinstance(spec, str) else spec
+    if parsed.scheme in RUN_AWARE:
+        return opener(parsed.scheme)(parsed, kubelet_config=kubelet_config, profile=profile)
     return opener(parsed.scheme)(parsed)

@@ -1,4 +1,5 @@
-"""The node spec: one string (`vm`, `local`, `ssh://user@host[:port]?key=…`, `kube[:context]`), parsed once, fully.
+"""The node spec: one string (`vm`, `local`, `ssh://user@host[:port]?key=…`, `kube[:context]`, `kind[:config]`),
+parsed once, fully.
 
 Source: issue 12 (one spec, parsed once, a bad one is one line and exit 2); issue 10 (node options are data, not
 shell; keys only, nothing secret echoed); testinfra `parse_hostspec` (STYLE.md "For the node side").
@@ -18,21 +19,24 @@ from urllib.parse import quote, unquote
 
 from nodeconf.errors import UsageError
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
+from nodeconf.node_variant import VARIANT_OPTIONS, Variant, parse_variant
 
-SCHEMES = ("vm", "local", "ssh", "kube")
+SCHEMES = ("vm", "local", "ssh", "kube", "kind")
 DEFAULT_SPEC = "vm"
-EXPECTED = "vm, local, ssh://user@host[:port]?key=FILE&known_hosts=FILE, kube or kube:CONTEXT"
+EXPECTED = "vm, local, ssh://user@host[:port]?key=FILE&known_hosts=FILE, kube[:CONTEXT] or kind[:CONFIG]"
 # Options an enforced node (vm, local, ssh) takes in the query string; only fault= may be given more than once.
 ENFORCER_OPTIONS = ("fault", "backoff", "cpu-weight-formula", "root", "dir", "python")
 SSH_OPTIONS = ("key", "known_hosts", "host_key")
-VM_OPTIONS = ("memory", "swap", "cpus")
+VM_OPTIONS = ("memory", "swap", "cpus", *VARIANT_OPTIONS)
+KIND_OPTIONS = ("keep",)
 # name= gives the node its name in check ids and reports (two nodes of one run need distinct names).
 NAME_OPTION = "name"
 ALLOWED_OPTIONS = {
     "vm": (*VM_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "local": (*ENFORCER_OPTIONS, NAME_OPTION),
-    "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "kube": (NAME_OPTION,),
+    "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "kube": (NAME_OPTION,), "kind": (*KIND_OPTIONS, NAME_OPTION),
 }
 REPEATABLE = frozenset({"fault"})
+ENFORCED = frozenset({"vm", "local", "ssh"})  # the schemes run by the bundled enforcer
 MIN_VM_MEMORY_MIB = 256
 CGROUP_MOUNT = "/sys/fs/cgroup"
 # Paths and programs on the node: letters, digits and . _ + @ - only (no shell metacharacters, no `=` that `env`
@@ -43,6 +47,7 @@ USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 HOSTNAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")
 IPV6 = re.compile(r"\[([0-9A-Fa-f:.]+)\]")
 SECONDS = re.compile(r"\d+(\.\d+)?")
+KIND_CONFIG = re.compile(r"[a-z0-9][a-z0-9.-]*")  # a file name of infra/kind/ without .yaml
 PUBLIC_KEY = re.compile(r"[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}")
 ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
@@ -90,11 +95,12 @@ class SshLogin:
 
 @dataclass(frozen=True)
 class VmSize:
-    """The reference VM's size from `vm?memory=MiB&swap=MiB&cpus=N` (None: the VM's default)."""
+    """The reference VM from `vm?memory=MiB&swap=MiB&cpus=N&debian=&init=&runtime=` (None: the VM's default)."""
 
     memory_mib: int | None = None
     swap_mib: int | None = None
     cpus: int | None = None
+    variant: Variant = field(default_factory=Variant)
 
 
 @dataclass(frozen=True)
@@ -117,6 +123,7 @@ class NodeSpec:
     options: tuple[tuple[str, str], ...] = ()
     ssh: SshLogin | None = None
     context: str | None = None
+    kind_config: str | None = None
     vm: VmSize = field(default_factory=VmSize)
     enforcer: EnforcerOptions = field(default_factory=EnforcerOptions)
 
@@ -126,6 +133,8 @@ class NodeSpec:
             base = f"ssh://{self.ssh.target.display}"
         elif self.scheme == "kube" and self.context is not None:
             base = f"kube:{self.context}"
+        elif self.scheme == "kind" and self.kind_config is not None:
+            base = f"kind:{self.kind_config}"
         else:
             base = self.scheme
         query = "&".join(f"{name}={quote(value, safe='/:=,@+.-_')}" for name, value in self.options)
@@ -142,6 +151,8 @@ class NodeSpec:
             raw = f"ssh-{self.ssh.target.host}-{self.ssh.target.port}"
         elif self.context is not None:
             raw = f"kube-{self.context}"
+        elif self.kind_config is not None:
+            raw = f"kind-{self.kind_config}"
         else:
             raw = self.scheme
         return ID_UNSAFE.sub("-", raw).strip("-") or self.scheme
@@ -174,6 +185,8 @@ def parse_node_spec(text: str) -> NodeSpec:
         scheme = "ssh"
     elif base == "kube" or base.startswith("kube:"):
         scheme = "kube"
+    elif base == "kind" or base.startswith("kind:"):
+        scheme = "kind"
     elif base in ("vm", "local"):
         scheme = base
     else:
@@ -189,8 +202,9 @@ def parse_node_spec(text: str) -> NodeSpec:
         scheme, options,
         ssh=_ssh_login(base[len("ssh://"):], single, shown) if scheme == "ssh" else None,
         context=_kube_context(base, shown) if scheme == "kube" else None,
+        kind_config=_kind_config(base, single, shown) if scheme == "kind" else None,
         vm=_vm_size(single, shown) if scheme == "vm" else VmSize(),
-        enforcer=_enforcer_options(options, scheme, shown) if scheme != "kube" else EnforcerOptions(),
+        enforcer=_enforcer_options(options, scheme, shown) if scheme in ENFORCED else EnforcerOptions(),
     )
 
 
@@ -302,6 +316,19 @@ def _kube_context(base: str, shown: str) -> str | None:
     return context
 
 
+def _kind_config(base: str, options: dict[str, str], shown: str) -> str | None:
+    """None for `kind` (the config matching --kubelet-config); the infra/kind/ file name after `kind:`; keep=0|1."""
+    if options.get("keep", "0") not in ("0", "1"):
+        raise NodeSpecError(f"node spec {shown!r}: keep must be 0 or 1, got {options['keep']!r}")
+    if base == "kind":
+        return None
+    config = base[len("kind:"):]
+    if not KIND_CONFIG.fullmatch(config):
+        raise NodeSpecError(f"node spec {shown!r}: kind: needs a config name of infra/kind/ after the colon "
+                            "(lower case letters, digits, '.', '-'), or plain kind")
+    return config
+
+
 def _whole_number(options: dict[str, str], name: str, low: int, high: int | None, why: str,
                   shown: str) -> int | None:
     value = options.get(name)
@@ -321,7 +348,16 @@ def _vm_size(options: dict[str, str], shown: str) -> VmSize:
         memory_mib=_whole_number(options, "memory", MIN_VM_MEMORY_MIB, None, " (MiB)", shown),
         swap_mib=_whole_number(options, "swap", 0, None, " (MiB)", shown),
         cpus=_whole_number(options, "cpus", 1, host_cpus, f" (this host has {host_cpus})", shown),
+        variant=_variant(options, shown),
     )
+
+
+def _variant(options: dict[str, str], shown: str) -> Variant:
+    """debian=, init=, runtime=: the reference node's layers (issue 13), checked before anything is built."""
+    try:
+        return parse_variant(options)
+    except ValueError as err:
+        raise NodeSpecError(f"node spec {shown!r}: {err}") from None
 
 
 def _node_path(name: str, value: str, shown: str) -> str:

@@ -61,8 +61,33 @@ def nonlinear_weight(shares: int) -> int:
     return math.ceil(math.pow(10, exponent))
 
 
+def measured_formula(shares: int, observed_weight: int) -> str:
+    """Which shares→weight formula a runtime used, from one container's `cpu.weight` (seed article: 250m → 256
+    shares → 10 linear, 35 non-linear); ValueError when the shares cannot tell them apart or neither matches."""
+    linear, nonlinear = linear_weight(shares), nonlinear_weight(shares)
+    if linear == nonlinear:
+        raise ValueError(f"{shares} shares give weight {linear} under both formulas; probe with another request")
+    if observed_weight == nonlinear:
+        return "nonlinear"
+    if observed_weight == linear:
+        return "linear"
+    raise ValueError(f"cpu.weight {observed_weight} for {shares} shares matches neither formula "
+                     f"(linear {linear}, non-linear {nonlinear})")
+
+
+def runtime_note(node: NodeFacts) -> str:
+    """What the node's runtime was measured doing, for a container cpu.weight rule ("" when not measured)."""
+    if not node.measured_cpu_weight_formula:
+        return ""
+    runtime = " ".join(p for p in (node.runtime or "runtime", node.runtime_version) if p)
+    note = f"; the node's runtime {runtime} uses the {node.measured_cpu_weight_formula} formula"
+    if node.measured_cpu_weight_formula != node.cpu_weight_formula:
+        note += f" (accept it with --cpu-weight-formula {node.measured_cpu_weight_formula})"
+    return note
+
+
 def weight(shares: int, formula: str) -> int:
-    """The runtime's conversion named by NodeFacts.cpu_weight_formula (SEMANTICS.md "CPU": two formulas)."""
+    """The conversion named by `formula` (SEMANTICS.md "CPU": two formulas)."""
     return nonlinear_weight(shares) if formula == "nonlinear" else linear_weight(shares)
 
 
@@ -108,7 +133,7 @@ def container_files(
         "cpu.weight": Expected(
             str(weight(shares, node.cpu_weight_formula)),
             f"{node.cpu_weight_formula} shares→weight of MilliCPUToShares(request)={shares} "
-            "(runtime formula for containers, seed requests-limits-qos cgroup table)",
+            f"(runtime formula for containers, seed requests-limits-qos cgroup table){runtime_note(node)}",
         ),
         "cpu.max": Expected(cpu_max(quota, period), quota_rule),
     }

@@ -119,6 +119,9 @@ def pod_errors(pod: Pod, profile: Profile) -> tuple[str, ...]:
             errors.append(error)
     if not is_safe_uid(pod.uid):
         errors.append(f'metadata.uid: Invalid value: "{pod.uid}": only letters, digits and dashes')
+    # validation.go validateOverhead: each overhead quantity must be non-negative (ValidateResourceQuantityValue).
+    errors.extend(f'spec.overhead[{name}]: Invalid value: "{q}": must be greater than or equal to 0'
+                  for name, q in pod.overhead.items() if q.amount < 0)
     seen: set[str] = set()
     for prefix, containers in (("spec.initContainers", pod.init_containers), ("spec.containers", pod.containers)):
         for i, c in enumerate(containers):

@@ -160,15 +160,22 @@ def test_hierarchy_sums_as_pods_come_and_go(deploy: Deploy, oracle: Oracle, kube
 
 
 @pytest.mark.needs_swap
-@pytest.mark.needs_kernel("5.9")  # memory.high may livelock below 5.9 (the post's kernel check)
+# memory.high may livelock below 5.9 (the post's kernel check); memhog --reclaim needs memory.reclaim (5.19).
+@pytest.mark.needs_kernel("5.19")
 @pytest.mark.min_profile("1.38")
 def test_memory_high_events_rise_without_oom_kill(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) -> None:
     """A hog above memory.high (below memory.max) is throttled and reclaimed to swap: memory.events high rises,
-    no OOM kill, no restart."""
+    no OOM kill, no restart.
+
+    Guaranteed (mm/memcontrol.c): usage above memory.high at a charge makes the task reclaim on its way back to
+    user space and counts memory.events high; memory.high itself never OOM-kills. The 52 MiB hog plus the
+    interpreter comes close to memory.max (64Mi), where a stalled swap writeback could OOM-kill: the hog keeps
+    4 MiB below memory.max by writing memory.reclaim itself (memhog --reclaim), so memory.max is never reached.
+    """
     base = kubelet.file(POLICIES["none"])
     kubelet.use(replace(base, memory_throttling_factor=0.5, swap_behavior="WorkloadControlledSwap"))
     # request 16Mi, limit 64Mi, factor 0.5: memory.high = 40Mi; a 52 MiB hog stays below memory.max.
-    workload = replace(with_container(pod("memory-qos/burstable-512mi.yaml"), "app", command=memhog(52),
+    workload = replace(with_container(pod("memory-qos/burstable-512mi.yaml"), "app", command=memhog(52, reclaim=True),
                                       requests={MEMORY: "16Mi"}, limits={MEMORY: "64Mi", SWAP: "64Mi"}),
                        restart_policy="OnFailure")
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])

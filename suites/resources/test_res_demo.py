@@ -45,7 +45,7 @@ def test_res_demo_container_pod_and_pause(deploy: Deploy, oracle: Oracle, kubele
         score = _burstable_score(128 * MI, node_facts.memory_capacity)
         return [
             *seed_files("res-demo", "hello", hello.cgroup, {
-                "cpu.weight": CONTAINER_WEIGHT[node_facts.cpu_weight_formula], "cpu.max": "50000 100000",
+                "cpu.weight": CONTAINER_WEIGHT[oracle.facts.cpu_weight_formula], "cpu.max": "50000 100000",
                 "memory.max": "134217728", "memory.oom.group": "1", "memory.min": "0", "memory.low": "0",
                 "memory.high": "max"}, HANDS_ON),
             *seed_files("res-demo", "", evidence.pod_cgroup, {

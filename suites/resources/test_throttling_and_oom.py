@@ -11,8 +11,8 @@ import pytest
 
 from fixtures.compare import ComparedValue, assert_matches, compare_measured, compare_value
 from fixtures.node import Deploy
-from fixtures.tolerance import Band, cpu_usage_band, periods_band, throttled_fraction_band
-from nodeconf.nodes.base import PodEvidence
+from fixtures.tolerance import Band
+from nodeconf.nodes.base import PodEvidence, PodHandle
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.checks import check_admission, check_pod, check_qos, deploy_pods
 from suites.conftest import Kubelet, Oracle
@@ -22,12 +22,12 @@ pytestmark = [pytest.mark.requests_limits]
 
 THROTTLING = "requests-limits-qos article, Hands-on burner: 633 of 637 periods throttled, usage exactly 200m"
 OOM = "requests-limits-qos article, Hands-on eater: exit code 137 = 128 + 9, reason OOMKilled, memory.events"
-# A busy loop is throttled in nearly every period (44 of 46 measured on the VM); a host with other load may leave
-# the guest's vCPU unscheduled for a while, so half of the periods is the floor.
-MIN_THROTTLED = 0.5
-# The host (TCG, shared cores) may not run the guest's vCPU every moment: up to 30 % below the quota rate.
-USAGE_SHORTFALL = 0.3
-SAMPLING_WINDOW_S = 3.0
+# Periods to watch before judging (the article's burner ran for 637); the wait ends on the counters, not a clock.
+MIN_PERIODS = 20
+WAIT_S = 120.0
+# One scheduler tick a task may run past its quota before update_curr throttles it (HZ=250: Debian's kernel);
+# an overrun is paid back from the next period's quota (kernel/sched/fair.c distribute_cfs_runtime).
+TICK_US = 4_000
 AT_LEAST_ONCE = Band(1, 2**63, "at least once")
 
 
@@ -41,29 +41,45 @@ def _throttled(evidence: PodEvidence) -> int:
     return sum(c.keyed("cpu.stat")["nr_throttled"] for c in (evidence.pod_cgroup, evidence.container("burner").cgroup))
 
 
+def _wait_periods(handle: PodHandle, before: PodEvidence) -> PodEvidence:
+    """Poll the burner's cpu.stat until MIN_PERIODS CFS periods passed with at least one throttled (or WAIT_S,
+    then the rows show what was seen): a wait for counters, so a slow host only makes it longer."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        after = handle.evidence()
+        periods = _cpu(after)["nr_periods"] - _cpu(before)["nr_periods"]
+        if (periods >= MIN_PERIODS and _throttled(after) > _throttled(before)) or time.monotonic() > deadline:
+            return after
+        time.sleep(0.2)
+
+
 def test_burner_is_throttled_to_its_quota(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) -> None:
-    """cpu.max 20000 100000 on container and pod; nr_throttled in most periods; usage ≈ 200m over the window."""
+    """cpu.max 20000 100000 on container and pod; the busy loop is throttled, and never uses more than its quota.
+
+    Guaranteed (kernel/sched/fair.c CFS bandwidth): a group never runs more than `quota` per period, but for one
+    tick of overrun that the next period pays back, so usage <= quota x (periods + 1) + a tick over any window
+    (the window's first period may be partly used); a task that exhausts its quota is throttled (nr_throttled).
+    A busy loop always runnable exhausts 20 ms in some period once the host runs the guest's vCPU for 20 ms.
+    NOT guaranteed, so not asserted: how many periods are throttled or how close usage comes to the quota (the
+    host may not run the guest's vCPU), nor how many periods a wall-clock window holds.
+    """
     burner = deploy_pods(deploy, oracle, kubelet, [pod("requests-limits/burner.yaml")])
     handle = burner.handle("burner")
     before = check_pod(handle, burner.expected("burner"), QosClass.BURSTABLE)
-    started = time.monotonic()
-    time.sleep(SAMPLING_WINDOW_S)  # the measurement window itself, not a wait for a condition
-    after = handle.evidence()
-    wall_us = int((time.monotonic() - started) * 1_000_000)
+    after = _wait_periods(handle, before)
     first, last = _cpu(before), _cpu(after)
-    quota, period = after.container("burner").cgroup.cpu_max()
+    quota, _ = after.container("burner").cgroup.cpu_max()
     assert quota is not None, "burner has a cpu limit, so cpu.max must have a quota"
     periods = last["nr_periods"] - first["nr_periods"]
-    window_us = periods * period
     path = after.container("burner").cgroup.path
+    ceiling = quota * (periods + 1) + TICK_US
     rows = [
-        compare_measured("burner", "burner", path, "periods in the window", periods_band(wall_us, period, 5),
-                         periods, f"{THROTTLING}; CFS periods of {period} us"),
-        compare_measured("burner", "burner", path, "throttled share of periods", throttled_fraction_band(
-            MIN_THROTTLED), min(1.0, (_throttled(after) - _throttled(before)) / max(periods, 1)), THROTTLING),
-        compare_measured("burner", "burner", path, "cpu usage per period time", cpu_usage_band(
-            quota, period, max(window_us, period), USAGE_SHORTFALL),
-            (last["usage_usec"] - first["usage_usec"]) / max(window_us, 1), THROTTLING),
+        compare_measured("burner", "burner", path, "periods throttled while watched", Band(
+            1, max(periods, 1), f"at least one of {periods} periods, never more than them"),
+            _throttled(after) - _throttled(before), THROTTLING),
+        compare_measured("burner", "burner", path, "cpu usage_usec while watched", Band(
+            0, ceiling, f"quota {quota} us x ({periods} periods + 1) + one {TICK_US} us tick"),
+            last["usage_usec"] - first["usage_usec"], THROTTLING),
     ]
     assert_matches("pod default/burner throttling", rows)
 

@@ -90,7 +90,7 @@ def test_res_demo_cgroups_and_scores(kube_node: KubeNode) -> None:
         hello = evidence.container("hello")
         assert hello.cgroup["cpu.max"] == "50000 100000"
         assert hello.cgroup.limit("memory.max") == 128 * MI
-        assert hello.cgroup["cpu.weight"] == {"nonlinear": "35", "linear": "10"}[facts.cpu_weight_formula]
+        assert hello.cgroup["cpu.weight"] == {"nonlinear": "35", "linear": "10"}[facts.measured_cpu_weight_formula]
         expected_adj = 1000 - (1000 * 128 * MI) // facts.memory_capacity
         assert hello.pids and all(adj == expected_adj for adj in hello.oom_score_adj.values())
         assert evidence.pause is not None and set(evidence.pause.oom_score_adj.values()) == {-998}

@@ -160,3 +160,51 @@ def test_custom_period_with_its_gate() -> None:
     # 500m × 50000 / 1000 = 25000 µs per 50000 µs period.
     assert cpu.container_files(p, p.containers[0], node, config, profile)["cpu.max"].value == "25000 50000"
     assert cpu.pod_files(p, QosClass.BURSTABLE, config, profile)["cpu.max"].value == "25000 50000"
+
+
+@pytest.mark.parametrize(("shares", "weight", "formula"), [
+    # Seed article: 250m → 256 shares → weight 35 (runc ≥ 1.3.2) or 10 (older runc).
+    pytest.param(256, 35, "nonlinear", id="article-new-runc"),
+    pytest.param(256, 10, "linear", id="article-old-runc"),
+    # 1024 shares → exactly 100 non-linear (SEMANTICS.md); linear 1 + 1022*9999//262142 = 39.
+    pytest.param(1024, 100, "nonlinear", id="one-cpu-new"),
+    pytest.param(1024, 39, "linear", id="one-cpu-old"),
+])
+def test_measured_formula_from_one_container(shares: int, weight: int, formula: str) -> None:
+    assert cpu.measured_formula(shares, weight) == formula
+
+
+def test_measured_formula_refuses_ambiguous_and_foreign_values() -> None:
+    with pytest.raises(ValueError, match="both formulas"):
+        cpu.measured_formula(2, 1)
+    with pytest.raises(ValueError, match="matches neither"):
+        cpu.measured_formula(256, 50)
+
+
+# A node whose runtime (bookworm's runc) was measured using the old formula.
+LINEAR_RUNC = NodeFacts(memory_capacity=4 * GI, runtime="runc", runtime_version="1.1.5",
+                        measured_cpu_weight_formula="linear")
+
+
+@pytest.mark.parametrize(("declared", "weight"), [(None, "35"), ("nonlinear", "35"), ("linear", "10")])
+def test_expectation_follows_the_run_not_the_measurement(declared: str | None, weight: str) -> None:
+    """A linear-measured node still expects the non-linear 35 for 250m unless the run declares linear."""
+    from suites.conftest import oracle_facts
+
+    node = LINEAR_RUNC if declared is None else oracle_facts(LINEAR_RUNC, declared)
+    p = with_api_defaults(RES_DEMO)
+    assert cpu.container_files(p, p.containers[0], node, CONFIG, PROFILE)["cpu.weight"].value == weight
+
+
+def test_weight_rule_names_the_runtime_its_version_and_formula() -> None:
+    p = with_api_defaults(RES_DEMO)
+    rule = cpu.container_files(p, p.containers[0], LINEAR_RUNC, CONFIG, PROFILE)["cpu.weight"].rule
+    assert rule.startswith("nonlinear shares→weight of MilliCPUToShares(request)=256")
+    assert rule.endswith("the node's runtime runc 1.1.5 uses the linear formula "
+                         "(accept it with --cpu-weight-formula linear)")
+
+
+def test_weight_rule_without_a_measurement_names_no_runtime() -> None:
+    p = with_api_defaults(RES_DEMO)
+    node = NodeFacts(memory_capacity=4 * GI)
+    assert "the node's runtime" not in cpu.container_files(p, p.containers[0], node, CONFIG, PROFILE)["cpu.weight"].rule

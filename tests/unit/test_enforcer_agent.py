@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -247,7 +248,7 @@ def test_state_survives_a_crash(tmp_path: Path) -> None:
     second = make_agent(tmp_path)
     try:
         for c in first.pods["default/res-demo"].containers:
-            assert c.proc is not None and c.proc.wait(timeout=5) == -signal.SIGKILL
+            assert isinstance(c.proc, subprocess.Popen) and c.proc.wait(timeout=5) == -signal.SIGKILL
         tick_until(second, lambda: containers(second.status("default/res-demo"))["hello"]["state"] == "running")
         new = containers(second.status("default/res-demo"))["hello"]
         assert new["pid"] != old["pid"] and new["restartCount"] == 1

@@ -55,7 +55,7 @@ def test_fields() -> None:
         pytest.param({"cgroupDriver": "lxc"}, "cgroupDriver", id="driver-enum"),
         pytest.param({"memoryReservationPolicy": "All"}, "memoryReservationPolicy", id="reservation-enum"),
         pytest.param({"memoryThrottlingFactor": 2}, "memoryThrottlingFactor", id="factor-range"),
-        pytest.param({"systemReserved": {"memory": "lots"}}, "systemReserved", id="bad-quantity"),
+        pytest.param({"systemReserved": {"memory": "lots"}}, "systemReserved.memory", id="bad-quantity"),
         pytest.param({"featureGates": {"MemoryQoS": "yes"}}, "featureGates", id="gate-not-bool"),
         pytest.param({"singleProcessOOMKill": "true"}, "singleProcessOOMKill", id="flag-not-bool"),
         pytest.param({"cpuCFSQuotaPeriod": "fast"}, "cpuCFSQuotaPeriod", id="bad-duration"),

@@ -112,7 +112,7 @@ def test_limit_range_and_quota() -> None:
             id="bad-quantity",
         ),
         pytest.param(pod_doc(containers="nope"), "spec.containers: expected a list", id="containers-not-list"),
-        pytest.param(pod_doc(priority="high"), "spec.priority: expected an integer", id="priority-not-int"),
+        pytest.param(pod_doc(priority="high"), "spec.priority: expected a 32-bit integer", id="priority-not-int"),
         pytest.param(
             pod_doc(containers=[{"name": "c", "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "Often"}]}]),
             "restartPolicy: unknown value 'Often'",

@@ -44,7 +44,7 @@ def _note(event, spec):
         ledger.write(json.dumps([event, spec.name, os.getpid(), os.environ.get("PYTEST_XDIST_WORKER", "")]) + "\\n")
 
 
-def fake_open(spec):
+def fake_open(spec, **_options):
     if spec.name == "down":
         raise InfrastructureError(f"cannot reach {spec.name}")
     _note("open", spec)

@@ -63,6 +63,10 @@ GOOD = [
     pytest.param("kube:arn:aws:eks:eu-west-1:1:cluster/ci",
                  NodeSpec("kube", context="arn:aws:eks:eu-west-1:1:cluster/ci"),
                  "kube-arn-aws-eks-eu-west-1-1-cluster-ci", id="kube-context-with-colons"),
+    pytest.param("vm?debian=trixie&init=systemd&runtime=crun", None, "vm", id="vm-variant"),
+    pytest.param("kind", NodeSpec("kind"), "kind", id="kind-matching-the-kubelet-config"),
+    pytest.param("kind:memoryqos?keep=1", NodeSpec("kind", (("keep", "1"),), kind_config="memoryqos"),
+                 "kind-memoryqos", id="kind-config-kept"),
     pytest.param("ssh://admin@10.0.0.5:2222?key={key}&known_hosts={kh}", None, "ssh-10.0.0.5-2222", id="ssh"),
     pytest.param("ssh://node.example?key={key}&host_key=ssh-ed25519%20AAAAC3Nz+/a=", None, "ssh-node.example-22",
                  id="ssh-default-user-port-host-key"),
@@ -112,7 +116,8 @@ BAD = [
     ("ssh-no-host-key", "ssh://root@h?key={key}", "needs the node's host key"),
     ("ssh-missing-known-hosts", "ssh://root@h?key={key}&known_hosts={missing}", "known_hosts={missing} is not a"),
     ("ssh-bad-host-key", "ssh://root@h?key={key}&host_key=ssh-ed25519", "host_key must be `TYPE BASE64`"),
-    ("unknown-option", "vm?colour=red", "unknown option 'colour' (allowed for vm: memory, swap, cpus, fault"),
+    ("unknown-option", "vm?colour=red",
+     "unknown option 'colour' (allowed for vm: memory, swap, cpus, debian, init, runtime, fault"),
     ("vm-option-on-local", "local?memory=4096", "unknown option 'memory'"),
     ("kube-option", "kube:ctx?key=x", "unknown option 'key' (allowed for kube: name)"),
     ("kube-empty-context", "kube:", "kube: needs a context name after the colon"),
@@ -145,6 +150,14 @@ BAD = [
     ("python-env-assignment", "vm?python=PYTHONPATH=/x", "python= must be an absolute path or a program name"),
     ("python-missing", "local?python={missing}", "python={missing} is not an executable file"),
     ("python-not-executable", "local?python={key}", "is not an executable file"),
+    ("vm-unknown-debian", "vm?debian=buster", "unknown debian='buster': choose one of bullseye|bookworm|trixie|sid"),
+    ("vm-unknown-init", "vm?init=openrc", "unknown init='openrc': choose one of minimal|systemd"),
+    ("vm-unknown-runtime", "vm?runtime=youki", "unknown runtime='youki': choose one of direct|runc|crun"),
+    ("local-variant", "local?debian=sid", "unknown option 'debian'"),
+    ("kind-empty-config", "kind:", "kind: needs a config name of infra/kind/"),
+    ("kind-config-path", "kind:../etc/x", "kind: needs a config name of infra/kind/"),
+    ("kind-keep-word", "kind?keep=yes", "keep must be 0 or 1, got 'yes'"),
+    ("kind-enforcer-option", "kind?fault=cpu-weight-formula=linear", "unknown option 'fault'"),
 ]
 
 
@@ -166,7 +179,8 @@ def test_the_first_spec_is_used_and_vm_is_the_default() -> None:
 
 def test_each_scheme_has_an_importable_opener() -> None:
     openers: list[Callable[[NodeSpec], object]] = [opener(scheme) for scheme in OPENERS]
-    assert [f.__name__ for f in openers] == ["open_vm_node", "open_local_node", "open_ssh_node", "open_kube_node"]
+    assert [f.__name__ for f in openers] == ["open_vm_node", "open_local_node", "open_ssh_node", "open_kube_node",
+                                             "open_kind_spec"]
 
 
 def _nodeconf_run(*args: str, reports: Path) -> tuple[subprocess.CompletedProcess[str], float]:

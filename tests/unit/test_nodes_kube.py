@@ -707,7 +707,8 @@ def test_facts_measure_the_cpu_weight_formula(tmp_path: Path, clock: FakeClock, 
     fake = FakeKube(FakeNode(tmp_path), formula=formula)
     with make_node(fake, clock).start() as kube:
         facts = kube.facts()
-        assert facts.cpu_weight_formula == formula
+        assert facts.measured_cpu_weight_formula == formula
+        assert facts.cpu_weight_formula == "nonlinear", "the measurement is reported, never expected"
         assert (facts.memory_capacity, facts.swap_capacity) == (3479660 * 1024, 4 * 1024**3)
         assert facts.cgroup_controllers == ("cpu", "memory", "pids")
         assert (BASE_NS, PROBE_NAME) not in fake.pods

@@ -15,7 +15,6 @@ from nodeconf.loader import load_kubelet_config
 from nodeconf.nodes.kube_facts import (
     COMPARED_FIELDS,
     NOT_COMPARED_FIELDS,
-    cpu_weight_formula,
     is_kind_node,
     kubelet_config_differences,
     kubelet_minor_version,
@@ -44,14 +43,14 @@ PROBE = {"pageSize": 4096, "swapTotal": 1073741824, "kernelRelease": "6.1.0-28-a
 
 
 def test_node_facts_from_node_object_and_probe() -> None:
-    facts = node_facts(node_doc(), PROBE, "nonlinear")
+    facts = node_facts(node_doc(), PROBE, "linear")
     assert facts.memory_capacity == 3479660 * 1024
     assert facts.cpu_capacity_milli == 2000
     assert facts.swap_capacity == 4 * 1024**3  # nodeInfo.swap wins over /proc/meminfo
     assert facts.page_size == 4096
     assert facts.kernel_version == "6.1.0-28-amd64"
     assert facts.cgroup_controllers == ("cpuset", "cpu", "memory", "pids")
-    assert facts.cpu_weight_formula == "nonlinear"
+    assert (facts.cpu_weight_formula, facts.measured_cpu_weight_formula) == ("nonlinear", "linear")
 
 
 def test_swap_falls_back_to_meminfo_without_node_swap_status() -> None:
@@ -91,25 +90,6 @@ def test_unreadable_kubelet_version() -> None:
 def test_kind_nodes_are_recognised_by_provider_id() -> None:
     assert is_kind_node(node_doc())
     assert not is_kind_node({**node_doc(), "spec": {"providerID": "aws:///eu-west-1a/i-0abc"}})
-
-
-@pytest.mark.parametrize(("shares", "weight", "formula"), [
-    # Seed article: 250m → 256 shares → weight 35 (runc ≥ 1.3.2) or 10 (older runc).
-    pytest.param(256, 35, "nonlinear", id="article-new-runc"),
-    pytest.param(256, 10, "linear", id="article-old-runc"),
-    # 1024 shares → exactly 100 non-linear (SEMANTICS.md); linear 1 + 1022*9999//262142 = 39.
-    pytest.param(1024, 100, "nonlinear", id="one-cpu-new"),
-    pytest.param(1024, 39, "linear", id="one-cpu-old"),
-])
-def test_cpu_weight_formula_from_one_container(shares: int, weight: int, formula: str) -> None:
-    assert cpu_weight_formula(shares, weight) == formula
-
-
-def test_cpu_weight_formula_refuses_ambiguous_and_foreign_values() -> None:
-    with pytest.raises(ValueError, match="both formulas"):
-        cpu_weight_formula(2, 1)
-    with pytest.raises(ValueError, match="matches neither"):
-        cpu_weight_formula(256, 50)
 
 
 # A trimmed /configz answer of a kind 1.34 kubelet (the kubelet serialises its whole, defaulted config).

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from infra.vm import image as image_module
+from infra.vm.apt import Apt
 from infra.vm.image import MANIFEST, VmImage, apt_lists_signature, cached_versions, ensure_image, prune_images
 from infra.vm.recipe import cache_key, default_recipe
 
@@ -25,7 +26,7 @@ def resolver(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count apt resolutions; forbid building."""
     calls: list[int] = []
 
-    def resolve(recipe: object) -> dict[str, str]:
+    def resolve(recipe: object, apt: Apt) -> dict[str, str]:
         calls.append(1)
         return dict(VERSIONS)
 
@@ -33,6 +34,7 @@ def resolver(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         raise AssertionError("must not build")
 
     monkeypatch.setattr(image_module, "resolve_versions", resolve)
+    monkeypatch.setattr(image_module, "apt_for", lambda *args: Apt((), Path("/nonexistent")))
     monkeypatch.setattr(image_module, "_build", no_build)
     return calls
 
@@ -54,13 +56,13 @@ def test_versions_are_resolved_once_until_the_apt_lists_change(tmp_path: Path, r
     lists = tmp_path / "lists"
     lists.mkdir()
     (lists / "deb.debian.org_dists_bookworm_main_binary-amd64_Packages.lz4").write_text("a")
-    monkeypatch.setattr(image_module, "APT_LISTS", lists)
+    apt = Apt((), lists)
     images = tmp_path / "images"
-    assert cached_versions(default_recipe(), images) == VERSIONS
-    assert cached_versions(default_recipe(), images) == VERSIONS
+    assert cached_versions(default_recipe(), images, apt) == VERSIONS
+    assert cached_versions(default_recipe(), images, apt) == VERSIONS
     assert len(resolver) == 1
     (lists / "deb.debian.org_dists_bookworm_main_binary-amd64_Packages.lz4").write_text("ab")
-    cached_versions(default_recipe(), images)
+    cached_versions(default_recipe(), images, apt)
     assert len(resolver) == 2
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import lzma
+import struct
+import subprocess
 
 import pytest
 
@@ -26,5 +28,25 @@ def test_skips_a_false_magic_and_a_non_elf_stream() -> None:
 
 @pytest.mark.parametrize("image", [b"MZ" + b"\x00" * 64, b"\x1f\x8b\x08gzip-kernel"], ids=["empty", "gzip"])
 def test_no_xz_elf_is_an_error(image: bytes) -> None:
-    with pytest.raises(ValueError, match="no xz-compressed ELF"):
+    with pytest.raises(ValueError, match="no xz- or zstd-compressed ELF"):
         extract_vmlinux(image)
+
+
+def bzimage_with_payload(payload: bytes, uncompressed_size: int) -> bytes:
+    """A bzImage-shaped blob: setup_sects 1 (code at 1024), payload_offset 16, payload + 4-byte size trailer."""
+    header = bytearray(1024 + 16)
+    header[0x1F1] = 1
+    body = payload + struct.pack("<I", uncompressed_size)
+    struct.pack_into("<II", header, 0x248, 16, len(body))
+    return bytes(header) + body + b"trailer"
+
+
+def test_extracts_the_zstd_payload_named_by_the_setup_header() -> None:
+    compressed = subprocess.run(["zstd", "-c", "-q"], input=ELF, capture_output=True, check=True).stdout
+    assert extract_vmlinux(bzimage_with_payload(compressed, len(ELF))) == ELF
+
+
+def test_a_zstd_payload_that_is_not_an_elf_is_an_error() -> None:
+    compressed = subprocess.run(["zstd", "-c", "-q"], input=b"not a kernel", capture_output=True, check=True).stdout
+    with pytest.raises(ValueError, match="no xz- or zstd-compressed ELF"):
+        extract_vmlinux(bzimage_with_payload(compressed, 12))

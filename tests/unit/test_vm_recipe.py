@@ -13,7 +13,9 @@ from infra.vm.recipe import (
     default_recipe,
     insmod_order,
     kernel_package_from_depends,
+    kernel_part_packages,
     kernel_release,
+    select_boot_modules,
 )
 
 VERSIONS = {"linux-image-6.1.0-57-amd64": "6.1.192-3", "busybox-static": "1:1.35.0-4+deb12u1+b1"}
@@ -100,3 +102,59 @@ def test_insmod_order_keeps_first_occurrence_and_skips_builtins() -> None:
         f"{base}/drivers/block/virtio_blk.ko", f"{base}/fs/jbd2/jbd2.ko", f"{base}/fs/ext4/ext4.ko",
         f"{base}/drivers/net/virtio_net.ko",
     ]
+
+
+# `apt-cache depends` of sid's split kernel package (7.2.13, read from the archive 2026-11-30), abridged.
+SID_KERNEL_DEPENDS = """\
+linux-image-7.2.13+deb14-amd64
+  PreDepends: linux-base
+ |Depends: dracut
+  Depends: <linux-initramfs-tool>
+  Depends: linux-base-7.2.13+deb14-amd64
+  Depends: linux-binary-7.2.13+deb14-amd64
+  Depends: linux-modules-7.2.13+deb14-amd64
+  Suggests: linux-doc-7.2
+"""
+BOOKWORM_KERNEL_DEPENDS = """\
+linux-image-6.1.0-57-amd64
+  Depends: kmod
+  Depends: linux-base
+ |Depends: initramfs-tools
+  Recommends: firmware-linux-free
+"""
+
+
+def test_split_kernel_parts_are_the_same_release_packages() -> None:
+    assert kernel_part_packages(SID_KERNEL_DEPENDS, "7.2.13+deb14-amd64") == [
+        "linux-base-7.2.13+deb14-amd64", "linux-binary-7.2.13+deb14-amd64", "linux-modules-7.2.13+deb14-amd64"]
+    assert kernel_part_packages(BOOKWORM_KERNEL_DEPENDS, "6.1.0-57-amd64") == []
+
+
+# `modprobe --show-depends` as run on the trixie (6.12) and sid (7.2) kernel trees, paths shortened.
+TRIXIE = {
+    "virtio_pci": "builtin virtio_pci\n",
+    "virtio_blk": "insmod /k/drivers/block/virtio_blk.ko.xz \n",
+    "crc32c_generic": "insmod /k/crypto/crc32c_generic.ko.xz \n",
+    "ext4": "insmod /k/crypto/crc32c_generic.ko.xz \ninsmod /k/fs/jbd2/jbd2.ko.xz \ninsmod /k/fs/ext4/ext4.ko.xz \n",
+}
+SID: dict[str, str | None] = {
+    "virtio_pci": "builtin virtio_pci\n",
+    "crc32c_generic": None,
+    "ext4": "insmod /k/crypto/crc32c-cryptoapi.ko.xz \ninsmod /k/fs/jbd2/jbd2.ko.xz \ninsmod /k/fs/ext4/ext4.ko.xz \n",
+}
+
+
+def test_builtin_modules_add_no_file_and_shared_dependencies_load_once() -> None:
+    assert select_boot_modules(dict(TRIXIE), ()) == [
+        "/k/drivers/block/virtio_blk.ko.xz", "/k/crypto/crc32c_generic.ko.xz", "/k/fs/jbd2/jbd2.ko.xz",
+        "/k/fs/ext4/ext4.ko.xz"]
+
+
+def test_a_missing_optional_module_is_skipped() -> None:
+    assert select_boot_modules(SID, ("crc32c_generic",)) == [
+        "/k/crypto/crc32c-cryptoapi.ko.xz", "/k/fs/jbd2/jbd2.ko.xz", "/k/fs/ext4/ext4.ko.xz"]
+
+
+def test_a_missing_required_module_is_an_error() -> None:
+    with pytest.raises(ValueError, match="no module crc32c_generic"):
+        select_boot_modules(SID, ())

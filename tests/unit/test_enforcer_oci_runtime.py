@@ -1,0 +1,92 @@
+"""The runtime command lines the agent uses (runc/crun CLI: run --detach --pid-file, update --resources FILE,
+kill, delete --force, list --quiet, --version), against a stand-in runtime that records its arguments; the real
+runtimes run in tests/e2e/test_runtimes.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from nodeconf.enforcer.oci_runtime import OciRuntime, RuntimeCommandError
+
+# A stand-in `runc`: records each call, runs `run`'s container as a sleeper whose pid it writes to --pid-file.
+FAKE = r"""#!/bin/sh
+[ "$1" = --version ] && { echo "runc version 1.1.5"; echo "commit: v1.1.5"; exit 0; }
+echo "$*" >> "$FAKE_DIR/calls"
+root=$2; shift 2
+case "$1" in
+  run) mkdir -p "$root"; [ "$5" = bad ] && { echo "no such file: rootfs/bin/x" >&2; exit 1; }
+       sleep 60 </dev/null >/dev/null 2>&1 & echo $! > "$4"; echo $! > "$FAKE_DIR/$5.pid"; echo started;;
+  update) cp "$3" "$FAKE_DIR/update.json";;
+  kill) kill -9 "$(cat "$FAKE_DIR/$2.pid")";;
+  delete) [ -f "$FAKE_DIR/$3.pid" ] || { echo "container $3 does not exist" >&2; exit 1; }
+          kill -9 "$(cat "$FAKE_DIR/$3.pid")" 2>/dev/null; rm "$FAKE_DIR/$3.pid";;
+  list) for f in "$FAKE_DIR"/*.pid; do [ -e "$f" ] && basename "$f" .pid; done;;
+  *) echo "unknown command $1" >&2; exit 1;;
+esac
+"""
+
+
+@pytest.fixture
+def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> OciRuntime:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "runc").write_text(FAKE)
+    (bin_dir / "runc").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_DIR", str(tmp_path))
+    return OciRuntime("runc", tmp_path / "state", ("/opt/nodeconf",))
+
+
+def calls(tmp_path: Path) -> list[str]:
+    return (tmp_path / "calls").read_text().splitlines()
+
+
+def test_run_update_stop(runtime: OciRuntime, tmp_path: Path) -> None:
+    resources = {"cpu": {"shares": 256}, "memory": {"limit": 1 << 27, "swap": 1 << 27}}
+    log = tmp_path / "logs" / "c.log"
+    proc = runtime.run("abc", ("sleep", "infinity"), 982, "kubepods/pod1/abc", resources, log)
+    assert proc.poll() is None and Path(f"/proc/{proc.pid}").exists()
+    spec = json.loads((runtime.bundles / "abc" / "config.json").read_text())
+    assert (spec["linux"]["cgroupsPath"], spec["process"]["oomScoreAdj"]) == ("/kubepods/pod1/abc", 982)
+    assert log.read_text() == "started\n"  # the runtime's (and the container's) output goes to the log
+    new = {"cpu": {"shares": 512}, "memory": {}}
+    runtime.update("abc", new)
+    assert json.loads((tmp_path / "update.json").read_text()) == new  # the whole linux.resources
+    proc.stop()
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{proc.pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() == 255  # not our child here (no subreaper): gone, exit status unknown
+    assert not (runtime.bundles / "abc").exists()
+    root = f"--root {runtime.root}"
+    assert calls(tmp_path) == [
+        f"{root} run --detach --pid-file {runtime.bundles / 'abc' / 'pid'} abc",
+        f"{root} update --resources {runtime.bundles / 'abc' / 'resources.json'} abc",
+        f"{root} kill abc KILL", f"{root} delete --force abc",
+    ]
+
+
+def test_version_is_the_first_lines_number(runtime: OciRuntime) -> None:
+    assert runtime.version() == "1.1.5"
+
+
+def test_a_failed_command_names_itself_and_the_runtimes_words(runtime: OciRuntime) -> None:
+    with pytest.raises(RuntimeCommandError, match=r"`runc run --detach .* bad` failed \(exit 1\): no such file"):
+        runtime.run("bad", ("x",), 0, "kubepods/p/bad", {"cpu": {}, "memory": {}}, runtime.bundles / "bad.log")
+
+
+def test_clear_deletes_what_a_crashed_agent_left(runtime: OciRuntime, tmp_path: Path) -> None:
+    runtime.run("left", ("sleep", "infinity"), 0, "kubepods/p/left", {"cpu": {}, "memory": {}}, tmp_path / "l.log")
+    assert runtime.clear() == ["left"]
+    assert not (tmp_path / "left.pid").exists()
+
+
+def test_a_runtime_that_is_not_installed_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(RuntimeCommandError, match="runtime 'crun' is not installed on this node"):
+        OciRuntime("crun", tmp_path, ())

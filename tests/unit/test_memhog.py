@@ -1,0 +1,62 @@
+"""workloads/programs/memhog.py --reclaim: room below the tightest limit, reclaim requests, and "swap full"."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MIB = 2**20
+
+
+def load_memhog() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("memhog", ROOT / "workloads" / "programs" / "memhog.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["memhog"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+memhog = load_memhog()
+
+
+def cgroup(path: Path, **files: str) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    for name, value in files.items():
+        (path / name.replace("_", ".")).write_text(value + "\n")
+    return path
+
+
+def test_room_is_the_least_over_the_cgroups_that_set_a_limit(tmp_path: Path) -> None:
+    pod = cgroup(tmp_path / "pod", memory_max=str(64 * MIB), memory_current=str(60 * MIB))
+    own = cgroup(tmp_path / "pod" / "c", memory_max="max", memory_current=str(50 * MIB))
+    assert memhog.room([own, pod], "memory.max", "memory.current") == 4 * MIB
+    assert memhog.room([own], "memory.max", "memory.current") is None
+
+
+def test_make_room_asks_reclaim_for_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = cgroup(tmp_path / "c", memory_max=str(32 * MIB), memory_current=str(30 * MIB),
+                 memory_swap_max=str(16 * MIB), memory_swap_current="0", memory_reclaim="")
+    written: list[str] = []
+
+    def reclaim(self: Path, text: str) -> int:
+        written.append(text)
+        with open(own / "memory.current", "w") as current:  # the kernel reclaimed
+            current.write(str(20 * MIB))
+        return len(text)
+
+    monkeypatch.setattr(Path, "write_text", reclaim)
+    assert memhog.make_room([own], MIB) is True
+    # 32 - 30 = 2 MiB free; 1 MiB plus 4 MiB headroom wanted: 3 MiB asked for
+    assert written == [str(3 * MIB)]
+
+
+def test_make_room_reports_swap_full(tmp_path: Path) -> None:
+    own = cgroup(tmp_path / "c", memory_max=str(32 * MIB), memory_current=str(31 * MIB),
+                 memory_swap_max=str(16 * MIB), memory_swap_current=str(16 * MIB))
+    assert memhog.make_room([own], MIB) is False
