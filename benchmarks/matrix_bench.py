@@ -38,6 +38,7 @@ class RunCost:
     checks: int
     qemu_cpu_s: float
     controller_cpu_s: float
+    sampled_controller_cpu_s: float
 
 
 def _children(pid: int) -> list[int]:
@@ -72,24 +73,29 @@ def _cpu_and_name(pid: int) -> tuple[float, str] | None:
 
 
 class QemuSampler(threading.Thread):
-    """Samples the CPU time of every qemu-system process below `root` until stopped; `seconds` is their sum."""
+    """Samples the CPU time of every process below `root` until stopped: `seconds` sums the qemu-system ones,
+    `others` the rest (a cross-check that misses each process's last < SAMPLE_S)."""
 
     def __init__(self, root: int) -> None:
         super().__init__(daemon=True)
         self.root = root
-        self.latest: dict[int, float] = {}
+        self.latest: dict[int, tuple[float, bool]] = {}
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.wait(SAMPLE_S):
-            for pid in _descendants(self.root):
+            for pid in [self.root, *_descendants(self.root)]:
                 sample = _cpu_and_name(pid)
-                if sample is not None and sample[1].startswith("qemu-system"):
-                    self.latest[pid] = sample[0]
+                if sample is not None:
+                    self.latest[pid] = (sample[0], sample[1].startswith("qemu-system"))
 
     @property
     def seconds(self) -> float:
-        return sum(self.latest.values())
+        return sum(cpu for cpu, qemu in self.latest.values() if qemu)
+
+    @property
+    def others(self) -> float:
+        return sum(cpu for cpu, qemu in self.latest.values() if not qemu)
 
 
 def _children_cpu() -> float:
@@ -114,7 +120,7 @@ def run_nodeconf(label: str, nodes: tuple[str, ...], reports: Path, pytest_args:
     total_cpu = _children_cpu() - cpu_before
     checks = _checks(reports / "summary.json")
     cost = RunCost(label, round(wall, 1), code, checks, round(sampler.seconds, 1),
-                   round(total_cpu - sampler.seconds, 1))
+                   round(total_cpu - sampler.seconds, 1), round(sampler.others, 1))
     print(f"matrix bench: {label}: {cost}", file=sys.stderr, flush=True)
     return cost
 
