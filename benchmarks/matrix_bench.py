@@ -132,17 +132,19 @@ def _checks(summary: Path) -> int:
         return 0
 
 
-def measure(reports: Path, pytest_args: list[str]) -> dict[str, object]:
+def measure(reports: Path, pytest_args: list[str], cpus: int | None = None) -> dict[str, object]:
     """The two nodes one after the other, then both in one run; the ratio and CPU seconds per check."""
+    nodes = tuple(f"{node}{'&' if '?' in node else '?'}cpus={cpus}" if cpus else node for node in NODES)
     one_by_one = [run_nodeconf(f"sequential {node}", (node,), reports / f"seq-{index}", pytest_args)
-                  for index, node in enumerate(NODES)]
-    parallel = run_nodeconf("parallel", NODES, reports / "parallel", pytest_args)
+                  for index, node in enumerate(nodes)]
+    parallel = run_nodeconf("parallel", nodes, reports / "parallel", pytest_args)
     sequential_wall = sum(cost.wall_s for cost in one_by_one)
     runs = [*one_by_one, parallel]
     checks = sum(cost.checks for cost in runs)
     controller = sum(cost.controller_cpu_s for cost in runs)
     return {
         "selection": " ".join(pytest_args) or "(default checks)",
+        "nodes": list(nodes),
         "host_cpus": os.cpu_count(),
         "runs": [asdict(cost) for cost in runs],
         "sequential_wall_s": round(sequential_wall, 1),
@@ -159,10 +161,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--reports", type=Path, default=Path("/tmp/nodeconf-matrix-bench"))
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--cpus", type=int, help="vCPUs of each VM (default: the VM's default)")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
-    results = measure(args.reports, pytest_args)
+    results = measure(args.reports, pytest_args, args.cpus)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
