@@ -114,7 +114,7 @@ class VirtualMachine:
         self._claim_directory()
         _register(self)
         try:
-            self._make_swap_disk()
+            self._prepare_disks()
             choice = self._accel_choice or detect_accel()
             self._say(f"VM {self.name}: accelerator {choice.name} ({choice.reason})")
             try:
@@ -199,6 +199,10 @@ class VirtualMachine:
         self.directory.mkdir(parents=True)
         self._claimed = True
 
+    def _prepare_disks(self) -> None:
+        """Make what this VM boots with besides the image: its swap disk (a disk-image VM adds its seed)."""
+        self._make_swap_disk()
+
     def _make_swap_disk(self) -> None:
         """A sparse swap disk for this VM only (swapon refuses a sparse swap file inside the guest)."""
         if not self.swap_mib:
@@ -232,19 +236,23 @@ class VirtualMachine:
                     raise
                 self._say(f"VM {self.name}: boot attempt {attempt} failed ({err}); trying again")
 
-    def _spawn(self, accel: str) -> None:
-        spec = QemuSpec(
+    def _qemu_argv(self, accel: str) -> list[str]:
+        """The qemu command line: the image's kernel and root disk (a disk-image VM boots its firmware)."""
+        return qemu_argv(QemuSpec(
             accel=accel, memory_mib=self.memory_mib, cpus=self.cpus, kernel=self.image.kernel,
             initrd=self.image.initrd, root_disk=self.image.root_disk,
             swap_disk=self.directory / "swap.img" if self.swap_mib else None,
             console_log=self.console_log, ssh_port=self.ssh_port, cmdline=self.image.cmdline,
-        )
+        ))
+
+    def _spawn(self, accel: str) -> None:
+        argv = self._qemu_argv(accel)
         self.console_log.write_bytes(b"")
         self._say(f"VM {self.name}: booting ({self.memory_mib} MiB, {self.cpus} cpus, swap {self.swap_mib} MiB,"
                   f" ssh 127.0.0.1:{self.ssh_port})")
         with open(self.directory / "qemu.log", "wb") as qemu_log:
             self._proc = subprocess.Popen(
-                qemu_argv(spec), stdin=subprocess.DEVNULL, stdout=qemu_log, stderr=qemu_log,
+                argv, stdin=subprocess.DEVNULL, stdout=qemu_log, stderr=qemu_log,
                 start_new_session=True, preexec_fn=None if self._persistent else _die_with_parent,
             )
         self._started = time.monotonic()

@@ -12,6 +12,7 @@ from pathlib import Path
 from infra.vm.image import ensure_image
 from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine
 from infra.vm.progress import StepPrinter
+from nodeconf.errors import InputError
 from nodeconf.nodes.base import Node
 from nodeconf.nodes.enforced import EnforcedNode
 from nodeconf.nodes.openers import enforcer_settings
@@ -34,8 +35,27 @@ def boot_vm(size: VmSize | None = None, *, name: str | None = None, cache_dir: P
     return machine.start()
 
 
+def preflight_vm_spec(spec: NodeSpec) -> None:
+    """A vendor image that is not qcow2 or raw, or is corrupt, is refused before anything boots (one line)."""
+    if spec.vm.image is not None:
+        from infra.vm.disk_probe import DiskImageError, inspect_image
+
+        try:
+            inspect_image(spec.vm.image, spec.vm.uefi)
+        except DiskImageError as err:
+            raise InputError(str(err), field="--node") from None
+
+
 def open_vm_node(spec: NodeSpec) -> Node:
-    """A fresh reference VM run by the enforcer; closing the node stops the VM."""
+    """A fresh reference VM (or, with image=, the vendor image) run by the enforcer; closing the node stops it."""
+    if spec.vm.image is not None:
+        from infra.vm.disk_image import open_image_node
+
+        size = spec.vm
+        return open_image_node(
+            spec.vm.image, memory_mib=size.memory_mib or DEFAULT_MEMORY_MIB, cpus=size.cpus or DEFAULT_CPUS,
+            swap_mib=DEFAULT_SWAP_MIB if size.swap_mib is None else size.swap_mib, uefi=size.uefi,
+            settings=enforcer_settings(spec), spec=spec.display)
     machine = boot_vm(spec.vm)
     try:
         node = EnforcedNode(machine.ssh(), enforcer_settings(spec), spec=spec.display, after_close=(machine.stop,))

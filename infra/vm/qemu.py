@@ -42,30 +42,43 @@ class QemuSpec:
     binary: str = "qemu-system-x86_64"
 
 
-def _option_value(path: Path) -> str:
+def option_value(path: Path) -> str:
     """A path inside a qemu comma-separated option (commas doubled)."""
     return str(path).replace(",", ",,")
 
 
-def qemu_argv(spec: QemuSpec) -> list[str]:
-    """The qemu argv: root disk opened snapshot=on, user networking restricted to one loopback SSH forward."""
-    if spec.accel == "kvm":
-        accel = ["-accel", "kvm", "-cpu", "host"]
-    elif spec.accel == "tcg":
-        accel = ["-accel", "tcg,thread=multi", "-cpu", "max"]
+def machine_argv(binary: str, accel: str, memory_mib: int, cpus: int, console_log: Path) -> list[str]:
+    """The qemu binary, accelerator, q35 machine and size, no default devices, serial console to a file."""
+    if accel == "kvm":
+        accel_args = ["-accel", "kvm", "-cpu", "host"]
+    elif accel == "tcg":
+        accel_args = ["-accel", "tcg,thread=multi", "-cpu", "max"]
     else:
-        raise ValueError(f"accelerator must be 'kvm' or 'tcg', not {spec.accel!r}")
-    argv = [
-        spec.binary, *accel, "-M", "q35", "-m", str(spec.memory_mib), "-smp", str(spec.cpus),
+        raise ValueError(f"accelerator must be 'kvm' or 'tcg', not {accel!r}")
+    return [
+        binary, *accel_args, "-M", "q35", "-m", str(memory_mib), "-smp", str(cpus),
         "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
-        "-serial", f"file:{_option_value(spec.console_log)}",
-        "-kernel", str(spec.kernel), "-initrd", str(spec.initrd), "-append", spec.cmdline,
-        "-drive", f"file={_option_value(spec.root_disk)},format=raw,if=virtio,snapshot=on",
+        "-serial", f"file:{option_value(console_log)}",
     ]
-    if spec.swap_disk is not None:
-        argv += ["-drive", f"file={_option_value(spec.swap_disk)},format=raw,if=virtio,cache=unsafe"]
-    argv += [
-        "-nic", f"user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:{spec.ssh_port}-:{GUEST_SSH_PORT}",
+
+
+def swap_and_network_argv(swap_disk: Path | None, ssh_port: int) -> list[str]:
+    """The swap disk, user networking restricted to one loopback SSH forward, and an entropy source."""
+    argv = []
+    if swap_disk is not None:
+        argv += ["-drive", f"file={option_value(swap_disk)},format=raw,if=virtio,cache=unsafe"]
+    return [
+        *argv,
+        "-nic", f"user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:{ssh_port}-:{GUEST_SSH_PORT}",
         "-device", "virtio-rng-pci",
     ]
-    return argv
+
+
+def qemu_argv(spec: QemuSpec) -> list[str]:
+    """The qemu argv: root disk opened snapshot=on, user networking restricted to one loopback SSH forward."""
+    return [
+        *machine_argv(spec.binary, spec.accel, spec.memory_mib, spec.cpus, spec.console_log),
+        "-kernel", str(spec.kernel), "-initrd", str(spec.initrd), "-append", spec.cmdline,
+        "-drive", f"file={option_value(spec.root_disk)},format=raw,if=virtio,snapshot=on",
+        *swap_and_network_argv(spec.swap_disk, spec.ssh_port),
+    ]

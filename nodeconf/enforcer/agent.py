@@ -22,6 +22,7 @@ from nodeconf.enforcer.lifecycle import (
     pod_phase,
     ready_to_start,
     restarts,
+    restarts_for_resize,
 )
 from nodeconf.enforcer.metrics import render
 from nodeconf.enforcer.oci_runtime import OciRuntime, RuntimeCommandError, RuntimeProcess, container_id
@@ -410,13 +411,28 @@ class Agent:
         changed = (status, decision.message) != (record.resize_status, record.resize_message)
         record.resize_status, record.resize_message = status, decision.message
         if status == APPLIED:
+            restart = restarts_for_resize(record.pod, record.desired)
             record.pod, record.desired = record.desired, None
             self._apply(self._expect())
+            for name in restart:
+                self._restart_for_resize(record, record.container(name))
         elif status not in PENDING:
             record.desired = None
         if changed:
             kind = "Warning" if status not in (APPLIED, *PENDING) else "Normal"
             record.event(kind, f"Resize{status}", decision.message or status)
+
+    def _restart_for_resize(self, record: PodRecord, c: ContainerRecord) -> None:
+        """Kill a running container whose resizePolicy asks for it; it starts again on the next tick, without
+        back-off, and its restart count grows (kubelet: the container is restarted with the new resources)."""
+        if c.proc is None or c.state != "running":
+            return
+        self._stop_process(c)
+        c.last_state = {"terminated": {"exitCode": 137, "reason": "Error", "startedAt": c.started_at,
+                                       "finishedAt": time.time()}}
+        c.state, c.reason, c.exit_code, c.next_start = "waiting", "ContainerCreating", None, 0.0
+        self.log.info("pod %s container %s restarted for its resize", record.ref, c.name)
+        record.event("Normal", "Killing", f"Container {c.name} resize requires restart")
 
     def delete(self, ref: str) -> dict[str, Any]:
         """Kill the pod's processes, remove its cgroups and forget it; the sums are rewritten without it."""
@@ -428,13 +444,18 @@ class Agent:
             self.save()
             return {"deleted": ref}
 
+    @staticmethod
+    def _stop_process(c: ContainerRecord) -> None:
+        """Kill a container's process: through its runtime (which deletes the container) or directly."""
+        if isinstance(c.proc, RuntimeProcess):
+            c.proc.stop()
+        elif c.proc is not None:
+            process.terminate(c.proc)
+        c.proc = None
+
     def _teardown(self, record: PodRecord) -> None:
         for c in record.containers:
-            if isinstance(c.proc, RuntimeProcess):
-                c.proc.stop()
-            elif c.proc is not None:
-                process.terminate(c.proc)
-            c.proc = None
+            self._stop_process(c)
             if c.state == "running":
                 c.state, c.reason, c.exit_code = "terminated", "Killed", 137
         self.tree.kill(record.cgroup)
@@ -557,6 +578,7 @@ class Agent:
             self.log.info("evicting pod %s: %s", record.ref, decision.message)
             self._teardown(record)
             record.phase, record.reason, record.message = "Failed", decision.reason, decision.message
+            record.disrupted_at = time.time()
             record.event("Warning", decision.reason, decision.message)
             self._apply(self._expect())
             changed = True

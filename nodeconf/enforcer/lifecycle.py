@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord
-from nodeconf.manifest import SWAP, Pod, Resources
+from nodeconf.manifest import CPU, MEMORY, SWAP, Container, Pod, Resources
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
 
@@ -84,6 +84,32 @@ def restarts(policy: str, kind: str, code: int) -> bool:
     if kind == INIT:
         return code != 0 and policy != "Never"
     return policy == "Always" or (policy == "OnFailure" and code != 0)
+
+
+def restarts_for_resize(before: Pod, after: Pod) -> list[str]:
+    """Containers an applied resize restarts: a resource whose policy is RestartContainer changed for them, in
+    their own requests or limits, or at pod level when they have none of their own (they run under it).
+
+    Source: core/v1 ResourceResizeRestartPolicy; upstream e2e test/e2e/common/node/pod_resize.go and
+    pod_level_resources_resize.go (expectRestart: RestartContainer and that resource's values changed).
+    """
+    old = {c.name: c for c in before.all_containers}
+    return [c.name for c in after.all_containers if c.name in old and any(
+        c.resize_restart_policy(name) == "RestartContainer" and _changed(before, after, old[c.name], c, name)
+        for name in (CPU, MEMORY))]
+
+
+def _changed(before: Pod, after: Pod, was: Container, now: Container, name: str) -> bool:
+    def own(c: Container) -> tuple[object, object]:
+        return c.resources.requests.get(name), c.resources.limits.get(name)
+
+    def pod_level(p: Pod) -> tuple[object, object]:
+        r = p.resources
+        return (r.requests.get(name), r.limits.get(name)) if r is not None else (None, None)
+
+    if own(was) != own(now):
+        return True
+    return own(now) == (None, None) and pod_level(before) != pod_level(after)
 
 
 def ready_to_start(containers: Sequence[ContainerRecord], c: ContainerRecord) -> bool:

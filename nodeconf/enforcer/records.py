@@ -70,6 +70,7 @@ class PodRecord:
     resize_status: str = ""
     resize_message: str = ""
     desired: Pod | None = None
+    disrupted_at: float | None = None  # when the agent evicted the pod (time.time())
 
     @property
     def ref(self) -> str:
@@ -91,6 +92,7 @@ class PodRecord:
             "reason": self.reason, "message": self.message, "events": list(self.events),
             "resize": {"status": self.resize_status, "message": self.resize_message,
                        "desired": pod_to_dict(self.desired) if self.desired is not None else None},
+            "disruptedAt": self.disrupted_at,
         }
 
     @classmethod
@@ -101,7 +103,7 @@ class PodRecord:
             containers=[ContainerRecord.from_dict(c) for c in doc["containers"]], phase=doc["phase"],
             reason=doc["reason"], message=doc["message"], events=list(doc["events"]),
             resize_status=doc["resize"]["status"], resize_message=doc["resize"]["message"],
-            desired=_pod(desired) if desired is not None else None,
+            desired=_pod(desired) if desired is not None else None, disrupted_at=doc.get("disruptedAt"),
         )
 
 

@@ -107,6 +107,9 @@ class PodStatus:
     reason: str = ""
     message: str = ""
     resize: ResizeStatus = ResizeStatus("")
+    # When the node disrupted the pod (evicted it), seconds since the epoch: the kubelet's DisruptionTarget
+    # condition lastTransitionTime (KEP-3329); None while the pod was not disrupted.
+    disrupted_at: float | None = None
 
     def container(self, name: str) -> ContainerState:
         try:

@@ -132,6 +132,7 @@ def pod_status(doc: Mapping[str, Any]) -> PodStatus:
         events=tuple(Event(e["type"], e["reason"], e["message"]) for e in doc["events"]),
         reason=doc["reason"], message=doc["message"],
         resize=ResizeStatus(doc["resize"]["status"], doc["resize"]["message"]),
+        disrupted_at=doc.get("disruptedAt"),
     )
 
 

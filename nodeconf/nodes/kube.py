@@ -73,6 +73,7 @@ from nodeconf.nodes.kube_pods import (
     configmap,
     container_ids,
     container_states,
+    disruption_time,
     helper_pod_manifest,
     kube_namespace,
     labels,
@@ -240,6 +241,7 @@ class KubePod(PodHandle):
             reason=str(status.get("reason") or ""),
             message=str(status.get("message") or ""),
             resize=resize_status(obj, self.resized) or ResizeStatus(ResizeOutcome.IN_PROGRESS),
+            disrupted_at=disruption_time(obj),
         )
 
     def _with_oom_evidence(self, obj: Mapping[str, Any], states: dict[str, ContainerState]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from nodeconf.enforcer.process import SLEEPER
@@ -267,4 +268,17 @@ def settled_resize(pod_obj: Mapping[str, Any]) -> ResizeStatus | None:
     status = resize_status(pod_obj, True)
     if status is not None and status.status in (Outcome.INFEASIBLE, Outcome.APPLIED):
         return status
+    return None
+
+
+def disruption_time(pod_obj: Mapping[str, Any]) -> float | None:
+    """When the node disrupted the pod: its DisruptionTarget condition's lastTransitionTime (RFC 3339, seconds), set
+    by the kubelet's eviction manager (KEP-3329, pkg/kubelet/eviction/eviction_manager.go evictPod); None without."""
+    for condition in dig(pod_obj, "status", "conditions") or ():
+        if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
+            stamp = str(condition.get("lastTransitionTime") or "")
+            try:
+                return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                return None
     return None

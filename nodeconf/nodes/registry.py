@@ -25,6 +25,8 @@ OPENERS: Mapping[str, str] = {
 # Schemes whose opener also takes the run's kubelet config and profile (kind picks its cluster config from them),
 # and whose preflight refuses a run before pytest starts (kind or an engine missing, an unknown config).
 RUN_AWARE: Mapping[str, str] = {"kind": "infra.kind.provision:preflight_kind_spec"}
+# Schemes that can refuse a spec before pytest starts without the run's options (a vendor image's format).
+PREFLIGHTS: Mapping[str, str] = {"vm": "infra.vm.opener:preflight_vm_spec"}
 
 parse_spec = parse_node_spec  # the name callers used before spec.py
 
@@ -44,6 +46,8 @@ def preflight(spec: NodeSpec, *, kubelet_config: Path | None = None, profile: st
     """Refuse (UsageError, one line) what a scheme can tell before anything starts; most schemes have nothing."""
     if spec.scheme in RUN_AWARE:
         _imported(RUN_AWARE[spec.scheme])(spec, kubelet_config=kubelet_config, profile=profile)
+    elif spec.scheme in PREFLIGHTS:
+        _imported(PREFLIGHTS[spec.scheme])(spec)
 
 
 def open_node(spec: str | NodeSpec, *, kubelet_config: Path | None = None, profile: str | None = None) -> Node:

@@ -27,7 +27,7 @@ EXPECTED = "vm, local, ssh://user@host[:port]?key=FILE&known_hosts=FILE, kube[:C
 # Options an enforced node (vm, local, ssh) takes in the query string; only fault= may be given more than once.
 ENFORCER_OPTIONS = ("fault", "backoff", "cpu-weight-formula", "root", "dir", "python")
 SSH_OPTIONS = ("key", "known_hosts", "host_key")
-VM_OPTIONS = ("memory", "swap", "cpus", *VARIANT_OPTIONS)
+VM_OPTIONS = ("memory", "swap", "cpus", *VARIANT_OPTIONS, "image", "uefi")
 KIND_OPTIONS = ("keep",)
 # name= gives the node its name in check ids and reports (two nodes of one run need distinct names).
 NAME_OPTION = "name"
@@ -101,6 +101,9 @@ class VmSize:
     swap_mib: int | None = None
     cpus: int | None = None
     variant: Variant = field(default_factory=Variant)
+    # A vendor disk image on this machine, booted as it ships (issue 14); uefi None: detected from the image.
+    image: Path | None = None
+    uefi: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -349,7 +352,27 @@ def _vm_size(options: dict[str, str], shown: str) -> VmSize:
         swap_mib=_whole_number(options, "swap", 0, None, " (MiB)", shown),
         cpus=_whole_number(options, "cpus", 1, host_cpus, f" (this host has {host_cpus})", shown),
         variant=_variant(options, shown),
+        image=_image(options, shown),
+        uefi=None if "uefi" not in options else _zero_or_one(options, "uefi", shown),
     )
+
+
+def _image(options: dict[str, str], shown: str) -> Path | None:
+    """image=PATH: a readable file here (its format is probed before the run); not with a variant's layers."""
+    if "image" not in options:
+        if "uefi" in options:
+            raise NodeSpecError(f"node spec {shown!r}: uefi= goes with image=PATH")
+        return None
+    layers = sorted(set(options) & set(VARIANT_OPTIONS))
+    if layers:
+        raise NodeSpecError(f"node spec {shown!r}: image= brings its own layers; {layers[0]}= cannot go with it")
+    return _readable_file("image", options["image"], shown)
+
+
+def _zero_or_one(options: dict[str, str], name: str, shown: str) -> bool:
+    if options[name] not in ("0", "1"):
+        raise NodeSpecError(f"node spec {shown!r}: {name} must be 0 or 1, got {options[name]!r}")
+    return options[name] == "1"
 
 
 def _variant(options: dict[str, str], shown: str) -> Variant:

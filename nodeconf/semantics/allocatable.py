@@ -71,8 +71,7 @@ def reservation_error(node: NodeFacts, config: KubeletConfig) -> str | None:
     memory = Quantity(reserved(config, MEMORY)).value() + eviction_memory_bytes(config, node.memory_capacity)
     cpu = Quantity(reserved(config, CPU)).milli_value()
     problems = [
-        f'Resource "{name}" has a reservation of {held}{unit} but capacity of {capacity}{unit}. '
-        "Expected capacity >= reservation."
+        f"{name} reservation {held}{unit} > capacity {capacity}{unit}"
         for name, held, capacity, unit in (
             (CPU, cpu, node.cpu_capacity_milli, "m"), (MEMORY, memory, node.memory_capacity, ""),
         )
@@ -80,7 +79,9 @@ def reservation_error(node: NodeFacts, config: KubeletConfig) -> str | None:
     ]
     if not problems:
         return None
-    return "the kubelet refuses to start: invalid Node Allocatable configuration. " + " ".join(problems)
+    # The kubelet's words, shortened to fit one line: "invalid Node Allocatable configuration. Resource X has a
+    # reservation of R but capacity of C. Expected capacity >= reservation."
+    return "the kubelet refuses to start (Node Allocatable: expected capacity >= reservation): " + "; ".join(problems)
 
 
 def check_reservation(node: NodeFacts, config: KubeletConfig) -> None:

@@ -6,7 +6,6 @@ Evicted, the MemoryPressure condition); the oracle's ranking (pkg/kubelet/evicti
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 
 import pytest
@@ -74,12 +73,11 @@ def test_memory_pressure_evicts_in_the_articles_order(deploy: Deploy, oracle: Or
 
 
 def _eviction_order(handles: tuple[PodHandle, ...], timeout: float) -> list[str]:
-    """Pod names in the order they were seen evicted (polled; each pass evicts one pod)."""
-    order: list[str] = []
-    deadline = time.monotonic() + timeout
-    while len(order) < len(handles) and time.monotonic() < deadline:
-        for h in handles:
-            if h.pod.name not in order and h.status().reason == "Evicted":
-                order.append(h.pod.name)
-        time.sleep(0.2)
-    return order
+    """Pod names in the order the node evicted them, by each pod's disruption time (the kubelet's DisruptionTarget
+    condition; the agent's eviction clock), never by when a poll happened to see them: two evictions between two
+    polls stay in order."""
+    statuses = {h.pod.name: h.wait_for(lambda s: s.reason == "Evicted", timeout=timeout, what="evicted")
+                for h in handles}
+    missing = [name for name, status in statuses.items() if status.disrupted_at is None]
+    assert not missing, f"the node evicted {', '.join(missing)} without recording when (DisruptionTarget)"
+    return sorted(statuses, key=lambda name: statuses[name].disrupted_at or 0.0)

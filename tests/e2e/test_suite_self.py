@@ -39,6 +39,18 @@ SWAP_MAX = ('value of cgroup "memory.swap.max" for container', "; expected ", "(
 TABLE = "suites/swap/test_semantics_table.py"
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
 # use-case-1 (swap "0" on a pod whose memory request equals its limit, which LimitedSwap also gives 0).
+POD_LEVEL = "suites/upstream/test_pod_level_resources.py"
+# Upstream's two entries whose containers' limits add up above the pod-level limit depend on the oracle's
+# pod-level limit rule (upstream validatePodResourceConsistency compares each container's limit, not their sum);
+# they are left out so this case judges the fault alone.
+POD_LEVEL_SELECTION = (POD_LEVEL, "-k",
+                       "not guaranteed-pod-and-container-resources and not burstable-container-resources")
+# Pod-level cases whose containers carry a cpu request or inherit a pod-level cpu limit (shares 20..102): their
+# runtime weight differs between the formulas; mixed-pod-memory-limit has no cpu request or limit anywhere in its
+# containers (2 shares → weight 1 in both), and pod cgroups are written by the kubelet with the linear formula.
+POD_LEVEL_CPU_CASES = ("guaranteed-container-resources", "guaranteed-no-container-resources",
+                       "guaranteed-1-container-with-resources", "burstable-no-container-resources",
+                       "burstable-1-container-with-resources", "mixed-pod-limits-only")
 EXPLICIT_SWAP_EXAMPLES = ("limits-memory-unset", "limits-memory-lt-swap", "limits-memory-eq-swap",
                           "limits-memory-gt-swap", "limits-only-model", "guaranteed-with-swap",
                           "use-case-2-swap-enabled", "use-case-3-unlimited-swap", "use-case-4-pod-level-swap-mixed")
@@ -60,6 +72,11 @@ CASES = {
            for ratio in RATIOS_WITH_HIGH for factor in (0.9, 0.6, 0.3)},
         "test_qos_class_slice_and_oom_score_adj[vm-burstable]": (*MEMORY_HIGH[:2], '; expected "max"'),
         "test_qos_class_slice_and_oom_score_adj[vm-besteffort]": (*MEMORY_HIGH[:2], '; expected "max"'),
+    }),
+    # The same fault against the pod-level resources suite (upstream pod_level_resources.go): exactly the container
+    # cgroup step of every case with a cpu request or a pod-level cpu limit fails; QoS and pod cgroup steps pass.
+    "other-cpu-weight-formula-pod-level": FaultCase("cpu-weight-formula=linear", POD_LEVEL_SELECTION, {
+        f"test_container_cgroups[{case}]": (CPU_WEIGHT, "(rule: ") for case in POD_LEVEL_CPU_CASES
     }),
     # LimitedSwap that ignores explicit limits (KEP-5359 "workload swap wins"): on LimitedSwap nodes, every row
     # that sets limits.swap (container, pod, or "0") gets the calculated share instead; other modes are untouched.

@@ -203,6 +203,21 @@ def test_resize_cpu_increase_applied_at_once(agent: Agent) -> None:
     assert containers(agent.status("default/res-demo"))["hello"]["pid"] == hello["pid"], "no restart"
 
 
+@pytest.mark.parametrize(("policy", "restarts"), [("NotRequired", 0), ("RestartContainer", 1)])
+def test_resize_restarts_per_policy(agent: Agent, policy: str, restarts: int) -> None:
+    """A memory-limit resize restarts the container only when its memory resizePolicy is RestartContainer."""
+    doc = res_demo()
+    doc["spec"]["containers"][0]["resizePolicy"] = [{"resourceName": "memory", "restartPolicy": policy}]
+    hello = containers(agent.run_pod(doc)["status"])["hello"]
+    patch = {"spec": {"containers": [{"name": "hello", "resources": {"limits": {"memory": "160Mi"}}}]}}
+    assert agent.resize("default/res-demo", patch) == {"status": "Applied", "message": ""}
+    assert read(agent, hello["cgroup"], "memory.max") == str(160 * MI)
+    tick_until(agent, lambda: containers(agent.status("default/res-demo"))["hello"]["state"] == "running")
+    after = containers(agent.status("default/res-demo"))["hello"]
+    assert after["restartCount"] == restarts
+    assert (after["pid"] == hello["pid"]) == (restarts == 0)
+
+
 def test_resize_changing_qos_rejected(agent: Agent) -> None:
     agent.run_pod(res_demo())
     patch = {"spec": {"containers": [{"name": "hello", "resources": {"requests": {"cpu": "500m"}}}]}}
@@ -237,7 +252,9 @@ def test_eviction_in_oracle_order(tmp_path: Path) -> None:
         status = agent.status("default/greedy")
         assert (status["phase"], status["reason"]) == ("Failed", "Evicted")
         assert "Container c was using 512Mi, request is 64Mi" in status["message"]
+        assert status["disruptedAt"] is not None, "the eviction's time orders evictions (DisruptionTarget)"
         assert agent.status("default/calm")["phase"] == "Running"
+        assert agent.status("default/calm")["disruptedAt"] is None
         assert agent.conditions["MemoryPressure"]
 
 

@@ -55,8 +55,8 @@ def test_reserves_above_capacity_exit_2_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines() == [
         f"nodeconf: {tmp_path / 'kubelet.yaml'}: KubeletConfiguration: systemReserved/kubeReserved: the kubelet "
-        "refuses to start: invalid Node Allocatable configuration. Resource \"memory\" has a reservation of "
-        f"{8 * 2**30 + 100 * 2**20} but capacity of {8 * 2**30}. Expected capacity >= reservation."]
+        "refuses to start (Node Allocatable: expected capacity >= reservation): memory reservation "
+        f"{8 * 2**30 + 100 * 2**20} > capacity {8 * 2**30}"]
 
 
 def test_active_deadline_pod_counts_against_the_terminating_quota(tmp_path: Path) -> None:

@@ -64,6 +64,7 @@ GOOD = [
                  NodeSpec("kube", context="arn:aws:eks:eu-west-1:1:cluster/ci"),
                  "kube-arn-aws-eks-eu-west-1-1-cluster-ci", id="kube-context-with-colons"),
     pytest.param("vm?debian=trixie&init=systemd&runtime=crun", None, "vm", id="vm-variant"),
+    pytest.param("vm?image={key}&uefi=1&memory=4096", None, "vm", id="vm-vendor-image"),
     pytest.param("kind", NodeSpec("kind"), "kind", id="kind-matching-the-kubelet-config"),
     pytest.param("kind:memoryqos?keep=1", NodeSpec("kind", (("keep", "1"),), kind_config="memoryqos"),
                  "kind-memoryqos", id="kind-config-kept"),
@@ -117,7 +118,7 @@ BAD = [
     ("ssh-missing-known-hosts", "ssh://root@h?key={key}&known_hosts={missing}", "known_hosts={missing} is not a"),
     ("ssh-bad-host-key", "ssh://root@h?key={key}&host_key=ssh-ed25519", "host_key must be `TYPE BASE64`"),
     ("unknown-option", "vm?colour=red",
-     "unknown option 'colour' (allowed for vm: memory, swap, cpus, debian, init, runtime, fault"),
+     "unknown option 'colour' (allowed for vm: memory, swap, cpus, debian, init, runtime, image, uefi, fault"),
     ("vm-option-on-local", "local?memory=4096", "unknown option 'memory'"),
     ("kube-option", "kube:ctx?key=x", "unknown option 'key' (allowed for kube: name)"),
     ("kube-empty-context", "kube:", "kube: needs a context name after the colon"),
@@ -154,6 +155,10 @@ BAD = [
     ("vm-unknown-init", "vm?init=openrc", "unknown init='openrc': choose one of minimal|systemd"),
     ("vm-unknown-runtime", "vm?runtime=youki", "unknown runtime='youki': choose one of direct|runc|crun"),
     ("local-variant", "local?debian=sid", "unknown option 'debian'"),
+    ("vm-image-missing", "vm?image={missing}", "image={missing} is not a readable file"),
+    ("vm-image-with-variant", "vm?image={key}&debian=sid", "image= brings its own layers; debian= cannot go with it"),
+    ("vm-uefi-without-image", "vm?uefi=1", "uefi= goes with image=PATH"),
+    ("vm-uefi-word", "vm?image={key}&uefi=yes", "uefi must be 0 or 1, got 'yes'"),
     ("kind-empty-config", "kind:", "kind: needs a config name of infra/kind/"),
     ("kind-config-path", "kind:../etc/x", "kind: needs a config name of infra/kind/"),
     ("kind-keep-word", "kind?keep=yes", "keep must be 0 or 1, got 'yes'"),
@@ -212,3 +217,13 @@ def test_nodeconf_run_refuses_two_nodes_of_one_name(tmp_path: Path) -> None:
         2, "nodeconf: --node: two nodes are named 'vm': give each its own name (vm?name=b, or name: in a matrix "
         "file)\n")
     assert not (tmp_path / "reports").exists() and seconds < 0.5
+
+
+def test_nodeconf_run_refuses_a_corrupt_vendor_image_before_anything_boots(tmp_path: Path) -> None:
+    """A qcow2 whose tables are cut off: `qemu-img check` fails, one line, exit 2, no reports (nothing booted)."""
+    image = tmp_path / "vendor.qcow2"
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(image), "64M"], check=True)
+    image.write_bytes(image.read_bytes()[:1024])
+    done, _ = _nodeconf_run("--node", f"vm?image={image}", reports=tmp_path / "reports")
+    assert done.returncode == 2 and done.stderr.startswith("nodeconf: --node: ") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "reports").exists()

@@ -1,0 +1,67 @@
+"""The in-place resize matrix of upstream's pod resize e2e: its constants, table entries and restart rule.
+
+Source: upstream test/e2e/common/node/pod_resize.go (originalCPU … increasedMemLimit, doGuaranteedPodResizeTests,
+doBurstablePodResizeTests: "resizing" entries × resize-policy entries, expectRestart) and
+test/e2e/common/node/pod_level_resources_resize.go (doGuaranteedPodLevelResizeTests, pod-level entries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from suites.upstream.shared import POLICIES, Res
+
+# pod_resize.go constants.
+CPU, CPU_LIM, CPU_DOWN, CPU_DOWN_LIM, CPU_UP, CPU_UP_LIM = "20m", "30m", "15m", "25m", "25m", "35m"
+MEM, MEM_LIM, MEM_DOWN, MEM_DOWN_LIM, MEM_UP, MEM_UP_LIM = "35Mi", "45Mi", "30Mi", "40Mi", "40Mi", "50Mi"
+
+GUARANTEED_ORIGINAL = Res(CPU, CPU, MEM, MEM)
+# doGuaranteedPodResizeTests "resizing" entries: (desired cpu, desired memory), requests == limits.
+GUARANTEED: Mapping[str, Res] = {
+    "cpu": Res(CPU_UP, CPU_UP, MEM, MEM),
+    "mem": Res(CPU, CPU, MEM_UP, MEM_UP),
+    "cpu-mem-same-direction": Res(CPU_UP, CPU_UP, MEM_UP, MEM_UP),
+    "cpu-mem-opposite-directions": Res(CPU_UP, CPU_UP, MEM_DOWN, MEM_DOWN),
+}
+
+BURSTABLE_ORIGINAL = Res(CPU, CPU_LIM, MEM, MEM_LIM)
+# doBurstablePodResizeTests "resizing" entries (resourceRequestsLimits).
+BURSTABLE: Mapping[str, Res] = {
+    "cpu-requests": Res(CPU_UP, CPU_LIM, MEM, MEM_LIM),
+    "cpu-limits": Res(CPU, CPU_UP_LIM, MEM, MEM_LIM),
+    "mem-requests": Res(CPU, CPU_LIM, MEM_UP, MEM_LIM),
+    "mem-limits": Res(CPU, CPU_LIM, MEM, MEM_UP_LIM),
+    "all-resources-same-direction": Res(CPU_UP, CPU_UP_LIM, MEM_UP, MEM_UP_LIM),
+    "cpu-mem-opposite-directions": Res(CPU_UP, CPU_UP_LIM, MEM_DOWN, MEM_DOWN_LIM),
+    "requests-limits-opposite-directions": Res(CPU_DOWN, CPU_UP_LIM, MEM_UP, MEM_DOWN_LIM),
+}
+
+# pod_level_resources_resize.go "PLR guaranteed qos" pod-level entries on a pod of four containers (one per
+# resizePolicy). Pod-level values sit above the four containers' sum (4 × 20m, 4 × 35Mi) so every container's own
+# limit fits under them; (container resources or None, pod-level before, pod-level after).
+PLR_WITH_CONTAINERS = Res(CPU, CPU, MEM, MEM)
+PLR_ORIGINAL = Res("100m", "100m", "160Mi", "160Mi")
+POD_LEVEL: Mapping[str, tuple[Res | None, Res]] = {
+    "pod-level-cpu": (PLR_WITH_CONTAINERS, Res("120m", "120m", "160Mi", "160Mi")),
+    "pod-level-mem": (PLR_WITH_CONTAINERS, Res("100m", "100m", "200Mi", "200Mi")),
+    "pod-level-cpu-mem-same-direction": (PLR_WITH_CONTAINERS, Res("120m", "120m", "200Mi", "200Mi")),
+    "pod-level-cpu-mem-opposite-directions": (PLR_WITH_CONTAINERS, Res("120m", "120m", "150Mi", "150Mi")),
+    "only-pod-level-cpu": (None, Res("120m", "120m", "160Mi", "160Mi")),
+    "only-pod-level-mem": (None, Res("100m", "100m", "200Mi", "200Mi")),
+}
+
+
+def expect_restart(policy: str, before: Res, after: Res) -> int:
+    """upstream expectRestart: 1 when the container's policy restarts on a resource whose values changed."""
+    restart = POLICIES[policy]
+    cpu = (before.cpu_req, before.cpu_lim) != (after.cpu_req, after.cpu_lim)
+    mem = (before.mem_req, before.mem_lim) != (after.mem_req, after.mem_lim)
+    return int((cpu and "cpu" in restart) or (mem and "memory" in restart))
+
+
+def expect_pod_level_restart(policy: str, own: Res | None, before: Res, after: Res) -> int:
+    """pod_level_resources_resize.go expectRestart: a pod-level change restarts a container only where it has no
+    value of its own for that resource (desiredCtrCPU == "" and the pod-level cpu changed), per its policy."""
+    if own is not None:
+        return 0
+    return expect_restart(policy, before, after)

@@ -1,0 +1,197 @@
+"""In-place pod resize, upstream's matrix: cpu and memory up and down, with and without limits, under each
+resizePolicy, container and pod level; the status, the restart counts and the final cgroup values, then the rollback.
+
+Source: upstream test/e2e/common/node/pod_resize.go ("guaranteed qos - 1 container with resize policy",
+"burstable pods - 1 container with all requests & limits set and resize policy": each "resizing" entry under each
+policy entry, then doPatchAndRollback) and test/e2e/common/node/pod_level_resources_resize.go ("PLR guaranteed qos"
+pod-level entries). The status and every cgroup value come from the oracle (decide_resize, expect); the restart
+counts are the upstream tests' own expectRestart rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pytest
+
+from fixtures.compare import ComparedValue, assert_matches, compare_pod, compare_value
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.manifest import Pod, pod_to_dict
+from nodeconf.nodes.base import Node, PodHandle
+from nodeconf.semantics.expectation import Expected
+from suites.checks import check_pod, settled_evidence, wait_until
+from suites.conftest import Kubelet, Oracle, _Applied
+from suites.resize import decision, status_rows
+from suites.upstream.resize_table import (
+    BURSTABLE,
+    BURSTABLE_ORIGINAL,
+    GUARANTEED,
+    GUARANTEED_ORIGINAL,
+    PLR_ORIGINAL,
+    PLR_WITH_CONTAINERS,
+    POD_LEVEL,
+    expect_pod_level_restart,
+    expect_restart,
+)
+from suites.upstream.shared import POLICIES, Res, container, make_pod, module_kubelet, shared_deployment
+
+pytestmark = [pytest.mark.upstream_e2e, pytest.mark.min_profile("1.35")]
+
+RESIZE = "upstream test/e2e/common/node/pod_resize.go doPatchAndRollback (oracle: decide_resize)"
+PLR_RESIZE = "upstream test/e2e/common/node/pod_level_resources_resize.go doPatchAndRollbackPLR"
+RESTART = "upstream pod_resize.go expectRestart: RestartContainer and that resource's requests or limits changed"
+PLR_RESTART = ("upstream pod_level_resources_resize.go expectRestart: a pod-level change restarts, per its policy, "
+               "a container without values of its own")
+RESTART_WAIT = 15.0
+
+
+@dataclass
+class Resizable:
+    """A module's running pod and the spec the node last applied (restored before a check if one left it)."""
+
+    handle: PodHandle
+    original: Pod
+    current: Pod
+    kubelet: Kubelet
+
+
+def table_pod(name: str, own: Mapping[str, Res | None], pod_res: Res | None = None) -> Pod:
+    """Four containers, one per resizePolicy entry, with their own resources; pod-level ones when given."""
+    return make_pod(name, [container(policy, own[policy], POLICIES[policy]) for policy in POLICIES], pod_res)
+
+
+def _module_pod(node: Node, oracle: Oracle, base: KubeletConfig, applied: _Applied, pod: Pod) -> Iterator[Resizable]:
+    kubelet = module_kubelet(node, oracle, base, applied)
+    with shared_deployment(node, oracle, kubelet, [pod]) as deployed:
+        handle = deployed.handle(pod.name)
+        check_pod(handle, deployed.expected(pod.name))
+        yield Resizable(handle, pod, pod, kubelet)
+
+
+@pytest.fixture(scope="module")
+def guaranteed(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: _Applied) -> Iterator[Resizable]:
+    yield from _module_pod(node, oracle, base_config, _applied,
+                           table_pod("resize-guaranteed", dict.fromkeys(POLICIES, GUARANTEED_ORIGINAL)))
+
+
+@pytest.fixture(scope="module")
+def burstable(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: _Applied) -> Iterator[Resizable]:
+    yield from _module_pod(node, oracle, base_config, _applied,
+                           table_pod("resize-burstable", dict.fromkeys(POLICIES, BURSTABLE_ORIGINAL)))
+
+
+@pytest.fixture(scope="module")
+def pod_level(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: _Applied) -> Iterator[Resizable]:
+    yield from _module_pod(node, oracle, base_config, _applied, table_pod(
+        "resize-plr", dict.fromkeys(POLICIES, PLR_WITH_CONTAINERS), PLR_ORIGINAL))
+
+
+@pytest.fixture(scope="module")
+def pod_level_only(node: Node, oracle: Oracle, base_config: KubeletConfig,
+                   _applied: _Applied) -> Iterator[Resizable]:
+    yield from _module_pod(node, oracle, base_config, _applied,
+                           table_pod("resize-plr-only", dict.fromkeys(POLICIES), PLR_ORIGINAL))
+
+
+def _restart_counts(handle: PodHandle) -> dict[str, int]:
+    status = handle.status()
+    return {name: status.container(name).restart_count for name in POLICIES}
+
+
+def _resize(oracle: Oracle, pod: Resizable, desired: Pod, body: dict[str, object], restarts: Mapping[str, int],
+            rule: str, restart_rule: str, step: str) -> list[ComparedValue]:
+    """One resize: the node's answer against the oracle's, each container's restart count against the upstream
+    rule (after waiting for the restarts it predicts), then every cgroup value against the oracle's pod."""
+    handle, name = pod.handle, pod.original.name
+    before = _restart_counts(handle)
+    status, message = decision(oracle, pod.kubelet, pod.current, desired)
+    got = handle.resize(body)
+    if got.status == "Applied":
+        pod.current = desired
+    wanted = {c: before[c] + restarts.get(c, 0) for c in POLICIES}
+
+    def restarted() -> bool:
+        counts = _restart_counts(handle)
+        return all(counts[c] >= wanted[c] for c in POLICIES)
+
+    if any(restarts.values()):
+        with contextlib.suppress(AssertionError):  # the counts below name a container that did not restart
+            wait_until(f"pod {name} {step}: restarts", restarted, RESTART_WAIT)
+    evidence = settled_evidence(handle)
+    expected = oracle.expect([desired], pod.kubelet.config).pods[0]
+    rows = [*status_rows(name, got, status, message, f"{rule} ({step})")]
+    rows += [compare_value(name, c, evidence.container(c).cgroup.path, f"restart count {step}",
+                           Expected(str(wanted[c]), restart_rule), str(evidence.status.container(c).restart_count))
+             for c in POLICIES]
+    # oom_score_adj is left out: a container's is set when it is created, and the oracle has no rule yet for a
+    # running container after an in-place resize (expect() recomputes it from the resized requests).
+    return rows + [r for r in compare_pod(expected, evidence) if r.file != "oom_score_adj"]
+
+
+def _restore(pod: Resizable) -> None:
+    """Put back the original resources (every container's and the pod's) when an earlier check left them."""
+    if pod.current != pod.original:
+        spec = pod_to_dict(pod.original)["spec"]
+        body = {"containers": [{"name": c["name"], "resources": c.get("resources", {})} for c in spec["containers"]]}
+        if "resources" in spec:
+            body["resources"] = spec["resources"]
+        pod.handle.resize({"spec": body})
+        pod.current = pod.original
+        wait_until(f"pod {pod.original.name} restored", lambda: pod.handle.status().resize.status in ("", "Applied"))
+
+
+def _container_body(name: str, res: Res) -> dict[str, object]:
+    return {"spec": {"containers": [{"name": name, "resources": res.doc()}]}}
+
+
+def _container_case(oracle: Oracle, pod: Resizable, original: Res, desired: Res, policy: str, entry: str) -> None:
+    """Resize one container of the table pod and roll it back, as doPatchAndRollback does."""
+    own = {p: original for p in POLICIES}
+    resized = table_pod(pod.original.name, {**own, policy: desired}, None)
+    _restore(pod)
+    rows = _resize(oracle, pod, resized, _container_body(policy, desired),
+                   {policy: expect_restart(policy, original, desired)}, RESIZE, RESTART, "after resize")
+    rows += _resize(oracle, pod, pod.original, _container_body(policy, original),
+                    {policy: expect_restart(policy, desired, original)}, RESIZE, RESTART, "after rollback")
+    assert_matches(f"pod {pod.original.ref} container {policy} resize {entry} and rollback", rows)
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+@pytest.mark.parametrize("entry", list(GUARANTEED))
+def test_guaranteed_resize(oracle: Oracle, guaranteed: Resizable, entry: str, policy: str) -> None:
+    """"guaranteed qos - 1 container with resize policy [policy] resizing [entry]": requests == limits move
+    together; Applied at once, restarts per policy, cgroup values of container and pod as the oracle says."""
+    _container_case(oracle, guaranteed, GUARANTEED_ORIGINAL, GUARANTEED[entry], policy, entry)
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+@pytest.mark.parametrize("entry", list(BURSTABLE))
+def test_burstable_resize(oracle: Oracle, burstable: Resizable, entry: str, policy: str) -> None:
+    """"burstable pods - 1 container with all requests & limits set and resize policy [policy] resizing [entry]":
+    requests and limits move separately; restarts per policy, cgroup values (Memory QoS included) as the oracle says."""
+    _container_case(oracle, burstable, BURSTABLE_ORIGINAL, BURSTABLE[entry], policy, entry)
+
+
+@pytest.mark.parametrize("entry", list(POD_LEVEL))
+def test_pod_level_resize(oracle: Oracle, pod_level: Resizable, pod_level_only: Resizable, entry: str) -> None:
+    """"PLR guaranteed qos - 1 container with resize policy resizing [entry]": spec.resources resized and rolled
+    back on a pod with one container per policy; containers with values of their own keep running, the others
+    restart per policy; pod and container cgroup values as the oracle says."""
+    own, desired = POD_LEVEL[entry]
+    pod = pod_level if own is not None else pod_level_only
+    containers = dict.fromkeys(POLICIES, own)
+    resized = table_pod(pod.original.name, containers, desired)
+
+    def body(res: Res) -> dict[str, object]:
+        return {"spec": {"resources": res.doc()}}
+
+    _restore(pod)
+    rows = _resize(oracle, pod, resized, body(desired),
+                   {p: expect_pod_level_restart(p, own, PLR_ORIGINAL, desired) for p in POLICIES},
+                   PLR_RESIZE, PLR_RESTART, "after resize")
+    rows += _resize(oracle, pod, pod.original, body(PLR_ORIGINAL),
+                    {p: expect_pod_level_restart(p, own, desired, PLR_ORIGINAL) for p in POLICIES},
+                    PLR_RESIZE, PLR_RESTART, "after rollback")
+    assert_matches(f"pod {pod.original.ref} pod-level resize {entry} and rollback", rows)

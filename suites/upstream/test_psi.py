@@ -1,0 +1,133 @@
+"""PSI (KEP-4205): per-pod and per-container cpu/memory/io.pressure readable, and a memory stall forced by
+memory.high showing up in the stalled container's and its pod's memory.pressure totals.
+
+Source: upstream test/e2e_node/container_metrics_test.go and summary_test.go (KEP-4205 "PSI metrics": the kubelet
+reads each pod's and container's cgroup `*.pressure`); kernel Documentation/accounting/psi.rst ("Pressure
+interface": `some`/`full` lines of avg10, avg60, avg300 and `total`, the absolute stall time in µs) and
+Documentation/admin-guide/cgroup-v2.rst (`cpu.pressure`, `memory.pressure`, `io.pressure` in every non-root
+cgroup). The kubelet's own PSI metrics are not checked: the oracle does not model them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+
+from fixtures.compare import assert_matches, compare_value
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.loader import load_kubelet_config
+from nodeconf.nodes.base import CgroupFiles, Node
+from nodeconf.semantics.expectation import Expected, QosClass
+from suites.checks import Deployed, check_pod, settled_evidence, wait_until
+from suites.conftest import Oracle, _Applied
+from suites.pods import memhog, workload
+from suites.upstream.shared import Res, container, make_pod, module_kubelet, shared_deployment
+
+pytestmark = [pytest.mark.upstream_e2e, pytest.mark.needs_psi, pytest.mark.min_profile("1.36")]
+
+PSI = "kernel psi.rst Pressure interface: some/full avg10 avg60 avg300 total (cgroup-v2.rst *.pressure)"
+STALL = ("kernel mm/memcontrol.c reclaim_high and mem_cgroup_handle_over_high run inside psi_memstall_enter/leave, "
+         "so a task above memory.high stalls; psi.rst: total is the cumulative stall time in µs (never decreases), "
+         "counted in the task's cgroup and every ancestor")
+RESOURCES = ("cpu", "memory", "io")
+HOG_MIB = 96
+# memory.high = request + factor × (limit − request) = 16Mi + 0.05 × 240Mi = 28Mi, far below the hog's 96 MiB, so
+# every further page it touches is reclaimed for or throttled (Memory QoS, SEMANTICS.md).
+FACTOR = 0.05
+HOG = Res(mem_req="16Mi", mem_lim="256Mi")
+_NUMBER = re.compile(r"=(\d+\.\d+|\d+)")
+
+
+def shape(text: str | None) -> str | None:
+    """A pressure file with its numbers replaced (avg → F, total → N); None when the file was not read."""
+    if text is None:
+        return None
+    return "\n".join(_NUMBER.sub(lambda m: "=F" if "." in m.group(1) else "=N", line)
+                     for line in text.strip().splitlines())
+
+
+EXPECTED_SHAPE = "\n".join(f"{kind} avg10=F avg60=F avg300=F total=N" for kind in ("some", "full"))
+
+
+def total(text: str | None, kind: str = "some") -> int:
+    """The `total=` of the `some` (or `full`) line."""
+    for line in (text or "").splitlines():
+        if line.startswith(kind + " "):
+            return int(line.rsplit("total=", 1)[1])
+    raise AssertionError(f"no {kind!r} line in pressure file {text!r}")
+
+
+@pytest.fixture(scope="module")
+def config() -> KubeletConfig:
+    """Memory QoS throttling only, with a factor that puts the hog's memory.high far below its working set."""
+    base = load_kubelet_config(workload("memory-qos/kubelet-throttling-only.yaml"))
+    return replace(base, memory_throttling_factor=FACTOR)
+
+
+@pytest.fixture(scope="module")
+def deployed(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: _Applied,
+             config: KubeletConfig) -> Iterator[Deployed]:
+    """One Burstable pod: `hog` touches 96 MiB above its memory.high, `idle` sleeps."""
+    kubelet = module_kubelet(node, oracle, base_config, _applied)
+    kubelet.use(config)
+    hog = container("hog", HOG)
+    hog["command"] = memhog(HOG_MIB)
+    psi_pod = make_pod("psi", [hog, container("idle", Res(cpu_req="10m", mem_req="8Mi"))])
+    with shared_deployment(node, oracle, kubelet, [psi_pod]) as running:
+        yield running
+
+
+def _files(deployed: Deployed, name: str) -> CgroupFiles:
+    """The pod's cgroup (name "") or a container's, with its three pressure files; skip without PSI."""
+    evidence = deployed.handles[0].evidence(tuple(f"{r}.pressure" for r in RESOURCES))
+    files = evidence.pod_cgroup if not name else evidence.container(name).cgroup
+    if "cpu.pressure" not in files:
+        pytest.skip("the node's kernel exposes no PSI files (CONFIG_PSI off or booted with psi=0)")
+    return files
+
+
+def test_pod_matches_the_oracle(deployed: Deployed) -> None:
+    """The PSI pod itself: Burstable, and the hog's memory.high below its working set, as the oracle says."""
+    handle, expected = deployed.handles[0], deployed.expectation.pods[0]
+    check_pod(handle, expected, QosClass.BURSTABLE)
+    high = next(c for c in expected.containers if c.name == "hog").cgroup.files["memory.high"].value
+    assert high != "max" and int(high) < HOG_MIB * 2**20, f"oracle memory.high {high} is not below the hog's size"
+
+
+@pytest.mark.parametrize("resource", RESOURCES)
+@pytest.mark.parametrize("level", ["pod", "container"])
+def test_pressure_file_readable(deployed: Deployed, level: str, resource: str) -> None:
+    """`<resource>.pressure` of the pod cgroup and of a container cgroup reads as the kernel's some/full lines."""
+    deployed.handles[0].wait_running()
+    files = _files(deployed, "" if level == "pod" else "idle")
+    file = f"{resource}.pressure"
+    assert_matches(f"pod psi {level} {file}", [
+        compare_value("psi", "" if level == "pod" else "idle", files.path, f"{file} (numbers masked)",
+                      Expected(EXPECTED_SHAPE, PSI), shape(files.get(file)))])
+
+
+def test_memory_stall_raises_the_hogs_memory_pressure(deployed: Deployed) -> None:
+    """The hog above memory.high stalls in reclaim: its container's and its pod's memory.pressure `some` total
+    grows (never avg10, a decaying average); its memory.high is the oracle's."""
+    handle = deployed.handles[0]
+    handle.wait_running()
+    settled_evidence(handle)
+    first = _files(deployed, "hog").get("memory.pressure")
+    first_pod = _files(deployed, "").get("memory.pressure")
+
+    def grew() -> bool:
+        return total(_files(deployed, "hog").get("memory.pressure")) > total(first)
+
+    wait_until("the hog's memory.pressure some total grows", grew, timeout=30)
+    hog, pod = _files(deployed, "hog"), _files(deployed, "")
+    want = next(c for c in deployed.expectation.pods[0].containers if c.name == "hog").cgroup.files["memory.high"]
+    assert_matches("pod psi memory stall", [
+        compare_value("psi", "hog", hog.path, "memory.high", want, hog.get("memory.high")),
+        compare_value("psi", "hog", hog.path, "memory.pressure some total grew", Expected("yes", STALL),
+                      "yes" if total(hog.get("memory.pressure")) > total(first) else "no"),
+        compare_value("psi", "", pod.path, "memory.pressure some total grew", Expected("yes", STALL),
+                      "yes" if total(pod.get("memory.pressure")) > total(first_pod) else "no"),
+    ])

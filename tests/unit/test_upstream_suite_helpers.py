@@ -1,0 +1,55 @@
+"""The pure helpers of suites/upstream: upstream's restart rule, the PSI file shape and total."""
+
+from __future__ import annotations
+
+import pytest
+
+from suites.upstream.resize_table import (
+    BURSTABLE,
+    BURSTABLE_ORIGINAL,
+    GUARANTEED,
+    GUARANTEED_ORIGINAL,
+    PLR_ORIGINAL,
+    PLR_WITH_CONTAINERS,
+    POD_LEVEL,
+    expect_pod_level_restart,
+    expect_restart,
+)
+from suites.upstream.test_psi import EXPECTED_SHAPE, shape, total
+
+# cpu.pressure of a cgroup on a 6.1 kernel (both lines; cpu "full" is reported for cgroups since 5.13).
+PRESSURE = "some avg10=0.00 avg60=1.25 avg300=0.31 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=42\n"
+
+
+@pytest.mark.parametrize(("policy", "entry", "restarts"), [
+    ("no-restart", "cpu", 0), ("cpu-restart", "cpu", 1), ("mem-restart", "cpu", 0), ("cpu-mem-restart", "mem", 1),
+    ("mem-restart", "cpu-mem-opposite-directions", 1), ("cpu-restart", "mem", 0),
+])
+def test_guaranteed_restart_rule(policy: str, entry: str, restarts: int) -> None:
+    assert expect_restart(policy, GUARANTEED_ORIGINAL, GUARANTEED[entry]) == restarts
+
+
+@pytest.mark.parametrize(("policy", "entry", "restarts"), [
+    ("cpu-restart", "cpu-limits", 1), ("mem-restart", "cpu-limits", 0), ("mem-restart", "mem-limits", 1),
+    ("cpu-restart", "mem-requests", 0), ("no-restart", "all-resources-same-direction", 0),
+])
+def test_burstable_restart_rule(policy: str, entry: str, restarts: int) -> None:
+    assert expect_restart(policy, BURSTABLE_ORIGINAL, BURSTABLE[entry]) == restarts
+
+
+def test_pod_level_restarts_only_containers_without_values() -> None:
+    own, desired = POD_LEVEL["pod-level-cpu"]
+    assert own == PLR_WITH_CONTAINERS
+    assert expect_pod_level_restart("cpu-restart", own, PLR_ORIGINAL, desired) == 0
+    only, desired = POD_LEVEL["only-pod-level-mem"]
+    assert [expect_pod_level_restart(p, only, PLR_ORIGINAL, desired)
+            for p in ("no-restart", "cpu-restart", "mem-restart", "cpu-mem-restart")] == [0, 0, 1, 1]
+
+
+def test_pressure_shape_and_total() -> None:
+    assert shape(PRESSURE) == EXPECTED_SHAPE
+    assert shape(None) is None
+    assert shape("some avg10=0.00 total=1") != EXPECTED_SHAPE
+    assert (total(PRESSURE), total(PRESSURE, "full")) == (123456, 42)
+    with pytest.raises(AssertionError, match="no 'some' line"):
+        total("")
