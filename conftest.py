@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nodeconf.nodes.spec import declare_node_option
 
 pytest_plugins: list[str] = [
-    "fixtures.markers", "fixtures.vm", "fixtures.node", "fixtures.evidence", "fixtures.session",
+    "fixtures.markers", "fixtures.vm", "fixtures.node", "fixtures.evidence", "fixtures.session", "fixtures.matrix",
 ]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("nodeconf")
     declare_node_option(group.addoption)
+    group.addoption("--matrix", default=None, type=Path, metavar="FILE",
+                    help="YAML list of nodes ({node: SPEC, kubeletConfig: FILE, profile: X.Y, name: NAME})")
     group.addoption("--kubelet-config", default=None, help="KubeletConfiguration YAML the node starts with")
     group.addoption("--profile", default=None, help="Kubernetes profile X.Y the oracle uses (default: newest)")
     group.addoption("--cpu-weight-formula", default="nonlinear", choices=("linear", "nonlinear"),

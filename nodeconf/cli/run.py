@@ -1,6 +1,8 @@
-"""`nodeconf run`: run the suites with pytest against one node, write reports/, summarise, map the exit code.
+"""`nodeconf run`: run the suites with pytest against one node or several (one xdist worker per node), write
+reports/, summarise, map the exit code.
 
-Source: DESIGN.md `nodeconf run` contract (exit 0 all pass, 1 a check failed, 2 usage or infrastructure error).
+Source: DESIGN.md `nodeconf run` contract (exit 0 all pass, 1 a check failed, 2 usage or infrastructure error);
+issue 14 (several nodes per run, the exit code the worst over all nodes).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 from nodeconf.cli.signals import PytestGroup
 from nodeconf.errors import InputError
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
+from nodeconf.nodes.matrix import RunNode, run_nodes
 from nodeconf.nodes.spec import declare_node_option
 from nodeconf.resources import locate_tree
 
@@ -35,7 +38,7 @@ PROFILE = re.compile(r"\d+\.\d+")
 # pytest options whose value may be a path inside suites/ without selecting tests to run.
 PATH_VALUE_OPTIONS = frozenset(
     {"--deselect", "--ignore", "--ignore-glob", "--rootdir", "-c", "--confcutdir", "--basetemp", "--junitxml",
-     "--alluredir", "--log-file", "--kubelet-config"}
+     "--alluredir", "--log-file", "--kubelet-config", "--matrix"}
 )
 
 
@@ -44,12 +47,16 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser = subparsers.add_parser(
         "run",
         help="run the conformance suites against a node and write reports/",
-        description="Run suites/ with pytest against one node, write JUnit, Allure results and the HTML report, "
+        description="Run suites/ with pytest against one node or several in parallel, write JUnit, Allure results "
+        "and the HTML report, "
         "and exit 0 (all checks passed), 1 (a check failed) or 2 (usage or infrastructure error). "
         "nodeconf's own options come first; everything after -- or from the first other argument on goes to "
         "pytest: nodeconf run --node vm -- -k swap -x; nodeconf run suites/swap.",
     )
     declare_node_option(parser.add_argument)
+    parser.add_argument("--matrix", type=Path, metavar="FILE",
+                        help="YAML list of nodes, each {node: SPEC, kubeletConfig: FILE, profile: X.Y, name: NAME} "
+                        "(instead of --node); several nodes run in parallel, one pytest-xdist worker each")
     parser.add_argument("--kubelet-config", type=Path, metavar="FILE", help="KubeletConfiguration YAML")
     parser.add_argument("--profile", metavar="X.Y", help="Kubernetes profile the oracle uses (default: the newest)")
     parser.add_argument("--cpu-weight-formula", metavar="linear|nonlinear", help="the container shares→weight "
@@ -72,7 +79,8 @@ def selects_tests(pytest_args: Sequence[str], suites_dir: Path) -> bool:
 
 
 def pytest_argv(args: argparse.Namespace) -> list[str]:
-    """The pytest command line: suites (unless a path was given), node options, report outputs, user args."""
+    """The pytest command line: suites (unless a path was given), node options (several nodes: one xdist worker
+    each), report outputs, user args."""
     user_args = list(args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args)
     reports: Path = args.reports
     tree = locate_tree()  # the checkout around the working directory, else the installed suites
@@ -80,7 +88,12 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     argv = [sys.executable, *(["-P"] if tree.kind == "installed" else []), "-m", "pytest"]
     if not selects_tests(user_args, tree.suites):
         argv.append(str(tree.suites))
+    if args.matrix is not None:
+        argv.append(f"--matrix={args.matrix.resolve()}")
     argv += [f"--node={spec.display}" for spec in args.node or ()]
+    nodes = _nodes(args)
+    if len(nodes) > 1:
+        argv += ["-n", str(len(nodes)), "--dist", "load"]  # fixtures.matrix schedules node i on worker gw<i>
     for option in ("kubelet_config", "profile", "cpu_weight_formula"):
         value = getattr(args, option)
         if value is not None:
@@ -96,11 +109,14 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     return argv + user_args
 
 
+def _nodes(args: argparse.Namespace) -> list[RunNode]:
+    """The run's nodes from --node or --matrix; InputError for a bad matrix or clashing names."""
+    return run_nodes(args.node, getattr(args, "matrix", None))
+
+
 def _check_usage(args: argparse.Namespace) -> None:
     locate_tree()  # an InputError when there are no suites to run
-    if len(args.node or ()) > 1:
-        raise InputError("several nodes per run are not supported yet (each spec was valid): give one",
-                         field="--node")
+    nodes = _nodes(args)
     if args.profile is not None and not PROFILE.fullmatch(args.profile):
         raise InputError(f'must look like "1.36", got {args.profile!r}', field="--profile")
     if args.cpu_weight_formula not in (None, *CPU_WEIGHT_FORMULAS):
@@ -110,8 +126,9 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise InputError("no such file", source=str(args.kubelet_config), field="--kubelet-config")
     from nodeconf.nodes.registry import preflight
 
-    for spec in args.node or ():
-        preflight(spec, kubelet_config=args.kubelet_config, profile=args.profile)
+    for node in nodes:
+        preflight(node.spec, kubelet_config=node.kubelet_config or args.kubelet_config,
+                  profile=node.profile or args.profile)
 
 
 def _run_pytest(argv: list[str]) -> int:

@@ -68,14 +68,16 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
     tree = CgroupTree(args.root, OWNED, owner=_owner(args.state_dir))
     facts = detect(args.root, args.cpu_weight_formula, args.runtime)
     runtime = None
-    if args.runtime == DIRECT:  # the agent writes the container files itself, with its configured formula
-        facts = dataclasses.replace(facts, runtime=DIRECT, measured_cpu_weight_formula=args.cpu_weight_formula)
+    faults = Faults.parse(args.fault)
+    if args.runtime == DIRECT:  # the agent writes the container files itself: its formula, or the fault's
+        written = faults.cpu_weight_formula or args.cpu_weight_formula
+        facts = dataclasses.replace(facts, runtime=DIRECT, measured_cpu_weight_formula=written)
     else:
         become_subreaper()
         runtime = OciRuntime(args.runtime, args.state_dir, (str(AGENT_HOME),))
         facts = runtime_facts(runtime, tree, facts)
     agent = Agent(tree, args.state_dir, facts, expect, decide_resize,
-                  node_memory_used=node_memory_used, faults=Faults.parse(args.fault),
+                  node_memory_used=node_memory_used, faults=faults,
                   backoff=Backoff(initial=args.backoff), log=log, runtime=runtime)
     log.info("agent %d starting: root %s (kernel cgroup2: %s), faults %s, runtime %s %s (%s cpu.weight)",
              os.getpid(), args.root, tree.kernel, agent.faults, facts.runtime, facts.runtime_version,

@@ -29,9 +29,11 @@ ENFORCER_OPTIONS = ("fault", "backoff", "cpu-weight-formula", "root", "dir", "py
 SSH_OPTIONS = ("key", "known_hosts", "host_key")
 VM_OPTIONS = ("memory", "swap", "cpus", *VARIANT_OPTIONS, "image", "uefi")
 KIND_OPTIONS = ("keep",)
+# name= gives the node its name in check ids and reports (two nodes of one run need distinct names).
+NAME_OPTION = "name"
 ALLOWED_OPTIONS = {
-    "vm": (*VM_OPTIONS, *ENFORCER_OPTIONS), "local": ENFORCER_OPTIONS, "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS),
-    "kube": (), "kind": KIND_OPTIONS,
+    "vm": (*VM_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "local": (*ENFORCER_OPTIONS, NAME_OPTION),
+    "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "kube": (NAME_OPTION,), "kind": (*KIND_OPTIONS, NAME_OPTION),
 }
 REPEATABLE = frozenset({"fault"})
 ENFORCED = frozenset({"vm", "local", "ssh"})  # the schemes run by the bundled enforcer
@@ -48,6 +50,7 @@ SECONDS = re.compile(r"\d+(\.\d+)?")
 KIND_CONFIG = re.compile(r"[a-z0-9][a-z0-9.-]*")  # a file name of infra/kind/ without .yaml
 PUBLIC_KEY = re.compile(r"[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}")
 ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 
 
 class NodeSpecError(UsageError):
@@ -142,7 +145,11 @@ class NodeSpec:
 
     @property
     def name(self) -> str:
-        """A short id for test ids and file names: `vm`, `local`, `ssh-HOST-PORT`, `kube`, `kube-CONTEXT`."""
+        """A short id for test ids and file names: the name= option, else `vm`, `local`, `ssh-HOST-PORT`, `kube`,
+        `kube-CONTEXT`."""
+        given = self.option(NAME_OPTION)
+        if given is not None:
+            return given
         if self.ssh is not None:
             raw = f"ssh-{self.ssh.target.host}-{self.ssh.target.port}"
         elif self.context is not None:
@@ -192,6 +199,8 @@ def parse_node_spec(text: str) -> NodeSpec:
                             "give ssh://user@host[:port]?key=FILE")
     options = _options(query, scheme, shown)
     single = dict(options)
+    if NAME_OPTION in single:
+        check_node_name(single[NAME_OPTION], f"node spec {shown!r}: name=")
     return NodeSpec(
         scheme, options,
         ssh=_ssh_login(base[len("ssh://"):], single, shown) if scheme == "ssh" else None,
@@ -200,6 +209,14 @@ def parse_node_spec(text: str) -> NodeSpec:
         vm=_vm_size(single, shown) if scheme == "vm" else VmSize(),
         enforcer=_enforcer_options(options, scheme, shown) if scheme in ENFORCED else EnforcerOptions(),
     )
+
+
+def check_node_name(name: str, where: str) -> str:
+    """A node name fit for check ids and file names (letters, digits, `._-`, at most 63); NodeSpecError otherwise."""
+    if not NODE_NAME.fullmatch(name):
+        raise NodeSpecError(f"{where} must be 1-63 letters, digits and ._- starting with a letter or digit, "
+                            f"got {name!r}")
+    return name
 
 
 def chosen_specs(given: Sequence[NodeSpec] | None) -> list[NodeSpec]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from nodeconf.report.allure_json import ReportError, read_bounded, shown
 from nodeconf.report.categories import category_name
 from nodeconf.report.comparison import COMPARISON_MIME, parse_comparison
+from nodeconf.report.html_nodes import node_facts, node_matrix
 from nodeconf.report.html_run import run_header
 from nodeconf.report.results import STATUS_ORDER, Attachment, Check, RunResults, Status, Step
 from nodeconf.report.verdict import results_verdict
@@ -254,19 +255,21 @@ def render_html(results: RunResults, generated: datetime | None = None) -> str:
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
     css = resources.files("nodeconf.report").joinpath("report.css").read_text(encoding="utf-8")
     checks = sorted(results.checks, key=_sort_key)
+    nodes = node_matrix(results)  # several nodes: node × check above the details
+    nodes_link = '<a href="#nodes">nodes</a>' if nodes else ""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>nodeconf conformance report</title><style>{css}</style></head><body>"
         f"<header><h1>nodeconf conformance report</h1><p class=\"meta\">generated {_e(when)} from "
         f"<code>{_e(results.results_dir)}</code></p>{_banner(results)}{run_header(results.environment)}"
-        '<nav><a href="#totals">totals</a><a href="#matrix">matrix</a><a href="#node">node</a>'
-        '<a href="#checks">checks</a></nav></header><main>'
+        f'<nav>{nodes_link}<a href="#totals">totals</a><a href="#matrix">matrix</a><a href="#node">node</a>'
+        f'<a href="#checks">checks</a></nav></header><main>{nodes}'
         '<section id="totals"><h2>Totals</h2><div class="side">'
         f"{_counts_table('per suite', _grouped(checks, 'suite'))}"
         f"{_counts_table('per source', _grouped(checks, 'source'))}</div></section>"
         f'<section id="matrix"><h2>Conformance matrix</h2>{_matrix(checks)}</section>'
-        f'<section id="node"><h2>Node</h2>{_node(results.environment)}</section>'
+        f'<section id="node"><h2>Node</h2>{_node(results.environment)}{node_facts(results)}</section>'
         f'<section id="checks"><h2>Checks, failures first</h2>{"".join(_check(c) for c in checks)}</section>'
         f"{_shared(results)}</main></body></html>\n"
     )

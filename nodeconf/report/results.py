@@ -12,8 +12,11 @@ from nodeconf.report.allure_json import ReportError, load_json, mapping, millis,
 from nodeconf.report.properties import read_properties
 from nodeconf.report.run_state import RUN_CHECK_FULL_NAME, RunState, read_run_state
 
-__all__ = ["STATUS_ORDER", "Attachment", "Check", "ReportError", "RunResults", "RunState", "SharedFixture", "Status",
-           "Step", "load_results"]
+__all__ = ["STATUS_ORDER", "Attachment", "Check", "NodeEnvironment", "ReportError", "RunResults", "RunState",
+           "SharedFixture", "Status", "Step", "load_results"]
+
+NODE_LABEL = "node"  # fixtures.evidence labels each check of a several-node run with its node's name
+NODE_ENVIRONMENT_GLOB = "environment-*.properties"
 
 
 class Status(StrEnum):
@@ -89,6 +92,11 @@ class Check:
         return suite.removeprefix("suites.")
 
     @property
+    def node(self) -> str:
+        """The name of the node the check ran on ("" in a single-node run)."""
+        return self.label(NODE_LABEL)
+
+    @property
     def first_line(self) -> str:
         """The first line of the failure or skip message."""
         return next((line.strip() for line in self.message.splitlines() if line.strip()), "")
@@ -103,6 +111,17 @@ class SharedFixture:
 
 
 @dataclass(frozen=True)
+class NodeEnvironment:
+    """One node of a several-node run: its name and its environment-NAME.properties entries (spec, facts)."""
+
+    name: str
+    entries: tuple[tuple[str, str], ...]
+
+    def get(self, key: str) -> str:
+        return next((value for name, value in self.entries if name == key), "")
+
+
+@dataclass(frozen=True)
 class RunResults:
     """Everything read from one results directory."""
 
@@ -111,6 +130,14 @@ class RunResults:
     shared_fixtures: tuple[SharedFixture, ...]
     environment: tuple[tuple[str, str], ...]
     run_state: RunState | None = None
+    nodes: tuple[NodeEnvironment, ...] = ()
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        """The nodes of a several-node run: those with an environment file, then any other a check names."""
+        names = [node.name for node in self.nodes]
+        names += sorted({check.node for check in self.checks if check.node} - set(names))
+        return tuple(names)
 
     @property
     def interrupted(self) -> bool:
@@ -219,4 +246,19 @@ def load_results(results_dir: Path) -> RunResults:
         shared_fixtures=tuple(shared),
         environment=tuple(read_properties(results_dir / "environment.properties")),
         run_state=run_state,
+        nodes=_node_environments(results_dir),
     )
+
+
+def _node_environments(results_dir: Path) -> tuple[NodeEnvironment, ...]:
+    """Each node's environment-NAME.properties, in the run's order (`position`), named by its `name` entry."""
+    found = []
+    for path in sorted(results_dir.glob(NODE_ENVIRONMENT_GLOB)):
+        entries = tuple(read_properties(path))
+        name = next((value for key, value in entries if key == "name"), "")
+        found.append(NodeEnvironment(name or path.name[len("environment-"):-len(".properties")], entries))
+    return tuple(sorted(found, key=lambda node: (_position(node.get("position")), node.name)))
+
+
+def _position(text: str) -> int:
+    return int(text) if text.isdigit() else 0

@@ -34,8 +34,21 @@ def problem_lines(results: RunResults) -> list[str]:
     return lines
 
 
+def node_lines(results: RunResults) -> list[str]:
+    """With several nodes, one `node NAME: counts` line each."""
+    names = results.node_names
+    if len(names) < 2:
+        return []
+    lines = []
+    for name in names:
+        checks = [check for check in results.checks if check.node == name]
+        counts = ", ".join(f"{sum(1 for c in checks if c.status is status)} {status.value}" for status in STATUS_ORDER)
+        lines.append(f"  node {name}: {len(checks)} checks: {counts}")
+    return lines
+
+
 def summary_lines(results: RunResults, reports: Sequence[tuple[str, Path]]) -> list[str]:
-    """Totals, problems, then one `label: path` line per written report."""
-    lines = [f"nodeconf: {totals_line(results)}", *problem_lines(results)]
+    """Totals (per node too when there are several), problems, then one `label: path` line per written report."""
+    lines = [f"nodeconf: {totals_line(results)}", *node_lines(results), *problem_lines(results)]
     lines.extend(f"{label}: {path}" for label, path in reports)
     return lines

@@ -79,7 +79,8 @@ def runtime_note(node: NodeFacts) -> str:
     """What the node's runtime was measured doing, for a container cpu.weight rule ("" when not measured)."""
     if not node.measured_cpu_weight_formula:
         return ""
-    runtime = " ".join(p for p in (node.runtime or "runtime", node.runtime_version) if p)
+    name = node.runtime or "runtime"
+    runtime = name if node.runtime_version in ("", name) else f"{name} {node.runtime_version}"
     note = f"; the node's runtime {runtime} uses the {node.measured_cpu_weight_formula} formula"
     if node.measured_cpu_weight_formula != node.cpu_weight_formula:
         note += f" (accept it with --cpu-weight-formula {node.measured_cpu_weight_formula})"

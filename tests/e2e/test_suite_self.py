@@ -76,7 +76,7 @@ CASES = {
     # The same fault against the pod-level resources suite (upstream pod_level_resources.go): exactly the container
     # cgroup step of every case with a cpu request or a pod-level cpu limit fails; QoS and pod cgroup steps pass.
     "other-cpu-weight-formula-pod-level": FaultCase("cpu-weight-formula=linear", POD_LEVEL_SELECTION, {
-        f"test_container_cgroups[{case}]": (CPU_WEIGHT, "(rule: ") for case in POD_LEVEL_CPU_CASES
+        f"test_container_cgroups[vm-{case}]": (CPU_WEIGHT, "(rule: ") for case in POD_LEVEL_CPU_CASES
     }),
     # LimitedSwap that ignores explicit limits (KEP-5359 "workload swap wins"): on LimitedSwap nodes, every row
     # that sets limits.swap (container, pod, or "0") gets the calculated share instead; other modes are untouched.

@@ -244,8 +244,8 @@ def test_pytest_usage_error_never_reports_an_earlier_run(project: Path, capfd: p
     ("argv", "message"),
     [
         pytest.param(("--profile", "latest"), 'must look like "1.36"', id="bad-profile"),
-        pytest.param(("--node", "local", "--node", "kube"), "--node: several nodes per run are not supported yet",
-                     id="several-nodes"),
+        pytest.param(("--node", "local", "--node", "local?cpu-weight-formula=linear"),
+                     "--node: two nodes are named 'local'", id="same-name"),
         pytest.param(("--kubelet-config", "missing.yaml"), "missing.yaml: --kubelet-config: no such file",
                      id="missing-kubelet-config"),
     ],
@@ -287,6 +287,20 @@ def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) ->
         "-o", "junit_suite_name=nodeconf", "--alluredir=reports/allure-results", "--clean-alluredir",
         "-p", "fixtures.evidence", "-p", "fixtures.session", "suites/swap", "-x",
     ]
+
+
+def test_pytest_argv_runs_several_nodes_one_worker_each(project: Path) -> None:
+    argv = run_cli.pytest_argv(_args("--node", "vm", "--node", "vm?name=b", "--", "-k", "res_demo"))
+    start = argv.index("--node=vm")
+    assert argv[start:start + 6] == ["--node=vm", "--node=vm?name=b", "-n", "2", "--dist", "load"]
+    assert "-n" not in run_cli.pytest_argv(_args("--node", "vm"))  # one node: no xdist unless asked
+
+
+def test_pytest_argv_passes_a_matrix_file(project: Path) -> None:
+    (project / "nodes.yaml").write_text("- node: vm\n- {node: vm, name: b}\n- {node: vm, name: c}\n")
+    argv = run_cli.pytest_argv(_args("--matrix", "nodes.yaml"))
+    start = argv.index(f"--matrix={(project / 'nodes.yaml').resolve()}")
+    assert argv[start + 1:start + 5] == ["-n", "3", "--dist", "load"]
 
 
 def test_run_writes_summary_json(full_run: FullRun) -> None:

@@ -120,7 +120,7 @@ BAD = [
     ("unknown-option", "vm?colour=red",
      "unknown option 'colour' (allowed for vm: memory, swap, cpus, debian, init, runtime, image, uefi, fault"),
     ("vm-option-on-local", "local?memory=4096", "unknown option 'memory'"),
-    ("kube-option", "kube:ctx?key=x", "unknown option 'key' (allowed for kube: none)"),
+    ("kube-option", "kube:ctx?key=x", "unknown option 'key' (allowed for kube: name)"),
     ("kube-empty-context", "kube:", "kube: needs a context name after the colon"),
     ("kube-blank-context", "kube: ", "kube: needs a context name after the colon"),
     ("option-without-value", "vm?memory", "option 'memory' needs a value"),
@@ -211,10 +211,11 @@ def test_nodeconf_run_refuses_a_bad_spec_before_anything_starts(files: dict[str,
     assert Path(files["canary"], "keep").is_file()
 
 
-def test_nodeconf_run_refuses_several_nodes_for_now(tmp_path: Path) -> None:
-    done, seconds = _nodeconf_run("--node", "local", "--node", "vm?memory=1024", reports=tmp_path / "reports")
+def test_nodeconf_run_refuses_two_nodes_of_one_name(tmp_path: Path) -> None:
+    done, seconds = _nodeconf_run("--node", "vm", "--node", "vm?memory=1024", reports=tmp_path / "reports")
     assert (done.returncode, done.stderr) == (
-        2, "nodeconf: --node: several nodes per run are not supported yet (each spec was valid): give one\n")
+        2, "nodeconf: --node: two nodes are named 'vm': give each its own name (vm?name=b, or name: in a matrix "
+        "file)\n")
     assert not (tmp_path / "reports").exists() and seconds < 0.5
 
 
