@@ -13,7 +13,6 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from nodeconf import names
@@ -50,6 +49,7 @@ from nodeconf.nodes.kube.pods import (
     workload_programs,
 )
 from nodeconf.nodes.kube.refusals import infrastructure_error, is_service_account_race, rejection
+from nodeconf.nodes.kube.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from nodeconf.nodes.shield import signals_deferred
 from nodeconf.semantics.cpu import measured_formula, milli_cpu_to_shares
 from nodeconf.workloads import PROGRAMS
@@ -66,28 +66,13 @@ PROBE_NAME = "nodeconf-cpu-weight-probe"
 PROBE_MILLI_CPU = 250
 
 
-@dataclass(frozen=True)
-class Timeouts:
-    """Seconds to wait for the API and the kubelet; `poll` is the polling interval."""
-
-    start: float = 300.0
-    pod: float = 180.0
-    delete: float = 60.0
-    resize: float = 30.0
-    exec: float = 60.0
-    quota: float = 30.0
-    start_retry: float = 90.0
-    service_account: float = 30.0
-    poll: float = 0.5
-
-
 class KubeNode(Node):
     """One node of a Kubernetes cluster; `start()` prepares the run namespace and the reader pod,
     `close()` deletes every namespace of the run (and with them every pod, also after a failure)."""
 
     def __init__(self, api: KubeApi, node: str, *, spec: str = "", context: str = "", run_id: str | None = None,
                  helper_image: str = DEFAULT_HELPER_IMAGE, workload_image: str = DEFAULT_WORKLOAD_IMAGE,
-                 keep_images: bool = False, timeouts: Timeouts = Timeouts(),
+                 keep_images: bool = False, timeouts: Timeouts = DEFAULT_TIMEOUTS,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
                  after_close: Sequence[Callable[[], None]] = ()) -> None:
         self.api = api

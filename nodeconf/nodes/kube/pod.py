@@ -6,8 +6,8 @@ Source: issue 12 (the kube driver split at its seams); kube/node.py for the node
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from nodeconf import names
 from nodeconf.cgroup_files import evidence_files
@@ -24,7 +24,7 @@ from nodeconf.nodes.base import (
     PodStatus,
     ResizeStatus,
 )
-from nodeconf.nodes.kube.api import KubeApiError, dig
+from nodeconf.nodes.kube.api import KubeApi, KubeApiError, dig
 from nodeconf.nodes.kube.oom import OomLedger, oom_kill_count, with_oom_reasons
 from nodeconf.nodes.kube.paths import CgroupFrame
 from nodeconf.nodes.kube.pods import (
@@ -36,10 +36,26 @@ from nodeconf.nodes.kube.pods import (
     settled_resize,
 )
 from nodeconf.nodes.kube.refusals import infrastructure_error, rejection
+from nodeconf.nodes.kube.timeouts import Timeouts
 from nodeconf.semantics.resize import ResizeStatus as ResizeOutcome
 
-if TYPE_CHECKING:
-    from nodeconf.nodes.kube.node import KubeNode
+
+class PodHost(Protocol):
+    """What a pod needs of its node (KubeNode): the API, the reader, the clock, the cgroup frame, deletion."""
+
+    api: KubeApi
+    timeouts: Timeouts
+    paths: dict[str, str]
+    clock: Callable[[], float]
+    sleep: Callable[[float], None]
+
+    def read(self, op: str, **request: Any) -> dict[str, Any]: ...
+
+    def delete_pod(self, namespace: str, name: str) -> None: ...
+
+    def node_object(self) -> dict[str, Any]: ...
+
+    def frame(self, kubepods: str) -> CgroupFrame: ...
 
 # CRI-O drops the infra (pause) container of a pod without a shared PID namespace (crio.conf(5) drop_infra_ctr,
 # default true since CRI-O 1.2x; OpenShift 4.7+): its pods have no pause process to compare.
@@ -71,7 +87,7 @@ class Framed:
 class KubePod(PodHandle):
     """A pod on the node through the API; evidence through the reader pod."""
 
-    def __init__(self, node: KubeNode, pod: Pod, admitted: bool, errors: Sequence[str], namespace: str) -> None:
+    def __init__(self, node: PodHost, pod: Pod, admitted: bool, errors: Sequence[str], namespace: str) -> None:
         super().__init__(pod, admitted, errors)
         self.node = node
         self.namespace = namespace
