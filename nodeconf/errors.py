@@ -36,6 +36,10 @@ class UsageError(NodeconfError):
     starts."""
 
 
+class NodeSpecError(UsageError):
+    """A node spec that cannot be used: one line naming the spec (any password masked)."""
+
+
 class InputError(UsageError):
     """Input that cannot be understood (bad YAML, unknown kind, malformed quantity, unknown enum value)."""
 

@@ -26,7 +26,7 @@ from infra.vm.image import VmImage
 from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine, VmError
 from infra.vm.nocloud import make_keys, meta_data, user_data, write_seed_iso
 from infra.vm.qemu import machine_argv, option_value, swap_and_network_argv
-from nodeconf.nodes.spec import SshTarget
+from nodeconf.nodes.ssh_login import SshTarget
 from nodeconf.nodes.transport.base import TransportError
 from nodeconf.nodes.transport.ssh import HostKeyError, SshTransport
 

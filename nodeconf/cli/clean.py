@@ -14,11 +14,11 @@ from pathlib import Path
 from infra.vm import paths
 from infra.vm.image import remove_leftover_builds
 from infra.vm.state import list_states, terminate_pid, terminate_qemu, untracked_qemus
-from nodeconf.errors import InputError
+from nodeconf.errors import InputError, NodeSpecError
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.node import AgentTransport
 from nodeconf.nodes.enforced.opener import enforcer_settings
-from nodeconf.nodes.spec import NodeSpecError, parse_node_spec
+from nodeconf.nodes.spec import parse_node_spec
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -14,7 +14,8 @@ from infra.vm.progress import StepPrinter
 from infra.vm.state import VmState, list_states, terminate_pid, validate_name, vm_directory
 from nodeconf.errors import InfrastructureError, UsageError
 from nodeconf.nodes.facts_probe import probe_node_facts
-from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB, SshTarget, VmSize
+from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB, VmSize
+from nodeconf.nodes.ssh_login import SshTarget
 from nodeconf.nodes.transport.ssh import SshTransport
 
 DEFAULT_NAME = "default"

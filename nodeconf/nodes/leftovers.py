@@ -14,7 +14,7 @@ from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.node import AgentTransport, EnforcerSettings, agent_bundle
 from nodeconf.nodes.kube.pods import MANAGED_BY
 from nodeconf.nodes.shield import signals_deferred
-from nodeconf.nodes.spec import SshLogin
+from nodeconf.nodes.ssh_login import SshLogin
 
 SCRATCH_PREFIX = "/tmp/nodeconf-clean."
 PUSH = f'd=$(mktemp -d {SCRATCH_PREFIX}XXXXXXXX) && tar -x -f - -C "$d" --no-same-owner && echo "$d"'

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import yaml
 
-from nodeconf.errors import InputError
-from nodeconf.nodes.spec import NAME_OPTION, NodeSpec, NodeSpecError, check_node_name, chosen_specs, parse_node_spec
+from nodeconf.errors import InputError, NodeSpecError
+from nodeconf.nodes.spec import NAME_OPTION, NodeSpec, check_node_name, chosen_specs, parse_node_spec
 
 MATRIX_KEYS = ("node", "kubeletConfig", "profile", "name")
 PROFILE = re.compile(r"\d+\.\d+")

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from nodeconf.errors import UsageError
+from nodeconf.errors import NodeSpecError
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 from nodeconf.node_variant import VARIANT_OPTIONS, Variant, parse_variant
+from nodeconf.nodes.ssh_login import SshLogin, readable_file, redact, ssh_login
 
 SCHEMES = ("vm", "local", "ssh", "kube", "kind")
 DEFAULT_SPEC = "vm"
@@ -43,54 +44,10 @@ CGROUP_MOUNT = "/sys/fs/cgroup"
 # would take for a variable, no spaces).
 NODE_PATH = re.compile(r"(/[A-Za-z0-9._+@-]+)+")
 PROGRAM = re.compile(r"[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*")
-USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
-HOSTNAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")
-IPV6 = re.compile(r"\[([0-9A-Fa-f:.]+)\]")
 SECONDS = re.compile(r"\d+(\.\d+)?")
 KIND_CONFIG = re.compile(r"[a-z0-9][a-z0-9.-]*")  # a file name of infra/kind/ without .yaml
-PUBLIC_KEY = re.compile(r"[a-z0-9@.-]+ [A-Za-z0-9+/]+={0,2}")
 ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
-
-
-class NodeSpecError(UsageError):
-    """A node spec that cannot be used: one line naming the spec (any password masked)."""
-
-
-@dataclass(frozen=True)
-class SshTarget:
-    """Where to log in: user, host and port, parsed from `ssh://user@host[:port]` (user defaults to root)."""
-
-    user: str
-    host: str
-    port: int = 22
-
-    @classmethod
-    def parse(cls, text: str) -> SshTarget:
-        """Parse exactly `ssh://user@host[:port]`; NodeSpecError naming the problem otherwise."""
-        if not text.startswith("ssh://"):
-            raise NodeSpecError(f"node spec {redact(text)!r} is not ssh://user@host[:port]")
-        return _ssh_target(text[len("ssh://"):], redact(text))
-
-    @property
-    def known_hosts_name(self) -> str:
-        """The name OpenSSH and paramiko file this host's key under."""
-        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
-
-    @property
-    def display(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.user}@{host}" + ("" if self.port == 22 else f":{self.port}")
-
-
-@dataclass(frozen=True)
-class SshLogin:
-    """An SSH node: the target, the private key file, and the pinned host key (a known_hosts file or a key)."""
-
-    target: SshTarget
-    key: Path
-    known_hosts: Path | None = None
-    host_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,15 +128,6 @@ class NodeSpec:
         return f"NodeSpec({self.display!r})"
 
 
-def redact(text: str) -> str:
-    """The spec text with whatever may be an SSH password (`:` before the first `@`) masked up to the last `@`."""
-    first_at = text.find("@")
-    if not text.startswith("ssh://") or first_at < 0 or ":" not in text[len("ssh://"):first_at]:
-        return text
-    user = text[len("ssh://"):first_at].partition(":")[0]
-    return f"ssh://{user}:***@{text[text.rindex('@') + 1:]}"
-
-
 def parse_node_spec(text: str) -> NodeSpec:
     """Parse and validate a node spec: scheme, target and every option with its range; NodeSpecError otherwise."""
     shown = redact(text)
@@ -203,7 +151,7 @@ def parse_node_spec(text: str) -> NodeSpec:
         check_node_name(single[NAME_OPTION], f"node spec {shown!r}: name=")
     return NodeSpec(
         scheme, options,
-        ssh=_ssh_login(base[len("ssh://"):], single, shown) if scheme == "ssh" else None,
+        ssh=ssh_login(base[len("ssh://"):], single, shown) if scheme == "ssh" else None,
         context=_kube_context(base, shown) if scheme == "kube" else None,
         kind_config=_kind_config(base, single, shown) if scheme == "kind" else None,
         vm=_vm_size(single, shown) if scheme == "vm" else VmSize(),
@@ -255,57 +203,6 @@ def _options(query: str, scheme: str, shown: str) -> tuple[tuple[str, str], ...]
             raise NodeSpecError(f"node spec {shown!r}: option {name!r} is given more than once")
         pairs.append((name, unquote(value)))
     return tuple(pairs)
-
-
-def _ssh_target(rest: str, shown: str) -> SshTarget:
-    """user@host[:port] with user and host non-empty, the port 1-65535, and no password (keys only)."""
-    netloc, slash, path = rest.partition("/")
-    if slash and path:
-        raise NodeSpecError(f"node spec {shown!r} is not ssh://user@host[:port]")
-    userinfo, at, hostport = netloc.rpartition("@")
-    if ":" in userinfo:
-        raise NodeSpecError(f"node spec {shown!r}: passwords are not accepted (keys only): give ?key=FILE")
-    user = userinfo if at else "root"
-    if not USER.fullmatch(user):
-        raise NodeSpecError(f"node spec {shown!r}: the user must be a non-empty login name, got {user!r}")
-    ipv6 = IPV6.match(hostport)
-    if ipv6:
-        host, port_part = ipv6.group(1), hostport[ipv6.end():]
-    else:
-        host, colon, port_text = hostport.partition(":")
-        port_part = colon + port_text
-        if not HOSTNAME.fullmatch(host):
-            raise NodeSpecError(f"node spec {shown!r}: the host must be a non-empty host name or address, "
-                                f"got {host!r}")
-    if not port_part:
-        return SshTarget(user, host)
-    port_text = port_part[1:] if port_part.startswith(":") else ""
-    if not (port_text.isdigit() and 1 <= int(port_text) <= 65535):
-        raise NodeSpecError(f"node spec {shown!r}: the port must be 1-65535, got {port_part.lstrip(':')!r}")
-    return SshTarget(user, host, int(port_text))
-
-
-def _readable_file(name: str, value: str, shown: str) -> Path:
-    path = Path(value)
-    if not path.is_file() or not os.access(path, os.R_OK):
-        raise NodeSpecError(f"node spec {shown!r}: {name}={value} is not a readable file")
-    return path
-
-
-def _ssh_login(rest: str, options: dict[str, str], shown: str) -> SshLogin:
-    """The SSH target, a readable private key, and a pinned host key (host-key checking never only warns)."""
-    target = _ssh_target(rest, shown)
-    if "key" not in options:
-        raise NodeSpecError(f"node spec {shown!r} needs ?key=FILE (a private key file; passwords are not accepted)")
-    key = _readable_file("key", options["key"], shown)
-    if "known_hosts" not in options and "host_key" not in options:
-        raise NodeSpecError(f"node spec {shown!r} needs the node's host key: ?known_hosts=FILE or "
-                            "?host_key=TYPE%20BASE64")
-    known_hosts = _readable_file("known_hosts", options["known_hosts"], shown) if "known_hosts" in options else None
-    host_key = options.get("host_key")
-    if host_key is not None and not PUBLIC_KEY.fullmatch(host_key):
-        raise NodeSpecError(f"node spec {shown!r}: host_key must be `TYPE BASE64` (a public key line)")
-    return SshLogin(target, key, known_hosts, host_key)
 
 
 def _kube_context(base: str, shown: str) -> str | None:
@@ -366,7 +263,7 @@ def _image(options: dict[str, str], shown: str) -> Path | None:
     layers = sorted(set(options) & set(VARIANT_OPTIONS))
     if layers:
         raise NodeSpecError(f"node spec {shown!r}: image= brings its own layers; {layers[0]}= cannot go with it")
-    return _readable_file("image", options["image"], shown)
+    return readable_file("image", options["image"], shown)
 
 
 def _zero_or_one(options: dict[str, str], name: str, shown: str) -> bool:

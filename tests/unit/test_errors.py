@@ -6,11 +6,18 @@ import pytest
 
 from infra.vm.image import ImageBuildError
 from infra.vm.machine import VmError
-from nodeconf.errors import InfrastructureError, InputError, Interrupted, NodeconfError, NotApplicable, UsageError
+from nodeconf.errors import (
+    InfrastructureError,
+    InputError,
+    Interrupted,
+    NodeconfError,
+    NodeSpecError,
+    NotApplicable,
+    UsageError,
+)
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.kube.api import KubeApiError
 from nodeconf.nodes.kube.configz import KubeletConfigNotApplicable
-from nodeconf.nodes.spec import NodeSpecError
 from nodeconf.nodes.transport.base import CommandError, TransportError
 from nodeconf.nodes.transport.ssh import HostKeyError
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from nodeconf.cli.main import main
-from nodeconf.errors import InputError
+from nodeconf.errors import InputError, NodeSpecError
 from nodeconf.nodes.matrix import RunNode, node_of_test, parse_matrix, run_nodes
-from nodeconf.nodes.spec import NodeSpecError, parse_node_spec
+from nodeconf.nodes.spec import parse_node_spec
 
 
 def write(tmp_path: Path, text: str) -> Path:

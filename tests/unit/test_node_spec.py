@@ -12,18 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from nodeconf.errors import UsageError
+from nodeconf.errors import NodeSpecError, UsageError
 from nodeconf.nodes.enforced.opener import enforcer_settings
 from nodeconf.nodes.registry import OPENERS, opener
-from nodeconf.nodes.spec import (
-    EnforcerOptions,
-    NodeSpec,
-    NodeSpecError,
-    SshTarget,
-    VmSize,
-    chosen_specs,
-    parse_node_spec,
-)
+from nodeconf.nodes.spec import EnforcerOptions, NodeSpec, VmSize, chosen_specs, parse_node_spec
+from nodeconf.nodes.ssh_login import SshTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_CPUS = os.cpu_count() or 1

@@ -20,7 +20,9 @@ import paramiko
 import pytest
 from paramiko import common
 
-from nodeconf.nodes.spec import NodeSpecError, SshTarget, parse_node_spec
+from nodeconf.errors import NodeSpecError
+from nodeconf.nodes.spec import parse_node_spec
+from nodeconf.nodes.ssh_login import SshTarget
 from nodeconf.nodes.transport.base import CommandError, CommandResult, TransportError
 from nodeconf.nodes.transport.ssh import HostKeyError, SshTransport, parse_public_key, tar_tree
 

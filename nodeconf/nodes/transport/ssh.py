@@ -17,7 +17,7 @@ from types import TracebackType
 
 import paramiko
 
-from nodeconf.nodes.spec import SshLogin, SshTarget
+from nodeconf.nodes.ssh_login import SshLogin, SshTarget
 from nodeconf.nodes.transport.base import DEFAULT_TIMEOUT, CommandResult, Transport, TransportError
 
 CONNECT_TIMEOUT = 10.0
