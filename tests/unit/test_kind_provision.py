@@ -21,7 +21,7 @@ from kind_fakes import FakeTools, install
 
 from infra.kind import provision
 from infra.kind.provision import KindConfig, open_kind_node, resolve_config
-from nodeconf.errors import InputError
+from nodeconf.errors import MAX_MESSAGE, InputError
 from nodeconf.nodes import registry
 from nodeconf.nodes.base import Node, NodeError
 from nodeconf.nodes.kube.api import KubeApiError
@@ -251,9 +251,12 @@ def test_a_kubelet_config_no_kind_config_gives_is_refused_with_the_reason() -> N
     source = WORKLOADS / "kep-5359/kubelet-config/workload-controlled-swap.yaml"
     with pytest.raises(InputError) as caught:
         resolve_config(None, source)
-    assert str(caught.value).startswith(
-        f"{source}: --kubelet-config: no kind config gives this kubelet configuration: no config in {KIND_DIR} gives "
+    error = caught.value
+    assert (error.source, error.field) == (str(source), "--kubelet-config")
+    assert error.problem.startswith(
+        f"no kind config gives this kubelet configuration: no config in {KIND_DIR} gives "
         "swapBehavior WorkloadControlledSwap: no released kind node image knows the WorkloadControlledSwap")
+    assert len(str(error)) <= MAX_MESSAGE
 
 
 # --- interrupt ---------------------------------------------------------------------------------------------------
