@@ -209,10 +209,11 @@ def test_gates_the_node_image_does_not_know_are_refused_before_create(tools: Fak
     monkeypatch.setenv("FAKE_KIND_VERSION", "kind v0.33.0-alpha go1.25.0 linux/amd64")
     with pytest.raises(InputError) as caught:
         open_default(Opener(), config="memoryqos")
-    assert str(caught.value) == (
-        f"{KIND_DIR / 'memoryqos.yaml'}: featureGates: feature gate MemoryQoS needs Kubernetes 1.22 or newer, and "
-        "which version the default node image of kind v0.33.0-alpha go1.25.0 linux/amd64 runs is unknown; name the "
-        "image in the config's nodes[].image")
+    error = caught.value
+    assert (error.source, error.field) == (str(KIND_DIR / "memoryqos.yaml"), "featureGates")
+    assert error.problem == (
+        "feature gate MemoryQoS needs Kubernetes 1.22 or newer, and which version the default node image of kind "
+        "v0.33.0-alpha go1.25.0 linux/amd64 runs is unknown; name the image in the config's nodes[].image")
     assert tools.calls() == [["kind", "version"]]
 
 
