@@ -9,7 +9,7 @@ import pytest
 
 from nodeconf.cli.main import main
 from nodeconf.errors import InputError, NodeSpecError
-from nodeconf.nodes.matrix import RunNode, node_of_test, parse_matrix, run_nodes
+from nodeconf.nodes.matrix import RunNode, node_of_test, parse_matrix, run_nodes, share_host_cpus
 from nodeconf.nodes.spec import parse_node_spec
 
 
@@ -70,6 +70,22 @@ def test_run_nodes_from_node_options_or_a_matrix(tmp_path: Path) -> None:
         run_nodes([parse_node_spec("vm"), parse_node_spec("vm?cpus=1")], None)
     with pytest.raises(InputError, match="not both"):
         run_nodes(specs, write(tmp_path, "- node: vm\n"))
+
+
+@pytest.mark.parametrize(("specs", "host_cpus", "expected"), [
+    pytest.param(["vm"], 2, ["vm"], id="one-vm-keeps-its-default"),
+    pytest.param(["vm", "vm?name=b"], 2, ["vm?cpus=1", "vm?name=b&cpus=1"], id="two-share-two-cores"),
+    pytest.param(["vm", "vm?name=b"], 8, ["vm?cpus=4", "vm?name=b&cpus=4"], id="two-share-eight-cores"),
+    pytest.param(["vm", "vm?name=b", "vm?name=c"], 2, ["vm?cpus=1", "vm?name=b&cpus=1", "vm?name=c&cpus=1"],
+                 id="at-least-one"),
+    pytest.param(["vm?cpus=2", "vm?name=b"], 2, ["vm?cpus=2", "vm?name=b&cpus=1"], id="given-cpus-kept"),
+    pytest.param(["vm", "local"], 2, ["vm", "local"], id="one-local-vm"),
+])
+def test_local_vms_of_one_run_share_the_host_cores(specs: list[str], host_cpus: int, expected: list[str]) -> None:
+    nodes = share_host_cpus([RunNode(parse_node_spec(text)) for text in specs], host_cpus)
+    assert [node.spec.display for node in nodes] == expected
+    assert [node.spec.vm.cpus for node in nodes] == [
+        int(text.rpartition("cpus=")[2]) if "cpus=" in text else None for text in expected]
 
 
 @pytest.mark.parametrize(("test_id", "node"), [
