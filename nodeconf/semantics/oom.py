@@ -89,3 +89,15 @@ def oom_score_adj(
 def pause_oom_score_adj() -> Expected:
     """The sandbox (pause) process: -998, set by the runtime (seed requests-limits-qos oom_score_adj table)."""
     return Expected(str(PAUSE_OOM_SCORE_ADJ), "pause container → -998 (set by the runtime)")
+
+
+def oom_score_adj_after_resize(at_start: Expected, resized: Expected, restarted: bool) -> Expected:
+    """A container's oom_score_adj after an in-place resize: the resized pod's value when its resize policy
+    restarted it, else the value it started with. The kubelet sends the new value with UpdateContainerResources on
+    a memory-request resize (kubernetes#130917, 1.33), but the runtime sets oom_score_adj only when it starts a
+    container: runc's `update` changes cgroup resources only and the change to also update oom_score_adj was
+    declined (runc#4669: "set on container start only"); containerd's update passes only resources."""
+    if restarted:
+        return Expected(resized.value, f"restarted by its resize policy, set anew at start: {resized.rule}")
+    return Expected(at_start.value, "kept through an in-place resize: the runtime sets oom_score_adj only at "
+                                    f"container start (runc#4669, kubernetes#130917); at start: {at_start.rule}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -20,7 +20,8 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.manifest_writer import pod_to_dict
 from nodeconf.nodes.base import Node, PodHandle
-from nodeconf.semantics.expectation import Expected
+from nodeconf.semantics.expectation import Expected, PodExpectation
+from nodeconf.semantics.oom import oom_score_adj_after_resize
 from suites.toolkit.checks import check_pod, settled_evidence, wait_until
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_pod, compare_value
 from suites.toolkit.kubelet import Applied, Kubelet, Oracle
@@ -50,12 +51,14 @@ RESTART_WAIT = 15.0
 
 @dataclass
 class Resizable:
-    """A module's running pod and the spec the node last applied (restored before a check if one left it)."""
+    """A module's running pod, the spec the node last applied (restored before a check if one left it), and per
+    container the spec it last started with (None once a restore after a failed check left that unknown)."""
 
     handle: PodHandle
     original: Pod
     current: Pod
     kubelet: Kubelet
+    started: dict[str, Pod | None] = field(default_factory=dict)
 
 
 def table_pod(name: str, own: Mapping[str, Res | None], pod_res: Res | None = None) -> Pod:
@@ -68,7 +71,7 @@ def _module_pod(node: Node, oracle: Oracle, base: KubeletConfig, applied: Applie
     with shared_deployment(node, oracle, kubelet, [pod]) as deployed:
         handle = deployed.handle(pod.name)
         check_pod(handle, deployed.expected(pod.name))
-        yield Resizable(handle, pod, pod, kubelet)
+        yield Resizable(handle, pod, pod, kubelet, dict.fromkeys(POLICIES, pod))
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +104,24 @@ def _restart_counts(handle: PodHandle) -> dict[str, int]:
     return {name: status.container(name).restart_count for name in POLICIES}
 
 
+def _oom_after_resize(oracle: Oracle, pod: Resizable, resized: PodExpectation,
+                      restarted: Mapping[str, bool]) -> PodExpectation:
+    """The resized pod's expectation with each container's oom_score_adj as the oracle gives it after an in-place
+    resize (the value it started with unless it restarted); the started spec recorded for the restarted ones."""
+    containers = []
+    for want in resized.containers:
+        started = pod.started.get(want.name)
+        if started is not None:
+            at_start = oracle.expect([started], pod.kubelet.config).pods[0].container(want.name).oom_score_adj
+            want = replace(want, oom_score_adj=oom_score_adj_after_resize(at_start, want.oom_score_adj,
+                                                                          restarted[want.name]))
+        containers.append(want)
+    for name, again in restarted.items():
+        if again:
+            pod.started[name] = resized.pod
+    return replace(resized, containers=tuple(containers))
+
+
 def _resize(oracle: Oracle, pod: Resizable, desired: Pod, body: dict[str, object], restarts: Mapping[str, int],
             rule: str, restart_rule: str, step: str) -> list[ComparedValue]:
     """One resize: the node's answer against the oracle's, each container's restart count against the upstream
@@ -121,14 +142,15 @@ def _resize(oracle: Oracle, pod: Resizable, desired: Pod, body: dict[str, object
         with contextlib.suppress(AssertionError):  # the counts below name a container that did not restart
             wait_until(f"pod {name} {step}: restarts", restarted, RESTART_WAIT)
     evidence = settled_evidence(handle)
-    expected = oracle.expect([desired], pod.kubelet.config).pods[0]
+    again = {c: status == "Applied" and restarts.get(c, 0) > 0 for c in POLICIES}  # the oracle's answer
+    expected = _oom_after_resize(oracle, pod, oracle.expect([desired], pod.kubelet.config).pods[0], again)
     rows = [*status_rows(name, got, status, message, f"{rule} ({step})")]
     rows += [compare_value(name, c, evidence.container(c).cgroup.path, f"restart count {step}",
                            Expected(str(wanted[c]), restart_rule), str(evidence.status.container(c).restart_count))
              for c in POLICIES]
-    # oom_score_adj is left out: a container's is set when it is created, and the oracle has no rule yet for a
-    # running container after an in-place resize (expect() recomputes it from the resized requests).
-    return rows + [r for r in compare_pod(expected, evidence) if r.file != "oom_score_adj"]
+    unknown = {name for name, started in pod.started.items() if started is None}  # after a failed check only
+    return rows + [row for row in compare_pod(expected, evidence)
+                   if not (row.file == "oom_score_adj" and row.container in unknown)]
 
 
 def _restore(pod: Resizable) -> None:
@@ -140,6 +162,7 @@ def _restore(pod: Resizable) -> None:
             body["resources"] = spec["resources"]
         pod.handle.resize({"spec": body})
         pod.current = pod.original
+        pod.started = dict.fromkeys(POLICIES)  # which containers this restore restarts is not tracked
         wait_until(f"pod {pod.original.name} restored", lambda: pod.handle.status().resize.status in ("", "Applied"))
 
 

@@ -8,7 +8,8 @@ import pytest
 from enforcer_support import ARTICLE_NODE_MEMORY
 
 from nodeconf.manifest import Pod
-from nodeconf.semantics.oom import oom_score_adj, pause_oom_score_adj
+from nodeconf.semantics.expectation import Expected
+from nodeconf.semantics.oom import oom_score_adj, oom_score_adj_after_resize, pause_oom_score_adj
 from nodeconf.semantics.pod_resources import with_api_defaults
 from nodeconf.semantics.profile import profile_for
 from nodeconf.semantics.qos import pod_qos
@@ -71,3 +72,19 @@ def test_pod_level_request_remainder_is_spread() -> None:
 
 def test_pause() -> None:
     assert pause_oom_score_adj().value == "-998"
+
+
+@pytest.mark.parametrize(("restarted", "expected"), [
+    pytest.param(False, "963", id="running-keeps-its-start-value"),
+    pytest.param(True, "925", id="restart-sets-the-resized-value"),
+])
+def test_oom_score_adj_after_an_in_place_resize(restarted: bool, expected: str) -> None:
+    # 128Mi → 256Mi on the article's node: 1000 - 1000*134217728/3563171840 = 963 at start, 1000 - 75 = 925 resized.
+    at_start = pod(ctr("c", {"cpu": "50m", "memory": "128Mi"}, {"memory": "1Gi"}))
+    resized = pod(ctr("c", {"cpu": "50m", "memory": "256Mi"}, {"memory": "1Gi"}))
+    start_value, resized_value = adj(at_start, "c"), adj(resized, "c")
+    assert (start_value, resized_value) == (963, 925)
+    after = oom_score_adj_after_resize(Expected(str(start_value), "start"), Expected(str(resized_value), "resized"),
+                                       restarted)
+    assert after.value == expected
+    assert ("runc#4669" in after.rule) != restarted
