@@ -18,6 +18,7 @@ from nodeconf.semantics.expectation import Expected
 from nodeconf.semantics.pod_resources import milli, pod_requests, whole
 from nodeconf.semantics.profile import Profile
 from nodeconf.semantics.qos import pod_qos
+from nodeconf.semantics.validation import pod_errors
 
 QOS_CHANGE_MESSAGE = "Pod QOS Class may not change as a result of resizing"
 SWAP_RESIZE_MESSAGE = "In-place resize of containers with swap is not supported."
@@ -63,10 +64,17 @@ def _memory_request(container: Container) -> int:
 
 
 def _rejected(current: Pod, desired: Pod, node: NodeFacts, config: KubeletConfig, profile: Profile) -> str | None:
-    """API server refusals: the QoS class is immutable (validation), requests above allocatable (1.36 admission).
+    """API server refusals: the resized pod must be valid (e.g. requests ≤ limits), the QoS class is immutable
+    (validation), requests above allocatable (1.36 admission).
 
-    Source: seed requests-limits-qos hands-on, both messages verbatim.
+    Source: pkg/apis/core/validation ValidatePodResize (the new pod's spec is validated before the resize rules);
+    seed requests-limits-qos hands-on for the QoS and allocatable messages verbatim; kubectl prints several field
+    errors as a bracketed list.
     """
+    invalid = pod_errors(desired, profile)
+    if invalid:
+        detail = invalid[0] if len(invalid) == 1 else f"[{', '.join(invalid)}]"
+        return f'The Pod "{current.name}" is invalid: {detail}'
     before, after = pod_qos(current, profile), pod_qos(desired, profile)
     if before is not after:
         return f'The Pod "{current.name}" is invalid: spec: Invalid value: "{before.value}": {QOS_CHANGE_MESSAGE}'

@@ -187,3 +187,14 @@ def test_static_pod_resize_is_infeasible() -> None:
                              KubeletConfig(), PROFILE)
     assert (decision.status, decision.message) == (ResizeStatus.INFEASIBLE,
                                                    "In-place resize of static-pods is not supported")
+
+
+def test_a_request_above_its_limit_is_refused_by_validation() -> None:
+    """res-demo's memory limit is 128Mi: a 256Mi request is an invalid pod, refused before any resize rule."""
+    current = res_demo()
+    decision = decide_resize(current, with_resources(current, {"memory": "256Mi"}, {}), {}, ARTICLE_NODE,
+                             KubeletConfig(), PROFILE)
+    assert (decision.status, decision.message) == (
+        ResizeStatus.REJECTED,
+        'The Pod "res-demo" is invalid: spec.containers[0].resources.requests: Invalid value: "256Mi": must be less '
+        "than or equal to memory limit of 128Mi")
