@@ -83,6 +83,8 @@ class AgentCore:
         self.runtime = runtime
         self.resources: dict[str, dict[str, Any]] = {}
         self.sent: dict[str, dict[str, Any]] = {}
+        # The oom_score_adj a container gets at its next (re)start, from the pod as last resized (by cgroup path).
+        self.start_oom_score_adj: dict[str, int] = {}
 
     def profile(self) -> Profile:
         return profile_for(self.version, self.config)
@@ -130,6 +132,8 @@ class AgentCore:
             if record is None or record.phase in TERMINAL or pe.cgroup is None:
                 continue
             cgroups = [pe.cgroup, *(c.cgroup for c in with_pause(pe.containers, pe.pause))]
+            for ce in pe.containers:
+                self.start_oom_score_adj[ce.cgroup.path] = int(ce.oom_score_adj.value)
             if self.runtime is not None:  # the container cgroups are the runtime's
                 cgroups = [pe.cgroup]
                 self._runtime_resources(record, pe)
@@ -166,7 +170,7 @@ class AgentCore:
     def _forget_written(self, path: str) -> None:
         for key in [k for k in self.written if k[0] == path or k[0].startswith(path + "/")]:
             del self.written[key]
-        for cache in (self.resources, self.sent):
+        for cache in (self.resources, self.sent, self.start_oom_score_adj):
             for cgroup in [p for p in cache if p == path or p.startswith(path + "/")]:
                 del cache[cgroup]
 

@@ -88,6 +88,9 @@ class Supervision(StateFile):
         if c.started_at is not None:
             c.restarts += 1
         c.oom_kills_at_start = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0)
+        # Computed at each start from the pod's current (resized) resources, as the kubelet's
+        # generateLinuxContainerConfig does; a running process keeps the value it started with (runc#4669).
+        c.oom_score_adj = self.start_oom_score_adj.get(c.cgroup, c.oom_score_adj)
         log = self._container_log(record, c.name)
         try:
             if self.runtime is not None:

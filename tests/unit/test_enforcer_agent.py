@@ -220,6 +220,22 @@ def test_resize_restarts_per_policy(agent: Agent, policy: str, restarts: int) ->
     assert (after["pid"] == hello["pid"]) == (restarts == 0)
 
 
+@pytest.mark.parametrize(("policy", "score"), [("NotRequired", "963"), ("RestartContainer", "925")])
+def test_oom_score_adj_after_a_memory_request_resize(agent: Agent, policy: str, score: str) -> None:
+    """128Mi → 256Mi request (limit 512Mi) on the article's node: a running process keeps 963 (the runtime sets it
+    only at start), a restarted one gets 1000 − 1000·256Mi/capacity = 925."""
+    doc = res_demo()
+    doc["spec"]["containers"][0]["resizePolicy"] = [{"resourceName": "memory", "restartPolicy": policy}]
+    containers(agent.run_pod(doc)["status"])
+    patch = {"spec": {"containers": [{"name": "hello", "resources": {"requests": {"memory": "256Mi"},
+                                                                     "limits": {"memory": "512Mi"}}}]}}
+    assert agent.resize("default/res-demo", patch) == {"status": "Applied", "message": ""}
+    tick_until(agent, lambda: containers(agent.status("default/res-demo"))["hello"]["state"] == "running")
+    after = containers(agent.status("default/res-demo"))["hello"]
+    proc_value = Path(f"/proc/{after['pid']}/oom_score_adj").read_text().strip()
+    assert (after["restartCount"], proc_value) == (int(policy == "RestartContainer"), score)
+
+
 def test_resize_changing_qos_rejected(agent: Agent) -> None:
     agent.run_pod(res_demo())
     patch = {"spec": {"containers": [{"name": "hello", "resources": {"requests": {"cpu": "500m"}}}]}}
