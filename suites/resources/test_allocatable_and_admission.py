@@ -90,6 +90,11 @@ def test_quota_admits_twenty_pods_and_refuses_the_next(deploy: Deploy, oracle: O
     reference node; the quota message names only pods and requests.cpu, so it is the article's unchanged."""
     template = with_container(pod("requests-limits/big-deployment.yaml"), "nginx", requests={MEMORY: "32Mi"})
     replicas = [renamed(template, f"big-{i}") for i in range(21)]
+    no_room = [e for p in oracle.expect(replicas[:20], kubelet.config, NAMESPACE).pods for e in p.errors
+               if e.startswith("OutOf")]
+    if no_room:  # the node's capacity (a fact) decides whether the walk-through applies, never the count expected
+        pytest.skip(f"the walk-through needs room for 20 replicas of 100m cpu; this node has room for fewer "
+                    f"({len(no_room)} refused by node fit: {no_room[0]})")
     deployed = deploy_pods(deploy, oracle, kubelet, replicas, NAMESPACE)
     admitted = [h.pod.name for h in deployed.handles if h.admitted]
     for h in deployed.handles:
