@@ -7,9 +7,10 @@ Run under the VM lock: flock /tmp/nodeconf-vm.lock .venv/bin/python benchmarks/m
 CPU: the run's whole process tree as the kernel accounts it to this process once the run is reaped
 (getrusage(RUSAGE_CHILDREN)), minus qemu's CPU sampled from /proc/<pid>/stat every SAMPLE_S while it runs (qemu's
 last < SAMPLE_S before it exits is missed, so the controller figure is, if anything, slightly high).
-Measured (2026-11-30, 2 cores, TCG, a shared host): default checks, 2-vCPU VMs: 340 s one after the other, 296 s in
-parallel (ratio 0.87; qemu-bound), 0.065 controller CPU-s per check; `--cpus 1 -- suites/resources`: 114 s vs 65 s
-(ratio 0.57), 0.19 CPU-s per check. README "Several nodes" draws the conclusions.
+Measured (2026-11-30, 2 cores, TCG, a shared host): default checks (190 per node): 434 s one after the other (2
+vCPUs each), 251 s in parallel (the run sizes each VM to 1 vCPU): ratio 0.58, 0.06 controller CPU-s per check.
+Before that sizing, 2-vCPU VMs in parallel gave a ratio of 0.87 (qemu-bound). README "Several nodes" draws the
+conclusions.
 """
 
 from __future__ import annotations
