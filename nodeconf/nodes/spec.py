@@ -186,7 +186,8 @@ def declare_node_option(add_option: Callable[..., object]) -> None:
     addoption: one declaration for both."""
     add_option("--node", action="append", type=node_spec_argument, metavar="SPEC",
                help=f"node under test, repeatable: {EXPECTED} (default: {DEFAULT_SPEC}, the reference VM); options "
-               "after ?, e.g. vm?memory=6144&swap=2048 or vm?fault=cpu-weight-formula=linear")
+               "after ?, e.g. vm?memory=6144&swap=2048, vm?fault=cpu-weight-formula=linear, or "
+               "kube:CONTEXT?nodes=all|SELECTOR for every Ready Linux node a label selector matches")
 
 
 def node_spec_argument(text: str) -> NodeSpec:

@@ -49,6 +49,8 @@ def test_all_lists_the_nodes_once_and_keeps_the_ready_linux_ones(server: ApiServ
     pytest.param("node-role.kubernetes.io/worker", "node-role.kubernetes.io/worker", id="label-exists"),
     pytest.param("pool=gpu,kubernetes.io/arch!=arm64", "pool=gpu,kubernetes.io/arch!=arm64", id="equality"),
     pytest.param("pool%20in%20(gpu,tpu)", "pool in (gpu,tpu)", id="set-based-quoted"),
+    pytest.param("!node-role.kubernetes.io/control-plane", "!node-role.kubernetes.io/control-plane",
+                 id="no-control-planes"),
 ])
 def test_a_selector_is_sent_as_the_label_selector(server: ApiServer, selector: str, sent: str) -> None:
     server.answers[("GET", "/api/v1/nodes")] = (200, node_list("kind-worker"))  # what the server matched
