@@ -158,10 +158,12 @@ def parse_node_spec(text: str) -> NodeSpec:
     single = dict(options)
     if NAME_OPTION in single:
         check_node_name(single[NAME_OPTION], f"node spec {shown!r}: name=")
+    if scheme == "kube":
+        _kube_selection(single, shown)
     return NodeSpec(
         scheme, options,
         ssh=ssh_login(base[len("ssh://"):], single, shown) if scheme == "ssh" else None,
-        context=_kube_context(base, single, shown) if scheme == "kube" else None,
+        context=_kube_context(base, shown) if scheme == "kube" else None,
         kind_config=_kind_config(base, single, shown) if scheme == "kind" else None,
         vm=_vm_size(single, shown) if scheme == "vm" else VmSize(),
         enforcer=_enforcer_options(options, scheme, shown) if scheme in ENFORCED else EnforcerOptions(),
@@ -215,9 +217,16 @@ def _options(query: str, scheme: str, shown: str) -> tuple[tuple[str, str], ...]
     return tuple(pairs)
 
 
-def _kube_context(base: str, options: dict[str, str], shown: str) -> str | None:
-    """None for `kube` (the kubeconfig's current context); the context after `kube:`, which must not be empty;
-    node= a Node name, or nodes= a label selector (or `all`) with max= 1..MAX_FANOUT_CEILING, not both."""
+def unexpanded(spec: NodeSpec) -> str | None:
+    """Why the spec cannot be opened as one node (a whole-cluster spec `nodeconf run` did not expand), else None."""
+    if spec.option(NODES_OPTION) is None:
+        return None
+    return (f"{spec}: {NODES_OPTION}= is expanded by `nodeconf run` into one --node per cluster node; with pytest "
+            f"give --node 'kube:CONTEXT?{NODE_OPTION}=NAME' for each node (and -n N)")
+
+
+def _kube_selection(options: dict[str, str], shown: str) -> None:
+    """node= a Node name, or nodes= a label selector (or `all`) with max= 1..MAX_FANOUT_CEILING, not both."""
     node, nodes = options.get(NODE_OPTION), options.get(NODES_OPTION)
     if node is not None and nodes is not None:
         raise NodeSpecError(f"node spec {shown!r}: node= (one node) and nodes= (several) do not go together")
@@ -230,6 +239,10 @@ def _kube_context(base: str, options: dict[str, str], shown: str) -> str | None:
     if MAX_OPTION in options and nodes is None:
         raise NodeSpecError(f"node spec {shown!r}: max= goes with nodes=")
     _whole_number(options, MAX_OPTION, 1, MAX_FANOUT_CEILING, " (nodes at most)", shown)
+
+
+def _kube_context(base: str, shown: str) -> str | None:
+    """None for `kube` (the kubeconfig's current context); the context after `kube:`, which must not be empty."""
     if base == "kube":
         return None
     context = base[len("kube:"):]

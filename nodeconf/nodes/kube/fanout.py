@@ -8,7 +8,7 @@ syntax, apimachinery labels.Parse); Ready and the OS as in opener.py.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -30,9 +30,6 @@ from nodeconf.nodes.spec import (
 ALL = "all"  # nodes=all: no label selector
 SHOWN_DROPS = 4  # at most this many dropped nodes are named in a refusal (the line stays short)
 ID_LENGTH = 63  # NODE_NAME's bound
-
-ApiOpener = Callable[[str | None], tuple[KubeApi, str]]
-
 
 def label_selector(spec: NodeSpec) -> str:
     """The labelSelector the spec's nodes= asks for: empty for `all`."""
@@ -92,27 +89,27 @@ def expand_nodes(spec: NodeSpec, nodes: Sequence[Mapping[str, Any]]) -> list[Nod
     """One `kube[:CONTEXT]?node=NAME&name=ID` spec per selected node (the spec's name= prefixes every ID)."""
     base = "kube" if spec.context is None else f"kube:{spec.context}"
     chosen = selected_nodes(nodes, spec)
-    return [parse_node_spec(f"{base}?{NODE_OPTION}={node}&{NAME_OPTION}={quote(name)}")
+    return [parse_node_spec(f"{base}?{NODE_OPTION}={quote(node)}&{NAME_OPTION}={quote(name)}")
             for node, name in zip(chosen, run_names(chosen, spec.option(NAME_OPTION)), strict=True)]
 
 
-def _client_api(context: str | None) -> tuple[KubeApi, str]:
+def _client_api(context: str | None) -> KubeApi:
     """The driver's API client for the context, after the same reachability probe the driver makes."""
     api_client, chosen = load_kube_context(context)
     reason = unreachable_reason(api_client)
     if reason:
         api_client.close()
         raise KubeApiError(0, f"context {chosen}: {reason}")
-    return ClientKubeApi(api_client), chosen
+    return ClientKubeApi(api_client)
 
 
-def expand_kube_spec(spec: NodeSpec, open_api: ApiOpener = _client_api) -> list[NodeSpec]:
+def expand_kube_spec(spec: NodeSpec) -> list[NodeSpec]:
     """The spec itself, or for nodes= the specs of the selected nodes (listed once, GET /api/v1/nodes with the
     labelSelector); InputError (exit 2) when the cluster cannot be listed or nothing fits."""
     if spec.option(NODES_OPTION) is None:
         return [spec]
     try:
-        api, _ = open_api(spec.context)
+        api = _client_api(spec.context)
         try:
             listed = api.list_nodes(label_selector(spec))
         finally:

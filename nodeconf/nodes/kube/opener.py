@@ -13,7 +13,7 @@ from nodeconf.nodes.base import Node, NodeError
 from nodeconf.nodes.kube.api import ClientKubeApi, KubeApiError, dig, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube.facts import node_name
 from nodeconf.nodes.kube.node import DEFAULT_HELPER_IMAGE, DEFAULT_WORKLOAD_IMAGE, KubeNode
-from nodeconf.nodes.spec import NODE_OPTION, NODES_OPTION, NodeSpec
+from nodeconf.nodes.spec import NODE_OPTION, NodeSpec, unexpanded
 
 ENV_NODE = "NODECONF_KUBE_NODE"
 ENV_HELPER_IMAGE = "NODECONF_KUBE_HELPER_IMAGE"
@@ -86,15 +86,10 @@ def open_node(context: str | None = None, *, node: str | None = None, config_fil
     return kube_node.start()
 
 
-def not_expanded(spec: NodeSpec) -> str:
-    """Why a whole-cluster spec cannot be opened as one node."""
-    return (f"{spec}: {NODES_OPTION}= is expanded by `nodeconf run` into one --node per cluster node; with pytest "
-            f"give --node 'kube:CONTEXT?{NODE_OPTION}=NAME' for each node (and -n N)")
-
-
 def open_kube_node(spec: NodeSpec) -> Node:
     """A node of a Kubernetes cluster, through the kubeconfig's context (`kube`, `kube:CONTEXT`), the one named by
     `node=` if given; a whole-cluster spec (`nodes=`) is expanded by `nodeconf run` before any node opens."""
-    if spec.option(NODES_OPTION) is not None:
-        raise NodeError(not_expanded(spec))
+    refusal = unexpanded(spec)
+    if refusal:
+        raise NodeError(refusal)
     return open_node(spec.context, node=spec.option(NODE_OPTION))
