@@ -31,6 +31,7 @@ ALL = "all"  # nodes=all: no label selector
 SHOWN_DROPS = 4  # at most this many dropped nodes are named in a refusal (the line stays short)
 ID_LENGTH = 63  # NODE_NAME's bound
 
+
 def label_selector(spec: NodeSpec) -> str:
     """The labelSelector the spec's nodes= asks for: empty for `all`."""
     nodes = spec.option(NODES_OPTION) or ""
@@ -69,9 +70,11 @@ def selected_nodes(nodes: Sequence[Mapping[str, Any]], spec: NodeSpec) -> list[s
     return sorted(kept)
 
 
-def run_name(node: str, prefix: str | None, limit: int = ID_LENGTH) -> str:
-    """The node's name in check ids: `PREFIX-NODE` or NODE; one too long for an id is cut and given a hash."""
+def run_name(node: str, prefix: str | None) -> str:
+    """The node's name in check ids: `PREFIX-NODE` or NODE; one too long for an id (with room for a `_`) is cut
+    and given a hash of the whole, so two long names stay apart."""
     name = f"{prefix}-{node}" if prefix else node
+    limit = ID_LENGTH - 1
     if NODE_NAME.fullmatch(name) and len(name) <= limit:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
@@ -81,7 +84,7 @@ def run_name(node: str, prefix: str | None, limit: int = ID_LENGTH) -> str:
 def run_names(nodes: Sequence[str], prefix: str | None) -> list[str]:
     """Each node's id name; a name that is another's prefix before `-` (`w` and `w-2`, which check ids cannot tell
     apart) gets a trailing `_`, which no node name has (DNS-1123)."""
-    names = [run_name(node, prefix, ID_LENGTH - 1) for node in nodes]
+    names = [run_name(node, prefix) for node in nodes]
     return [f"{name}_" if any(other.startswith(name + "-") for other in names) else name for name in names]
 
 
