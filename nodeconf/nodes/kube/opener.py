@@ -31,6 +31,7 @@ def node_os(node: Mapping[str, Any]) -> str:
 
 
 def is_linux(node: Mapping[str, Any]) -> bool:
+    """The node runs Linux (node_os)."""
     return node_os(node) == "linux"
 
 
