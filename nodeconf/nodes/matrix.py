@@ -15,7 +15,15 @@ from pathlib import Path
 import yaml
 
 from nodeconf.errors import InputError, NodeSpecError
-from nodeconf.nodes.spec import NAME_OPTION, NodeSpec, check_node_name, chosen_specs, parse_node_spec
+from nodeconf.nodes.spec import (
+    NAME_OPTION,
+    NODE_OPTION,
+    NODES_OPTION,
+    NodeSpec,
+    check_node_name,
+    chosen_specs,
+    parse_node_spec,
+)
 
 MATRIX_KEYS = ("node", "kubeletConfig", "profile", "name")
 PROFILE = re.compile(r"\d+\.\d+")
@@ -65,6 +73,9 @@ def _entry(raw: object, index: int, source: str, base: Path) -> RunNode:
             spec = named(spec, check_node_name(str(name), f"{where}: name"))
     except NodeSpecError as err:
         raise InputError(f"{where}: {err}") from None
+    if spec.option(NODES_OPTION) is not None:
+        raise InputError(f"{where}: {NODES_OPTION}= (a whole-cluster run) goes with --node, not in a matrix file; "
+                         f"list the cluster's nodes as kube:CONTEXT?{NODE_OPTION}=NAME")
     profile = raw.get("profile")
     if profile is not None and not PROFILE.fullmatch(str(profile)):
         raise InputError(f'{where}: profile must look like "1.36", got {profile!r}')

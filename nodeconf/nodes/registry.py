@@ -7,7 +7,7 @@ Source: issue 12 (openers beside their drivers; `nodes` ↛ `infra`).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,8 @@ OPENERS: Mapping[str, str] = {
 RUN_AWARE: Mapping[str, str] = {"kind": "infra.kind.provision:preflight_kind_spec"}
 # Schemes that can refuse a spec before pytest starts without the run's options (a vendor image's format).
 PREFLIGHTS: Mapping[str, str] = {"vm": "infra.vm.opener:preflight_vm_spec"}
+# Schemes whose one spec may stand for several nodes, expanded once before pytest starts (kube?nodes=...).
+EXPANDERS: Mapping[str, str] = {"kube": "nodeconf.nodes.kube.fanout:expand_kube_spec"}
 
 def _imported(path: str) -> Callable[..., Any]:
     module, _, function = path.partition(":")
@@ -44,6 +46,14 @@ def preflight(spec: NodeSpec, *, kubelet_config: Path | None = None, profile: st
         _imported(RUN_AWARE[spec.scheme])(spec, kubelet_config=kubelet_config, profile=profile)
     elif spec.scheme in PREFLIGHTS:
         _imported(PREFLIGHTS[spec.scheme])(spec)
+
+
+def expand(specs: Sequence[NodeSpec]) -> list[NodeSpec]:
+    """Each spec, or the concrete specs it stands for (a whole-cluster kube spec: one per selected node)."""
+    out: list[NodeSpec] = []
+    for spec in specs:
+        out += _imported(EXPANDERS[spec.scheme])(spec) if spec.scheme in EXPANDERS else [spec]
+    return out
 
 
 def open_node(spec: str | NodeSpec, *, kubelet_config: Path | None = None, profile: str | None = None) -> Node:

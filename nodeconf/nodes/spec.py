@@ -30,11 +30,17 @@ ENFORCER_OPTIONS = ("fault", "backoff", "cpu-weight-formula", "root", "dir", "py
 SSH_OPTIONS = ("key", "known_hosts", "host_key")
 VM_OPTIONS = ("memory", "swap", "cpus", *VARIANT_OPTIONS, "image", "uefi")
 KIND_OPTIONS = ("keep",)
+# kube: node= pins one node; nodes=all|SELECTOR runs on every Ready Linux node a label selector matches (at most
+# max=, default MAX_FANOUT), expanded by `nodeconf run` (nodeconf/nodes/kube/fanout.py).
+NODE_OPTION, NODES_OPTION, MAX_OPTION = "node", "nodes", "max"
+KUBE_OPTIONS = (NODE_OPTION, NODES_OPTION, MAX_OPTION)
+MAX_FANOUT, MAX_FANOUT_CEILING = 20, 200
 # name= gives the node its name in check ids and reports (two nodes of one run need distinct names).
 NAME_OPTION = "name"
 ALLOWED_OPTIONS = {
     "vm": (*VM_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "local": (*ENFORCER_OPTIONS, NAME_OPTION),
-    "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "kube": (NAME_OPTION,), "kind": (*KIND_OPTIONS, NAME_OPTION),
+    "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "kube": (*KUBE_OPTIONS, NAME_OPTION),
+    "kind": (*KIND_OPTIONS, NAME_OPTION),
 }
 REPEATABLE = frozenset({"fault"})
 ENFORCED = frozenset({"vm", "local", "ssh"})  # the schemes run by the bundled enforcer
@@ -48,6 +54,9 @@ SECONDS = re.compile(r"\d+(\.\d+)?")
 KIND_CONFIG = re.compile(r"[a-z0-9][a-z0-9.-]*")  # a file name of infra/kind/ without .yaml
 ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+# A Kubernetes Node's name: a DNS-1123 subdomain (apimachinery validation.IsDNS1123Subdomain), at most 253.
+KUBE_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+MAX_SELECTOR = 1024
 
 
 @dataclass(frozen=True)
@@ -149,6 +158,8 @@ def parse_node_spec(text: str) -> NodeSpec:
     single = dict(options)
     if NAME_OPTION in single:
         check_node_name(single[NAME_OPTION], f"node spec {shown!r}: name=")
+    if scheme == "kube":
+        _kube_selection(single, shown)
     return NodeSpec(
         scheme, options,
         ssh=ssh_login(base[len("ssh://"):], single, shown) if scheme == "ssh" else None,
@@ -177,7 +188,8 @@ def declare_node_option(add_option: Callable[..., object]) -> None:
     addoption: one declaration for both."""
     add_option("--node", action="append", type=node_spec_argument, metavar="SPEC",
                help=f"node under test, repeatable: {EXPECTED} (default: {DEFAULT_SPEC}, the reference VM); options "
-               "after ?, e.g. vm?memory=6144&swap=2048 or vm?fault=cpu-weight-formula=linear")
+               "after ?, e.g. vm?memory=6144&swap=2048, vm?fault=cpu-weight-formula=linear, or "
+               "kube:CONTEXT?nodes=all|SELECTOR for every Ready Linux node a label selector matches")
 
 
 def node_spec_argument(text: str) -> NodeSpec:
@@ -203,6 +215,30 @@ def _options(query: str, scheme: str, shown: str) -> tuple[tuple[str, str], ...]
             raise NodeSpecError(f"node spec {shown!r}: option {name!r} is given more than once")
         pairs.append((name, unquote(value)))
     return tuple(pairs)
+
+
+def unexpanded(spec: NodeSpec) -> str | None:
+    """Why the spec cannot be opened as one node (a whole-cluster spec `nodeconf run` did not expand), else None."""
+    if spec.option(NODES_OPTION) is None:
+        return None
+    return (f"{spec}: {NODES_OPTION}= is expanded by `nodeconf run` into one --node per cluster node; with pytest "
+            f"give --node 'kube:CONTEXT?{NODE_OPTION}=NAME' for each node (and -n N)")
+
+
+def _kube_selection(options: dict[str, str], shown: str) -> None:
+    """node= a Node name, or nodes= a label selector (or `all`) with max= 1..MAX_FANOUT_CEILING, not both."""
+    node, nodes = options.get(NODE_OPTION), options.get(NODES_OPTION)
+    if node is not None and nodes is not None:
+        raise NodeSpecError(f"node spec {shown!r}: node= (one node) and nodes= (several) do not go together")
+    if node is not None and (len(node) > 253 or not KUBE_NODE_NAME.fullmatch(node)):
+        raise NodeSpecError(f"node spec {shown!r}: node= must be a Kubernetes node name (lower case letters, "
+                            f"digits, '-', '.'), got {node!r}")
+    if nodes is not None and (len(nodes) > MAX_SELECTOR or not nodes.isprintable()):
+        raise NodeSpecError(f"node spec {shown!r}: nodes= must be all or a label selector (key, key=value, "
+                            f"key!=value, ... joined by ',') of at most {MAX_SELECTOR} printable characters")
+    if MAX_OPTION in options and nodes is None:
+        raise NodeSpecError(f"node spec {shown!r}: max= goes with nodes=")
+    _whole_number(options, MAX_OPTION, 1, MAX_FANOUT_CEILING, " (nodes at most)", shown)
 
 
 def _kube_context(base: str, shown: str) -> str | None:

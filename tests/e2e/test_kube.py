@@ -1,6 +1,7 @@
 """The kube driver against a real cluster (a kind cluster from infra/kind/ or any kubeconfig context).
 
-Which cluster: `--node kube[:CONTEXT]`, else $NODECONF_KUBE_CONTEXT, else the kubeconfig's current context.
+Which cluster: `--node kube[:CONTEXT]`, else $NODECONF_KUBE_CONTEXT, else the kubeconfig's current context; the
+whole-cluster case (`?nodes=all`) lists that cluster's nodes and opens the first and the last.
 Skipped with the reason (within about two seconds) when no kubeconfig or no reachable API server exists.
 The `vm` test runs the evidence reader on the reference VM's real kernel against a pod the enforcer runs.
 Expected values: the requests/limits article's res-demo (workloads/requests-limits/res-demo.yaml: 250m/500m cpu,
@@ -22,13 +23,15 @@ from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import NotApplicable
 from nodeconf.nodes.enforced.node import EnforcedNode
-from nodeconf.nodes.kube.api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
+from nodeconf.nodes.kube.api import IN_CLUSTER, ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube.configz import KubeletConfigNotApplicable
 from nodeconf.nodes.kube.facts import live_kubelet_config
+from nodeconf.nodes.kube.fanout import expand_kube_spec
 from nodeconf.nodes.kube.node import KubeNode
 from nodeconf.nodes.kube.opener import open_node
 from nodeconf.nodes.kube.pods import kube_namespace, reader_request, reader_source
-from nodeconf.nodes.spec import chosen_specs
+from nodeconf.nodes.registry import open_node as open_spec
+from nodeconf.nodes.spec import MAX_FANOUT_CEILING, chosen_specs, parse_node_spec
 from nodeconf.semantics.cgroup_paths import container_id, pod_cgroup
 from nodeconf.semantics.expectation import QosClass
 
@@ -147,6 +150,39 @@ def test_close_removes_the_run_namespaces(kube_node: KubeNode) -> None:
                 assert err.status == 404
     finally:
         api_client.close()
+
+
+def typed_node(node: Any) -> tuple[str, str, bool]:
+    """Name, operating system and readiness of a V1Node (the client's typed model)."""
+    assert node.metadata is not None and node.status is not None and node.status.node_info is not None
+    ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or ())
+    return str(node.metadata.name), str(node.status.node_info.operating_system), ready
+
+
+def test_whole_cluster_spec_runs_on_each_ready_linux_node(kube_node: KubeNode) -> None:
+    """`kube:CONTEXT?nodes=all` expands to one spec per Ready Linux node as the cluster lists them (read here with
+    the client's typed models, not the driver's JSON), and an expanded spec opens exactly its node."""
+    from kubernetes import client as kube_client
+
+    base = "kube" if kube_node.context == IN_CLUSTER else f"kube:{kube_node.context}"
+    api_client, _ = load_kube_context(None if kube_node.context == IN_CLUSTER else kube_node.context)
+    try:
+        listed = kube_client.CoreV1Api(api_client).list_node().items
+    finally:
+        api_client.close()
+    expected = sorted(name for name, os_name, ready in map(typed_node, listed) if os_name == "linux" and ready)
+    if len(expected) > MAX_FANOUT_CEILING:
+        pytest.skip(f"the cluster has {len(expected)} Ready Linux nodes, more than a whole-cluster run takes")
+    specs = expand_kube_spec(parse_node_spec(f"{base}?nodes=all&max={MAX_FANOUT_CEILING}"))
+    assert [spec.option("node") for spec in specs] == expected
+    assert kube_node.node in expected
+    for spec in {specs[0].display: specs[0], specs[-1].display: specs[-1]}.values():  # first and last: each its own
+        opened = open_spec(spec)
+        try:
+            assert isinstance(opened, KubeNode) and opened.node == spec.option("node")
+            assert opened.facts().memory_capacity > 0
+        finally:
+            opened.close()
 
 
 # Files the oracle sets (stable between two reads); usage files such as memory.current move.

@@ -173,6 +173,25 @@ def test_only_labelled_kube_objects_are_deleted() -> None:
     assert core.deleted == ["team-a/stray-probe", "nodeconf-abc123"]
 
 
+def test_a_whole_cluster_spec_cleans_its_cluster(cache: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Cleaning is per cluster (the labelled namespaces), so `kube:CONTEXT?nodes=...` cleans CONTEXT."""
+    from nodeconf.nodes import leftovers
+
+    ours = {MANAGED_BY[0]: MANAGED_BY[1]}
+    core = FakeCore(namespaces={"nodeconf-abc123": ours, "kube-system": {}}, pods={})
+    contexts: list[str | None] = []
+
+    def kube_core(context: str | None) -> tuple[FakeCore, str]:
+        contexts.append(context)
+        return core, "kind-a"
+
+    monkeypatch.setattr(leftovers, "kube_core", kube_core)
+    assert clean.run(_args(cache, node="kube:kind-a?nodes=node-role.kubernetes.io/worker&max=50")) == 0
+    assert contexts == ["kind-a"] and core.deleted == ["nodeconf-abc123"]
+    assert "nodeconf clean: kube kind-a: nodeconf-abc123; deleted" in capsys.readouterr().out.splitlines()
+
+
 def test_bad_node_spec_is_one_line(cache: Path) -> None:
     from nodeconf.errors import InputError
 

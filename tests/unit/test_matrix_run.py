@@ -9,6 +9,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from kube_node_list import node_list
+
+from nodeconf.nodes.kube.fanout import expand_nodes
+from nodeconf.nodes.spec import parse_node_spec
 
 pytest_plugins = ("pytester",)
 
@@ -176,3 +180,26 @@ def test_own_profiles_need_one_worker_per_node(project: pytest.Pytester) -> None
     result = project.runpytest("--collect-only", "-q", "--matrix", str(matrix))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert any("run one xdist worker per node (-n 2" in line for line in result.errlines), result.errlines
+
+
+def test_a_whole_cluster_spec_needs_nodeconf_run(project: pytest.Pytester) -> None:
+    result = project.runpytest("--collect-only", "-q", "--node", "kube:c?nodes=all")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert any("kube:c?nodes=all: nodes= is expanded by `nodeconf run` into one --node per cluster node" in line
+               for line in result.errlines), result.errlines
+    assert not ledger(project)
+
+
+def test_a_whole_cluster_run_is_a_run_of_its_nodes(project: pytest.Pytester) -> None:
+    """The specs `kube:c?nodes=all` expands into (recorded nodes) run one worker per node, named in the ids."""
+    specs = expand_nodes(parse_node_spec("kube:c?nodes=all"), node_list()["items"])
+    result = run(project, "-n", str(len(specs)), *(f"--node={spec.display}" for spec in specs))
+    assert result.ret == pytest.ExitCode.OK, result.outlines
+    names = ["kind-control-plane", "kind-worker", "kind-worker2", "legacy-1"]
+    opened = {(name, worker) for event, name, _, worker in ledger(project) if event == "open"}
+    assert opened == {(name, f"gw{index}") for index, name in enumerate(names)}
+    passed = {line.split()[1] for line in result.outlines if line.startswith("PASSED")}
+    assert {f"test_checks.py::test_table[{name}-burstable]" for name in names} <= passed
+    suites = [suite.get("name") for suite in ET.parse(project.path / "reports" / "junit.xml").getroot()
+              .iter("testsuite")]
+    assert suites == [*names, "nodeconf"]

@@ -108,7 +108,8 @@ class FakeKube:
     def version(self) -> dict[str, Any]:
         return {"gitVersion": "v1.34.2"}
 
-    def list_nodes(self) -> list[dict[str, Any]]:
+    def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]:
+        assert not label_selector  # the driver lists every node; only a whole-cluster run selects
         return [self.node]
 
     def read_node(self, name: str) -> dict[str, Any]:

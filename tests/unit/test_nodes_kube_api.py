@@ -13,6 +13,7 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
+from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.kube import opener as kube
 from nodeconf.nodes.kube.api import (
     ClientKubeApi,
@@ -93,24 +94,31 @@ def test_unreachable_cluster_fails_fast_with_a_clear_message(tmp_path: Path) -> 
         kube.open_node("kind-a", config_file=kubeconfig(tmp_path))
 
 
-@pytest.mark.parametrize(("spec", "context"), [
-    pytest.param("kube", None, id="current-context"),
-    pytest.param("kube:kind-nodeconf-limitedswap", "kind-nodeconf-limitedswap", id="kind"),
+@pytest.mark.parametrize(("spec", "context", "node"), [
+    pytest.param("kube", None, None, id="current-context"),
+    pytest.param("kube:kind-nodeconf-limitedswap", "kind-nodeconf-limitedswap", None, id="kind"),
     pytest.param("kube:arn:aws:eks:eu-west-1:123456789012:cluster/ci", "arn:aws:eks:eu-west-1:123456789012:cluster/ci",
-                 id="context-with-colons"),
+                 None, id="context-with-colons"),
+    pytest.param("kube:kind-a?node=kind-worker2&name=kind-worker2", "kind-a", "kind-worker2", id="one-node"),
 ])
 def test_registry_hands_the_context_to_the_driver(monkeypatch: pytest.MonkeyPatch, spec: str,
-                                                  context: str | None) -> None:
-    seen: list[str | None] = []
+                                                  context: str | None, node: str | None) -> None:
+    seen: list[tuple[str | None, str | None]] = []
 
-    def fake_open(wanted: str | None) -> Any:
-        seen.append(wanted)
+    def fake_open(wanted: str | None, *, node: str | None = None) -> Any:
+        seen.append((wanted, node))
         return SimpleNamespace(spec=spec)
 
     monkeypatch.setattr(kube, "open_node", fake_open)
     assert parse_spec(spec).scheme == "kube"
     open_any_node(spec)
-    assert seen == [context]
+    assert seen == [(context, node)]
+
+
+def test_a_whole_cluster_spec_is_never_opened_as_one_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kube, "open_node", lambda *_, **__: pytest.fail("opened"))
+    with pytest.raises(NodeError, match=r"^kube:c\?nodes=all: nodes= is expanded by `nodeconf run` into one --node"):
+        open_any_node("kube:c?nodes=all")
 
 
 @pytest.mark.parametrize(("body", "message"), [

@@ -363,6 +363,10 @@ def test_only_linux_nodes_are_chosen() -> None:
         choose_node(nodes, "akswin000000")
     with pytest.raises(NodeError, match="no Ready node"):
         choose_node(nodes[:1], None)
+    unlabelled = {**node_obj("win-2019", None), "status": {**node_obj("w", None)["status"],
+                                                         "nodeInfo": {"operatingSystem": "windows"}}}
+    with pytest.raises(NodeError, match="no Ready node"):  # no label: status.nodeInfo.operatingSystem tells
+        choose_node([unlabelled], None)
 
 
 def test_a_cgroup_v1_node_is_skipped_and_left_clean(fake: FakeKube, clock: FakeClock) -> None:

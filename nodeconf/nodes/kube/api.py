@@ -51,7 +51,7 @@ class KubeApi(Protocol):
 
     def version(self) -> JsonObject: ...
 
-    def list_nodes(self) -> list[JsonObject]: ...
+    def list_nodes(self, label_selector: str = "") -> list[JsonObject]: ...
 
     def read_node(self, name: str) -> JsonObject: ...
 
@@ -241,8 +241,9 @@ class ClientKubeApi:
     def version(self) -> JsonObject:
         return self._json(self.version_api.get_code, timeout=PROBE_TIMEOUT)
 
-    def list_nodes(self) -> list[JsonObject]:
-        return list(self._json(self.core.list_node).get("items") or [])
+    def list_nodes(self, label_selector: str = "") -> list[JsonObject]:
+        """The cluster's nodes, those matching the label selector when one is given (`?labelSelector=`)."""
+        return list(self._json(self.core.list_node, label_selector=label_selector or None).get("items") or [])
 
     def read_node(self, name: str) -> JsonObject:
         return self._json(self.core.read_node, name)

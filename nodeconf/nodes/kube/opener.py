@@ -13,7 +13,7 @@ from nodeconf.nodes.base import Node, NodeError
 from nodeconf.nodes.kube.api import ClientKubeApi, KubeApiError, dig, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube.facts import node_name
 from nodeconf.nodes.kube.node import DEFAULT_HELPER_IMAGE, DEFAULT_WORKLOAD_IMAGE, KubeNode
-from nodeconf.nodes.spec import NodeSpec
+from nodeconf.nodes.spec import NODE_OPTION, NodeSpec, unexpanded
 
 ENV_NODE = "NODECONF_KUBE_NODE"
 ENV_HELPER_IMAGE = "NODECONF_KUBE_HELPER_IMAGE"
@@ -23,9 +23,22 @@ CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 OS_LABEL = "kubernetes.io/os"
 
 
+def node_os(node: Mapping[str, Any]) -> str:
+    """The node's OS: the `kubernetes.io/os` label, else `status.nodeInfo.operatingSystem` (the kubelet sets both
+    from its GOOS, pkg/kubelet/kubelet_node_status.go), else linux (an object recorded without either)."""
+    label = (dig(node, "metadata", "labels") or {}).get(OS_LABEL)
+    return str(label or dig(node, "status", "nodeInfo", "operatingSystem") or "linux")
+
+
 def is_linux(node: Mapping[str, Any]) -> bool:
-    """The kubelet labels its node with its GOOS (`kubernetes.io/os`, pkg/kubelet/kubelet_node_status.go)."""
-    return str((dig(node, "metadata", "labels") or {}).get(OS_LABEL, "linux")) == "linux"
+    """The node runs Linux (node_os)."""
+    return node_os(node) == "linux"
+
+
+def is_ready(node: Mapping[str, Any]) -> bool:
+    """The node's Ready condition is True (the kubelet's own heartbeat, pkg/kubelet/nodestatus/setters.go)."""
+    conditions = dig(node, "status", "conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions if isinstance(c, Mapping))
 
 
 def choose_node(nodes: Sequence[Mapping[str, Any]], wanted: str | None) -> Mapping[str, Any]:
@@ -35,17 +48,10 @@ def choose_node(nodes: Sequence[Mapping[str, Any]], wanted: str | None) -> Mappi
         for node in nodes:
             if node_name(node) == wanted:
                 if not is_linux(node):
-                    raise NodeError(f"node {wanted!r} is not a Linux node ({OS_LABEL}="
-                                    f"{(dig(node, 'metadata', 'labels') or {}).get(OS_LABEL)})")
+                    raise NodeError(f"node {wanted!r} is not a Linux node ({OS_LABEL}={node_os(node)})")
                 return node
         raise NodeError(f"no node {wanted!r} in the cluster (nodes: {', '.join(node_name(n) for n in nodes)})")
-    nodes = [n for n in nodes if is_linux(n)]
-
-    def ready(node: Mapping[str, Any]) -> bool:
-        conditions = (node.get("status") or {}).get("conditions") or ()
-        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
-
-    candidates = [n for n in nodes if ready(n)]
+    candidates = [n for n in nodes if is_linux(n) and is_ready(n)]
     if not candidates:
         raise NodeError("the cluster has no Ready node")
     workers = [n for n in candidates if CONTROL_PLANE_LABEL not in ((n.get("metadata") or {}).get("labels") or {})]
@@ -82,5 +88,9 @@ def open_node(context: str | None = None, *, node: str | None = None, config_fil
 
 
 def open_kube_node(spec: NodeSpec) -> Node:
-    """A node of a Kubernetes cluster, through the kubeconfig's context (`kube`, `kube:CONTEXT`)."""
-    return open_node(spec.context)
+    """A node of a Kubernetes cluster, through the kubeconfig's context (`kube`, `kube:CONTEXT`), the one named by
+    `node=` if given; a whole-cluster spec (`nodes=`) is expanded by `nodeconf run` before any node opens."""
+    refusal = unexpanded(spec)
+    if refusal:
+        raise NodeError(refusal)
+    return open_node(spec.context, node=spec.option(NODE_OPTION))
