@@ -1,0 +1,112 @@
+"""With systemd as PID 1 the enforcer behaves like the kubelet's systemd cgroup driver (issue 13 item 2): the
+kubepods, QoS and pod slices are transient units systemd created, the containers run in transient scopes, and
+deleting the pod stops them; a kubepods.slice some other client started is refused and survives.
+
+Expectations: the unit properties the driver sets (RUNTIME-FACTS §2c/§3e: Wants= parent slice, DefaultDependencies
+=no, Delegate=yes on scopes; CPUWeight/MemoryMax/CPUQuotaPerSecUSec from the oracle's res-demo values, the article's
+250m/500m/128Mi), never values read from the node. One trixie + systemd VM for the module.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from infra.vm.image import ImageBuildError, ensure_image
+from infra.vm.machine import VirtualMachine, VmError
+from infra.vm.progress import StepPrinter
+from infra.vm.variant import Variant
+from nodeconf.enforcer import systemd_units
+from nodeconf.nodes.base import NodeError
+from nodeconf.nodes.enforced.node import EnforcedNode
+from nodeconf.nodes.transport.ssh import SshTransport
+from suites.toolkit.pods import pod
+
+pytestmark = pytest.mark.vm
+
+VARIANT = Variant(debian="trixie", init="systemd")
+SHOW = ("LoadState", "ActiveState", "Transient", "Description", "ControlGroup", "DefaultDependencies", "Wants",
+        "Slice", "Delegate", "CPUWeight", "MemoryMax", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec")
+
+
+@pytest.fixture(scope="module")
+def machine() -> Iterator[VirtualMachine]:
+    progress = StepPrinter("vm")
+    try:
+        image = ensure_image(progress=progress, variant=VARIANT)
+    except ImageBuildError as err:
+        pytest.fail(f"{VARIANT.label()} image: {err}", pytrace=False)
+    vm = VirtualMachine(image, name=f"pytest-{os.getpid()}-sdriver", progress=progress)
+    try:
+        vm.start()
+    except VmError as err:
+        pytest.fail(f"{VARIANT.label()} VM: {err}", pytrace=False)
+    try:
+        yield vm
+    finally:
+        vm.stop()
+
+
+@pytest.fixture
+def ssh(machine: VirtualMachine) -> Iterator[SshTransport]:
+    with machine.ssh() as transport:
+        yield transport
+
+
+def show(ssh: SshTransport, unit: str) -> dict[str, str]:
+    """`systemctl show` of one unit as a mapping."""
+    out = ssh.check_output(["systemctl", "show", unit, *(f"--property={p}" for p in SHOW)])
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def test_slices_and_scopes_are_transient_units_and_stop_with_the_pod(machine: VirtualMachine,
+                                                                     ssh: SshTransport) -> None:
+    node = EnforcedNode(machine.ssh()).start()
+    try:
+        demo = node.run(pod("requests-limits/res-demo.yaml"))
+        evidence = demo.evidence()
+        pod_path = evidence.pod_cgroup.path
+        hello = evidence.containers["hello"].cgroup.path
+        slices = pod_path.split("/")
+        assert slices[:2] == ["kubepods.slice", "kubepods-burstable.slice"]
+        units = {name: show(ssh, name) for name in [*slices, Path(hello).name]}
+        for name, unit in units.items():
+            assert (unit["LoadState"], unit["ActiveState"], unit["Transient"]) == ("loaded", "active", "yes"), name
+            assert unit["Description"].startswith("nodeconf agent "), name
+            assert unit["DefaultDependencies"] == "no", name
+        assert units["kubepods.slice"]["ControlGroup"] == "/kubepods.slice"
+        assert units[slices[1]]["Wants"] == "kubepods.slice"
+        assert units[slices[2]]["Wants"] == "kubepods-burstable.slice"
+        assert units[slices[2]]["ControlGroup"] == "/" + pod_path
+        scope = units[Path(hello).name]
+        assert (scope["Slice"], scope["Delegate"], scope["ControlGroup"]) == (slices[2], "yes", "/" + hello)
+        # res-demo's hello: 250m request (non-linear weight 35), 500m limit (quota 50 ms per 100 ms), 128Mi.
+        assert (scope["CPUWeight"], scope["MemoryMax"]) == ("35", str(128 * 1024 * 1024))
+        assert (scope["CPUQuotaPerSecUSec"], scope["CPUQuotaPeriodUSec"]) == ("500ms", "100ms")
+        status = ssh.check_output(["systemctl", "status", "--no-pager", Path(hello).name])
+        assert "Transient: yes" in status and "Active: active (running)" in status
+        demo.delete()
+        for name in [slices[2], Path(hello).name]:
+            gone = show(ssh, name)
+            assert gone["ActiveState"] == "inactive" and gone["LoadState"] in ("not-found", "loaded"), name
+        assert ssh.run(["test", "-e", f"/sys/fs/cgroup/{pod_path}"]).rc != 0
+    finally:
+        node.close()
+    # close() stopped the agent and its remaining slices.
+    assert show(ssh, "kubepods.slice")["ActiveState"] == "inactive"
+
+
+def test_a_kubepods_slice_started_by_someone_else_is_refused_and_keeps_running(machine: VirtualMachine,
+                                                                               ssh: SshTransport) -> None:
+    start = systemd_units.start_unit("kubepods.slice", "a kubelet")
+    ssh.check_output(start)
+    try:
+        with pytest.raises(NodeError, match=r"kubepods\.slice was not created by nodeconf"):
+            EnforcedNode(machine.ssh()).start()
+        unit = show(ssh, "kubepods.slice")
+        assert (unit["ActiveState"], unit["Description"]) == ("active", "a kubelet")
+    finally:
+        ssh.check_output(systemd_units.stop_unit("kubepods.slice"))
