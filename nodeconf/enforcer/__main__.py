@@ -23,7 +23,7 @@ from nodeconf.enforcer.lifecycle import Backoff, Faults
 from nodeconf.enforcer.oci_runtime import DIRECT, RUNTIMES, OciRuntime, become_subreaper, runtime_facts
 from nodeconf.enforcer.ownership import foreign_message, kill_recorded
 from nodeconf.enforcer.server import AgentServer, agent_answers
-from nodeconf.enforcer.systemd_tree import tree_for
+from nodeconf.enforcer.systemd_tree import SystemdTree, tree_for
 from nodeconf.enforcer.wire import ALREADY_RUNNING, FOREIGN_TREE
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
@@ -66,7 +66,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
 
     with contextlib.suppress(OSError):
         Path("/proc/self/oom_score_adj").write_text(str(KUBELET_OOM_SCORE_ADJ))
-    tree = tree_for(args.root, OWNED, _owner(args.state_dir), scopes=args.runtime == DIRECT)
+    tree = tree_for(args.root, OWNED, _owner(args.state_dir))
     facts = detect(args.root, args.cpu_weight_formula, args.runtime)
     runtime = None
     faults = Faults.parse(args.fault)
@@ -75,7 +75,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
         facts = dataclasses.replace(facts, runtime=DIRECT, measured_cpu_weight_formula=written)
     else:
         become_subreaper()
-        runtime = OciRuntime(args.runtime, args.state_dir, (str(AGENT_HOME),))
+        runtime = OciRuntime(args.runtime, args.state_dir, (str(AGENT_HOME),), isinstance(tree, SystemdTree))
         facts = runtime_facts(runtime, tree, facts)
     agent = Agent(tree, args.state_dir, facts, expect, decide_resize,
                   node_memory_used=node_memory_used, faults=faults,

@@ -115,9 +115,16 @@ class Supervision(StateFile):
         resources = self.resources.get(c.cgroup)
         if resources is None:
             raise RuntimeCommandError(f"no resources computed for {c.cgroup}")
-        self.tree.ensure(c.cgroup)
+        scope = self.tree.needs_process(c.cgroup)  # a --systemd-cgroup runtime starts the scope itself
+        self.tree.ensure(c.cgroup.rsplit("/", 1)[0] if scope else c.cgroup)
         proc = self.runtime.run(container_id(c.cgroup), c.argv, c.oom_score_adj, c.cgroup, resources, log)
         self.sent[c.cgroup] = resources
+        if scope and isinstance(self.tree, SystemdTree):
+            try:
+                self.tree.adopt(c.cgroup)
+            except OSError:
+                proc.stop()
+                raise
         return proc
 
     def _scope_spawn(self, record: PodRecord, c: ContainerRecord, log: Path) -> subprocess.Popen[bytes]:

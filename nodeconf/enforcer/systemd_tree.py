@@ -19,7 +19,7 @@ from pathlib import Path
 from nodeconf import names
 from nodeconf.enforcer import systemd_units
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree, is_cgroup2
-from nodeconf.enforcer.ownership import holds_foreign, walk
+from nodeconf.enforcer.ownership import holds_foreign, is_marked, walk
 
 # How long systemd may take to create or remove a unit's cgroup after the call returned its job.
 JOB_TIMEOUT = 10.0
@@ -52,16 +52,15 @@ def is_unit(component: str) -> bool:
 class SystemdTree(CgroupTree):
     """CgroupTree whose `.slice` and `.scope` components are systemd units; other components (the cgroupfs
     driver's `kubepods/burstable/pod<uid>`) stay plain directories, as the kubelet's cgroupfs driver makes them.
-    With `scopes` a `.scope` is started only with its process (start_scope); without, it is a directory."""
+    A `.scope` is started with its process: start_scope, or a --systemd-cgroup runtime (then adopt)."""
 
     def __init__(self, root: Path, owned: tuple[str, ...] = OWNED, owner: str = "nodeconf", *,
-                 scopes: bool = True, run: Runner = busctl) -> None:
+                 run: Runner = busctl) -> None:
         super().__init__(root, owned, owner)
-        self.scopes = scopes
         self.run = run
 
     def needs_process(self, path: str) -> bool:
-        return self.scopes and names.cgroup_path(path, self.owned).endswith(".scope")
+        return names.cgroup_path(path, self.owned).endswith(".scope")
 
     def ensure(self, path: str) -> None:
         """Start each missing slice of the path as a unit (a directory for a non-unit component), top down,
@@ -79,7 +78,7 @@ class SystemdTree(CgroupTree):
         if directory.is_dir():
             return
         self._enable_controllers(parent)
-        if not is_unit(directory.name) or (directory.name.endswith(".scope") and not self.scopes):
+        if not is_unit(directory.name):
             self._make_dir(directory)
             return
         if pid is not None:
@@ -98,6 +97,15 @@ class SystemdTree(CgroupTree):
         for depth in range(1, len(parts)):
             self._ensure_one("/".join(parts[:depth]))
         self._ensure_one(path, pid)
+
+    def adopt(self, path: str) -> None:
+        """Mark the scope a --systemd-cgroup runtime has just started for nodeconf's container (its own scope
+        is gone when the runtime deletes the container)."""
+        directory = self.dir(path)
+        if not self.needs_process(path) or not directory.is_dir():
+            raise ValueError(f"{path} is not a running container scope")
+        if not is_marked(directory, self.kernel):
+            self._mark_new(directory)
 
     def _mark_new_unit(self, path: str) -> None:
         """Mark a unit's new cgroup; one that cannot be marked is stopped again (it could not be told apart)."""
@@ -155,9 +163,8 @@ def systemd_manages(root: Path, proc: Path = Path("/proc")) -> bool:
     return comm == "systemd" and (root / "cgroup.controllers").is_file() and not (root / "cgroup.type").exists()
 
 
-def tree_for(root: Path, owned: tuple[str, ...] = OWNED, owner: str = "nodeconf", *,
-             scopes: bool = True) -> CgroupTree:
+def tree_for(root: Path, owned: tuple[str, ...] = OWNED, owner: str = "nodeconf") -> CgroupTree:
     """The kubelet's systemd driver (SystemdTree) where systemd manages root, else its cgroupfs driver."""
     if systemd_manages(root) and is_cgroup2(root):
-        return SystemdTree(root, owned, owner, scopes=scopes)
+        return SystemdTree(root, owned, owner)
     return CgroupTree(root, owned, owner)

@@ -110,12 +110,14 @@ def test_a_scope_starts_only_with_its_process(tree: SystemdTree, systemd: FakeSy
         tree.start_scope(POD, 4242)
 
 
-def test_without_scopes_a_scope_is_a_directory_for_the_runtime(tmp_path: Path, systemd: FakeSystemd) -> None:
-    tree = SystemdTree(tmp_path, owner=OWNER, run=systemd, scopes=False)
-    assert not tree.needs_process(SCOPE)
-    tree.ensure(SCOPE)
-    assert [m for m, _ in systemd.methods()] == ["StartTransientUnit"] * 3
+def test_a_scope_a_runtime_started_is_adopted(tree: SystemdTree, tmp_path: Path) -> None:
+    tree.ensure(POD)
+    with pytest.raises(ValueError, match="not a running container scope"):
+        tree.adopt(SCOPE)
+    (tmp_path / SCOPE).mkdir()  # what `runc --systemd-cgroup run` leaves
+    tree.adopt(SCOPE)
     assert is_marked(tmp_path / SCOPE, kernel=False)
+    tree.adopt(SCOPE)  # already ours
 
 
 def test_remove_stops_units_deepest_first_and_resets_their_failed_state(tree: SystemdTree,
