@@ -125,6 +125,7 @@ class Supervision(StateFile):
             except OSError:
                 proc.stop()
                 raise
+            self.oom_watches[c.cgroup] = OomWatch(self.tree.dir(c.cgroup))
         return proc
 
     def _scope_spawn(self, record: PodRecord, c: ContainerRecord, log: Path) -> subprocess.Popen[bytes]:

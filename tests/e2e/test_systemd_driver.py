@@ -1,10 +1,12 @@
 """With systemd as PID 1 the enforcer behaves like the kubelet's systemd cgroup driver (issue 13 item 2): the
 kubepods, QoS and pod slices are transient units systemd created, the containers run in transient scopes, and
-deleting the pod stops them; a kubepods.slice some other client started is refused and survives.
+deleting the pod stops them; a kubepods.slice some other client started is refused and survives. With runc
+(`--systemd-cgroup`, as containerd with SystemdCgroup=true) the container scope is the one runc started.
 
 Expectations: the unit properties the driver sets (RUNTIME-FACTS §2c/§3e: Wants= parent slice, DefaultDependencies
 =no, Delegate=yes on scopes; CPUWeight/MemoryMax/CPUQuotaPerSecUSec from the oracle's res-demo values, the article's
-250m/500m/128Mi), never values read from the node. One trixie + systemd VM for the module.
+250m/500m/128Mi), never values read from the node. One trixie + systemd VM for the module; runc is bookworm's
+1.1.5 (the package the runtime e2e installs; its linear shares→weight formula gives 10 for 250m), pushed here.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_runtimes import CONFIG, install_runtimes
 
 from infra.vm.image import ImageBuildError, ensure_image
 from infra.vm.machine import VirtualMachine, VmError
@@ -21,7 +24,7 @@ from infra.vm.progress import StepPrinter
 from infra.vm.variant import Variant
 from nodeconf.enforcer import systemd_units
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced.node import EnforcedNode
+from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.transport.ssh import SshTransport
 from suites.toolkit.pods import pod
 
@@ -110,3 +113,35 @@ def test_a_kubepods_slice_started_by_someone_else_is_refused_and_keeps_running(m
         assert (unit["ActiveState"], unit["Description"]) == ("active", "a kubelet")
     finally:
         ssh.check_output(systemd_units.stop_unit("kubepods.slice"))
+
+
+def test_runc_starts_the_container_scope_itself(machine: VirtualMachine, ssh: SshTransport) -> None:
+    """runc --systemd-cgroup with cgroupsPath `<pod slice>:cri-containerd:<id>` starts the scope (its Description
+    is runc's `libcontainer container <id>`, RUNTIME-FACTS §3e); the agent adopts it; OOM kills still come back."""
+    install_runtimes(ssh)
+    node = EnforcedNode(machine.ssh(), EnforcerSettings(runtime="runc", backoff=2.0)).start()
+    try:
+        node.configure(CONFIG)
+        assert node.facts().measured_cpu_weight_formula == "linear"
+        demo = node.run(pod("requests-limits/res-demo.yaml"))
+        demo.wait_running()
+        evidence = demo.evidence()
+        hello = evidence.containers["hello"]
+        scope = show(ssh, Path(hello.cgroup.path).name)
+        cid = Path(hello.cgroup.path).name.removeprefix("cri-containerd-").removesuffix(".scope")
+        assert (scope["ActiveState"], scope["Transient"], scope["Delegate"]) == ("active", "yes", "yes")
+        assert scope["Description"] == f"libcontainer container {cid}"
+        assert scope["Slice"] == Path(evidence.pod_cgroup.path).name
+        # runc 1.1.5: 256 shares → linear weight 10, as a property and in the file.
+        assert scope["CPUWeight"] == "10" and hello.cgroup["cpu.weight"] == "10"
+        assert hello.pids, "the container's process sits in the scope runc started"
+        demo.delete()
+        assert show(ssh, Path(hello.cgroup.path).name)["ActiveState"] == "inactive"
+        eater = node.run(pod("requests-limits/eater.yaml"))
+        status = eater.wait_for(lambda s: s.container("eater").restart_count >= 1, timeout=90,
+                                what="eater restarted after its OOM kill")
+        last = status.container("eater").last_terminated
+        assert last is not None and (last.exit_code, last.reason) == (137, "OOMKilled")
+        eater.delete()
+    finally:
+        node.close()
