@@ -119,8 +119,6 @@ class AgentCore:
             self.tree.ensure(cgroup.path)
         except ForeignCgroup as err:
             return [str(err)]
-        except OSError as err:
-            return [f"creating {cgroup.path}: {err}"]
         changed = {f: e.value for f, e in cgroup.files.items() if self.written.get((cgroup.path, f)) != e.value}
         problems = []
         try:
