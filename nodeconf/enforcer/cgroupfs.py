@@ -75,6 +75,10 @@ class CgroupTree:
         """True for a cgroup that can only be created with its first process (a systemd scope); none here."""
         return False
 
+    def process_cgroup(self, path: str) -> str:
+        """The cgroup below path that holds the container's processes and values: path itself here."""
+        return path
+
     def set_properties(self, path: str, files: Mapping[str, str]) -> None:
         """Tell the cgroup's manager the values before they are written (systemd units); nothing here."""
 

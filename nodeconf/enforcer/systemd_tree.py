@@ -25,6 +25,9 @@ from nodeconf.enforcer.ownership import holds_foreign, is_marked, walk
 JOB_TIMEOUT = 10.0
 BUSCTL_TIMEOUT = 30.0
 UNIT_SUFFIXES = (".slice", ".scope")
+# crun moves a container into this sub-cgroup of its systemd scope and writes the OCI resources there
+# (annotation run.oci.systemd.subgroup, default "container"; RUNTIME-FACTS §3e); runc has none.
+CRUN_SUBGROUP = "container"
 
 Runner = Callable[[Sequence[str]], str]
 
@@ -99,13 +102,20 @@ class SystemdTree(CgroupTree):
         self._ensure_one(path, pid)
 
     def adopt(self, path: str) -> None:
-        """Mark the scope a --systemd-cgroup runtime has just started for nodeconf's container (its own scope
-        is gone when the runtime deletes the container)."""
+        """Mark the scope a --systemd-cgroup runtime has just started for nodeconf's container, and crun's
+        sub-cgroup in it (both go when the runtime deletes the container)."""
         directory = self.dir(path)
         if not self.needs_process(path) or not directory.is_dir():
             raise ValueError(f"{path} is not a running container scope")
-        if not is_marked(directory, self.kernel):
-            self._mark_new(directory)
+        for made in (directory, directory / CRUN_SUBGROUP):
+            if made.is_dir() and not is_marked(made, self.kernel):
+                self._mark_new(made)
+
+    def process_cgroup(self, path: str) -> str:
+        """crun's sub-cgroup of a scope when it made one (there are the process and the values crun wrote),
+        else the scope."""
+        sub = f"{path}/{CRUN_SUBGROUP}"
+        return sub if self.needs_process(path) and is_marked(self.dir(sub), self.kernel) else path
 
     def _mark_new_unit(self, path: str) -> None:
         """Mark a unit's new cgroup; one that cannot be marked is stopped again (it could not be told apart)."""

@@ -6,17 +6,18 @@ deleting the pod stops them; a kubepods.slice some other client started is refus
 Expectations: the unit properties the driver sets (RUNTIME-FACTS §2c/§3e: Wants= parent slice, DefaultDependencies
 =no, Delegate=yes on scopes; CPUWeight/MemoryMax/CPUQuotaPerSecUSec from the oracle's res-demo values, the article's
 250m/500m/128Mi), never values read from the node. One trixie + systemd VM for the module; runc is bookworm's
-1.1.5 (the package the runtime e2e installs; its linear shares→weight formula gives 10 for 250m), pushed here.
+1.1.5 and crun 1.8.1 (the packages the runtime e2e installs; linear shares→weight: 10 for 250m), pushed here.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_runtimes import CONFIG, install_runtimes
+from test_runtimes import CONFIG, PROFILE, install_runtimes
 
 from infra.vm.image import ImageBuildError, ensure_image
 from infra.vm.machine import VirtualMachine, VmError
@@ -26,6 +27,8 @@ from nodeconf.enforcer import systemd_units
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.transport.ssh import SshTransport
+from nodeconf.semantics.expect import expect
+from suites.toolkit.compare import compare_pod, mismatch_message
 from suites.toolkit.pods import pod
 
 pytestmark = pytest.mark.vm
@@ -115,26 +118,33 @@ def test_a_kubepods_slice_started_by_someone_else_is_refused_and_keeps_running(m
         ssh.check_output(systemd_units.stop_unit("kubepods.slice"))
 
 
-def test_runc_starts_the_container_scope_itself(machine: VirtualMachine, ssh: SshTransport) -> None:
-    """runc --systemd-cgroup with cgroupsPath `<pod slice>:cri-containerd:<id>` starts the scope (its Description
-    is runc's `libcontainer container <id>`, RUNTIME-FACTS §3e); the agent adopts it; OOM kills still come back."""
+@pytest.mark.parametrize(("runtime", "description"), [("runc", "libcontainer container "),
+                                                     ("crun", "libcrun container")])
+def test_the_runtime_starts_the_container_scope_itself(machine: VirtualMachine, ssh: SshTransport, runtime: str,
+                                                       description: str) -> None:
+    """runc/crun --systemd-cgroup with cgroupsPath `<pod slice>:cri-containerd:<id>` start the scope (the
+    Description is the runtime's, RUNTIME-FACTS §3e; crun puts the process in a `container` sub-cgroup); the agent
+    adopts it; every res-demo value equals the oracle's under the runtime's formula; OOM kills still come back."""
     install_runtimes(ssh)
-    node = EnforcedNode(machine.ssh(), EnforcerSettings(runtime="runc", backoff=2.0)).start()
+    node = EnforcedNode(machine.ssh(), EnforcerSettings(runtime=runtime, backoff=2.0)).start()
     try:
         node.configure(CONFIG)
-        assert node.facts().measured_cpu_weight_formula == "linear"
+        facts = node.facts()
+        assert facts.measured_cpu_weight_formula == "linear"  # bookworm's runc 1.1.5 / crun 1.8.1
         demo = node.run(pod("requests-limits/res-demo.yaml"))
         demo.wait_running()
         evidence = demo.evidence()
+        expected = expect([demo.pod], replace(facts, cpu_weight_formula="linear"), CONFIG, PROFILE).pod("res-demo")
+        rows = compare_pod(expected, evidence)
+        assert all(r.ok for r in rows), mismatch_message("res-demo", rows)
         hello = evidence.containers["hello"]
         scope = show(ssh, Path(hello.cgroup.path).name)
-        cid = Path(hello.cgroup.path).name.removeprefix("cri-containerd-").removesuffix(".scope")
         assert (scope["ActiveState"], scope["Transient"], scope["Delegate"]) == ("active", "yes", "yes")
-        assert scope["Description"] == f"libcontainer container {cid}"
+        assert scope["Description"].startswith(description)
         assert scope["Slice"] == Path(evidence.pod_cgroup.path).name
-        # runc 1.1.5: 256 shares → linear weight 10, as a property and in the file.
+        # 256 shares → linear weight 10 as the scope's property too.
         assert scope["CPUWeight"] == "10" and hello.cgroup["cpu.weight"] == "10"
-        assert hello.pids, "the container's process sits in the scope runc started"
+        assert hello.pids, "the container's process sits in the scope the runtime started"
         demo.delete()
         assert show(ssh, Path(hello.cgroup.path).name)["ActiveState"] == "inactive"
         eater = node.run(pod("requests-limits/eater.yaml"))

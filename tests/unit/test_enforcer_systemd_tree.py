@@ -118,6 +118,16 @@ def test_a_scope_a_runtime_started_is_adopted(tree: SystemdTree, tmp_path: Path)
     tree.adopt(SCOPE)
     assert is_marked(tmp_path / SCOPE, kernel=False)
     tree.adopt(SCOPE)  # already ours
+    assert tree.process_cgroup(SCOPE) == SCOPE
+
+
+def test_crun_s_sub_cgroup_is_adopted_and_holds_the_container(tree: SystemdTree, tmp_path: Path) -> None:
+    tree.ensure(POD)
+    (tmp_path / SCOPE / "container").mkdir(parents=True)  # what `crun --systemd-cgroup run` leaves
+    tree.adopt(SCOPE)
+    assert is_marked(tmp_path / SCOPE / "container", kernel=False)
+    assert tree.process_cgroup(SCOPE) == f"{SCOPE}/container"
+    assert tree.process_cgroup(POD) == POD
 
 
 def test_remove_stops_units_deepest_first_and_resets_their_failed_state(tree: SystemdTree,
