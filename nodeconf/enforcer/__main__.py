@@ -23,6 +23,7 @@ from nodeconf.enforcer.lifecycle import Backoff, Faults
 from nodeconf.enforcer.oci_runtime import DIRECT, RUNTIMES, OciRuntime, become_subreaper, runtime_facts
 from nodeconf.enforcer.ownership import foreign_message, kill_recorded
 from nodeconf.enforcer.server import AgentServer, agent_answers
+from nodeconf.enforcer.systemd_tree import SystemdTree, tree_for
 from nodeconf.enforcer.wire import ALREADY_RUNNING, FOREIGN_TREE
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
@@ -65,7 +66,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
 
     with contextlib.suppress(OSError):
         Path("/proc/self/oom_score_adj").write_text(str(KUBELET_OOM_SCORE_ADJ))
-    tree = CgroupTree(args.root, OWNED, owner=_owner(args.state_dir))
+    tree = tree_for(args.root, OWNED, _owner(args.state_dir))
     facts = detect(args.root, args.cpu_weight_formula, args.runtime)
     runtime = None
     faults = Faults.parse(args.fault)
@@ -74,14 +75,14 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
         facts = dataclasses.replace(facts, runtime=DIRECT, measured_cpu_weight_formula=written)
     else:
         become_subreaper()
-        runtime = OciRuntime(args.runtime, args.state_dir, (str(AGENT_HOME),))
+        runtime = OciRuntime(args.runtime, args.state_dir, (str(AGENT_HOME),), isinstance(tree, SystemdTree))
         facts = runtime_facts(runtime, tree, facts)
     agent = Agent(tree, args.state_dir, facts, expect, decide_resize,
                   node_memory_used=node_memory_used, faults=faults,
                   backoff=Backoff(initial=args.backoff), log=log, runtime=runtime)
-    log.info("agent %d starting: root %s (kernel cgroup2: %s), faults %s, runtime %s %s (%s cpu.weight)",
-             os.getpid(), args.root, tree.kernel, agent.faults, facts.runtime, facts.runtime_version,
-             facts.measured_cpu_weight_formula)
+    log.info("agent %d starting: root %s (kernel cgroup2: %s, %s), faults %s, runtime %s %s (%s cpu.weight)",
+             os.getpid(), args.root, tree.kernel, type(tree).__name__, agent.faults, facts.runtime,
+             facts.runtime_version, facts.measured_cpu_weight_formula)
     agent.recover()
     server = AgentServer(args.socket, agent)
     (args.state_dir / PID_FILE).write_text(str(os.getpid()))
@@ -137,7 +138,7 @@ def _cleanup(args: argparse.Namespace) -> int:
         _kill_agent(args.state_dir / PID_FILE)
         with contextlib.suppress(OSError, ValueError):
             kill_recorded(json.loads((args.state_dir / STATE_FILE).read_text()))
-    tree = CgroupTree(args.root, OWNED)
+    tree = tree_for(args.root, OWNED)
     for left in [*tree.foreign_roots(), *tree.clear()]:
         print(f"nodeconf agent: left {left} in place: not created by nodeconf", file=sys.stderr)
     return 0

@@ -121,8 +121,9 @@ class Agent(Supervision):
         with self.lock:
             record = self._record(ref)
             files = tuple(evidence_files(extra_files))
-            paths = _ancestors(record.cgroup) + [record.cgroup] + [c.cgroup for c in record.containers]
-            read = {path: self.tree.read_many(path, files) for path in paths}
+            read = {path: self.tree.read_many(path, files) for path in [*_ancestors(record.cgroup), record.cgroup]}
+            for c in record.containers:  # where the runtime put the process (crun: a sub-cgroup of its scope)
+                read[c.cgroup] = self.tree.read_many(self.tree.process_cgroup(c.cgroup), files)
             cgroups = {path: found for path, found in read.items() if found is not None}
             processes = {}
             for c in record.containers:
@@ -146,7 +147,7 @@ class Agent(Supervision):
             c = self._record(ref).container(container)
             if c.state != "running":
                 raise AgentError(f"container {container} of pod {ref} is not running")
-            directory, adj = self.tree.dir(c.cgroup), c.oom_score_adj
+            directory, adj = self.tree.dir(self.tree.process_cgroup(c.cgroup)), c.oom_score_adj
         if not argv or not all(isinstance(a, str) for a in argv):
             raise AgentError("exec needs a non-empty list of strings")
         rc, out, err = process.run_in(argv, directory, adj, timeout)

@@ -25,6 +25,7 @@ from nodeconf.enforcer.lifecycle import (
     restarts_for_resize,
 )
 from nodeconf.enforcer.oci_runtime import OciRuntime, RuntimeCommandError, RuntimeProcess
+from nodeconf.enforcer.oom_watch import OomWatch
 from nodeconf.enforcer.oracle import ContainerUsage, ExpectFn, ResizeFn
 from nodeconf.enforcer.ownership import ForeignCgroup, foreign_message, process_start
 from nodeconf.enforcer.records import PAUSE, ContainerRecord, PodRecord
@@ -78,6 +79,10 @@ class AgentCore:
         self.object_docs: list[dict[str, Any]] = []
         self.pods: dict[str, PodRecord] = {}
         self.written: dict[tuple[str, str], str] = {}
+        # The values last computed for each cgroup (a systemd scope's are written when its process starts it),
+        # and the memory.events watch of each running container in a scope (systemd removes it when it empties).
+        self.expected: dict[str, CgroupExpectation] = {}
+        self.oom_watches: dict[str, OomWatch] = {}
         self.node_events: list[dict[str, str]] = []
         # With a real runtime: each container's linux.resources (by cgroup path) and what a running one was given.
         self.runtime = runtime
@@ -107,20 +112,35 @@ class AgentCore:
                               self.oracle_facts(), self.oracle_config(), self.profile(), self.objects)
 
     def _write(self, cgroup: CgroupExpectation) -> list[str]:
+        """Create the cgroup, tell its manager the changed values (systemd unit properties), write the files; a
+        systemd scope is written once its process has started it (_scope_started)."""
+        self.expected[cgroup.path] = cgroup
+        if self.tree.needs_process(cgroup.path) and not self.tree.exists(cgroup.path):
+            return []
         try:
             self.tree.ensure(cgroup.path)
         except ForeignCgroup as err:
             return [str(err)]
+        changed = {f: e.value for f, e in cgroup.files.items() if self.written.get((cgroup.path, f)) != e.value}
         problems = []
-        for file, expected in cgroup.files.items():
-            if self.written.get((cgroup.path, file)) == expected.value:
-                continue
+        try:
+            self.tree.set_properties(cgroup.path, changed)
+        except (OSError, ValueError) as err:
+            problems.append(f"setting the unit properties of {cgroup.path}: {err}")
+        for file, value in changed.items():
             try:
-                self.tree.write(cgroup.path, file, expected.value)
-                self.written[(cgroup.path, file)] = expected.value
+                self.tree.write(cgroup.path, file, value)
+                self.written[(cgroup.path, file)] = value
             except OSError as err:
-                problems.append(f"writing {expected.value!r} to {cgroup.path}/{file}: {err.strerror or err}")
+                problems.append(f"writing {value!r} to {cgroup.path}/{file}: {err.strerror or err}")
         return problems
+
+    def _scope_started(self, path: str) -> list[str]:
+        """Write a container's values into the scope systemd has just created around its process."""
+        for key in [k for k in self.written if k[0] == path]:
+            del self.written[key]
+        cgroup = self.expected.get(path)
+        return self._write(cgroup) if cgroup is not None else [f"no values computed for {path}"]
 
     def _apply(self, expectation: NodeExpectation) -> None:
         """Write every value the oracle computes: node level first, then each active pod and its containers."""
@@ -170,6 +190,8 @@ class AgentCore:
     def _forget_written(self, path: str) -> None:
         for key in [k for k in self.written if k[0] == path or k[0].startswith(path + "/")]:
             del self.written[key]
+        for cgroup in [p for p in self.expected if p == path or p.startswith(path + "/")]:
+            del self.expected[cgroup]
         for cache in (self.resources, self.sent, self.start_oom_score_adj):
             for cgroup in [p for p in cache if p == path or p.startswith(path + "/")]:
                 del cache[cgroup]
@@ -248,6 +270,9 @@ class AgentCore:
     def _teardown(self, record: PodRecord) -> None:
         for c in record.containers:
             self._stop_process(c)
+            watch = self.oom_watches.pop(c.cgroup, None)
+            if watch is not None:
+                watch.stop()
             if c.state == "running":
                 c.state, c.reason, c.exit_code = "terminated", "Killed", 137
         self.tree.kill(record.cgroup)

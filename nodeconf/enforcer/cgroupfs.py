@@ -8,7 +8,7 @@ import errno
 import os
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nodeconf import names
@@ -59,13 +59,28 @@ class CgroupTree:
             child = parent / part
             self._refuse_foreign(child)
             self._enable_controllers(parent)
-            try:
-                child.mkdir()
-            except FileExistsError:
-                self._refuse_foreign(child)
-            else:
-                self._mark_new(child)
+            self._make_dir(child)
             parent = child
+
+    def _make_dir(self, child: Path) -> None:
+        """Create and mark one cgroup; one that appeared meanwhile must carry the mark."""
+        try:
+            child.mkdir()
+        except FileExistsError:
+            self._refuse_foreign(child)
+        else:
+            self._mark_new(child)
+
+    def needs_process(self, path: str) -> bool:
+        """True for a cgroup that can only be created with its first process (a systemd scope); none here."""
+        return False
+
+    def process_cgroup(self, path: str) -> str:
+        """The cgroup below path that holds the container's processes and values: path itself here."""
+        return path
+
+    def set_properties(self, path: str, files: Mapping[str, str]) -> None:
+        """Tell the cgroup's manager the values before they are written (systemd units); nothing here."""
 
     def _refuse_foreign(self, directory: Path) -> None:
         if (directory.exists() or directory.is_symlink()) and not is_marked(directory, self.kernel):
@@ -164,14 +179,17 @@ class CgroupTree:
         someone else below it stays, with its marked ancestors. Returns those foreign cgroups."""
         owned, foreign = walk(self.dir(path), self.kernel)
         for directory in reversed(owned):
-            if holds_foreign(directory, foreign):
-                continue
-            if not self.kernel:
-                for entry in os.scandir(directory):
-                    if not entry.is_dir(follow_symlinks=False):
-                        os.unlink(entry.path)
-            self._rmdir(directory)
+            if not holds_foreign(directory, foreign):
+                self._remove_dir(directory)
         return foreign
+
+    def _remove_dir(self, directory: Path) -> None:
+        """rmdir one marked cgroup (a stand-in directory loses its files first)."""
+        if not self.kernel:
+            for entry in os.scandir(directory):
+                if not entry.is_dir(follow_symlinks=False):
+                    os.unlink(entry.path)
+        self._rmdir(directory)
 
     def clear(self) -> list[Path]:
         """Kill and remove every marked top-level cgroup; the foreign cgroups left in place (see remove)."""

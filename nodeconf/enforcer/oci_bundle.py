@@ -89,18 +89,22 @@ def sandbox_resources() -> dict[str, Any]:
     return {"cpu": {"shares": SANDBOX_SHARES}, "memory": {}}
 
 
-def cgroups_path(container_cgroup: str) -> str:
-    """`linux.cgroupsPath` for runc/crun's cgroupfs manager: the container's cgroup below the cgroup root.
-
-    containerd's getCgroupsPath gives `filepath.Join(cgroupParent, id)` for a cgroupfs parent (this path) and
-    `<pod>.slice:cri-containerd:<id>` for a `.slice` parent, which only a runtime with --systemd-cgroup and
-    systemd as PID 1 can use; without systemd the runtime gets the path that unit expands to
-    (`<pod slice path>/cri-containerd-<id>.scope`, cg systemd/common.go ExpandSlice, getUnitName)."""
-    return "/" + container_cgroup.strip("/")
+def cgroups_path(container_cgroup: str, systemd: bool = False) -> str:
+    """`linux.cgroupsPath` as containerd's getCgroupsPath gives it: `<pod>.slice:<prefix>:<id>` for a scope in a
+    `.slice` parent (`cri-containerd-<id>.scope`; a runtime with --systemd-cgroup starts that scope), else the
+    cgroupfs path below the cgroup root. Without systemd the runtime gets the path that unit would expand to
+    (cg systemd/common.go ExpandSlice, getUnitName)."""
+    parts = container_cgroup.strip("/").split("/")
+    if systemd and len(parts) > 1 and parts[-1].endswith(".scope") and parts[-2].endswith(".slice"):
+        prefix, _, name = parts[-1].removesuffix(".scope").rpartition("-")
+        if prefix and name:
+            return f"{parts[-2]}:{prefix}:{name}"
+    return "/" + "/".join(parts)
 
 
 def config(argv: Sequence[str], oom_score_adj: int, container_cgroup: str, resources: Mapping[str, Any],
-           hostname: str, read_only: Sequence[str], host_root: Path = Path("/")) -> dict[str, Any]:
+           hostname: str, read_only: Sequence[str], host_root: Path = Path("/"),
+           systemd: bool = False) -> dict[str, Any]:
     """config.json: argv as root in an empty read-only rootfs that holds the node's /usr, /etc and the given
     directories read-only, /proc, /dev and a /tmp; pid, mount, ipc and uts namespaces; oomScoreAdj; cgroup and
     resources as above."""
@@ -124,7 +128,7 @@ def config(argv: Sequence[str], oom_score_adj: int, container_cgroup: str, resou
         "mounts": mounts,
         "linux": {
             "namespaces": [{"type": kind} for kind in NAMESPACES],
-            "cgroupsPath": cgroups_path(container_cgroup),
+            "cgroupsPath": cgroups_path(container_cgroup, systemd),
             "resources": dict(resources),
         },
     }

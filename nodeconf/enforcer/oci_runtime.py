@@ -88,7 +88,7 @@ class RuntimeProcess:
 class OciRuntime:
     """One runtime binary with its own state directory (`--root`), so only nodeconf's containers are seen."""
 
-    def __init__(self, name: str, state_dir: Path, read_only: Sequence[str]) -> None:
+    def __init__(self, name: str, state_dir: Path, read_only: Sequence[str], systemd_cgroup: bool = False) -> None:
         binary = shutil.which(name) if name in RUNTIMES else None
         if binary is None:
             raise RuntimeCommandError(f"runtime {name!r} is not installed on this node (expected one of "
@@ -98,11 +98,13 @@ class OciRuntime:
         self.root = state_dir / "oci" / name
         self.bundles = state_dir / "bundles"
         self.read_only = tuple(read_only)
+        # containerd's SystemdCgroup=true: the global --systemd-cgroup, scopes named by `slice:prefix:name`.
+        self.systemd_cgroup = systemd_cgroup
 
     def _run(self, *args: str, output: Path | None = None, cwd: Path | None = None) -> str:
         """Run a runtime command; `output` takes its (and a started container's) stdout and stderr, which must not
         be pipes: the container keeps them open."""
-        argv = [self.binary, "--root", str(self.root), *args]
+        argv = [self.binary, "--root", str(self.root), *(["--systemd-cgroup"] if self.systemd_cgroup else []), *args]
         if output is None:
             done = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, cwd=cwd,
                                   timeout=COMMAND_TIMEOUT, check=False)
@@ -131,7 +133,8 @@ class OciRuntime:
                 resources: Mapping[str, Any]) -> Path:
         bundle = self.bundles / cid
         oci_bundle.prepare_rootfs(bundle, self.read_only)
-        spec = oci_bundle.config(argv, oom_score_adj, cgroup, resources, cid[:63], self.read_only)
+        spec = oci_bundle.config(argv, oom_score_adj, cgroup, resources, cid[:63], self.read_only,
+                                 systemd=self.systemd_cgroup)
         (bundle / "config.json").write_text(json.dumps(spec, indent=1))
         return bundle
 
@@ -191,7 +194,7 @@ def runtime_facts(runtime: OciRuntime, tree: CgroupTree, facts: NodeFacts) -> No
     """The facts with the runtime's name, version and the shares→weight formula measured on a probe container
     (containers a crashed agent left in the runtime's state are deleted first)."""
     runtime.clear()
-    tree.ensure(PROBE_CGROUP)
+    tree.ensure(PROBE_CGROUP.rsplit("/", 1)[0] if tree.needs_process(PROBE_CGROUP) else PROBE_CGROUP)
     weight = runtime.measure_weight(tree.dir(PROBE_CGROUP))
     try:
         formula = measured_formula(PROBE_SHARES, weight)

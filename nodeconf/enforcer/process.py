@@ -6,6 +6,7 @@ import contextlib
 import os
 import select
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Sequence
@@ -23,6 +24,13 @@ _TRAMPOLINE = (
     'echo "$2" 2>/dev/null >/proc/self/oom_score_adj || echo "nodeconf: oom_score_adj $2 refused" >&2; '
     'echo $$ > "$1" || exit 126; '
     'echo ready >&0; exec 0</dev/null; shift 2; exec "$@"'
+)
+# For a systemd scope, which only systemd can create around a running process: the shell sets its oom_score_adj,
+# says "ready" on its stdin (a socket to the agent) and waits there for "go": meanwhile the agent starts the scope
+# with its pid and sets the scope's resources (runc: `runc init` waits while Apply(pid) and Set run).
+_HELD = (
+    'echo "$1" 2>/dev/null >/proc/self/oom_score_adj || echo "nodeconf: oom_score_adj $1 refused" >&2; '
+    'echo ready >&0; read -r go <&0 && [ "$go" = go ] || exit 126; exec 0</dev/null; shift; exec "$@"'
 )
 _ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 READY_TIMEOUT = 30.0
@@ -71,6 +79,39 @@ def spawn(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int,
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         return _launch(argv, cgroup_dir, oom_score_adj, "nodeconf-start", stdout=out, stderr=out)
+
+
+def spawn_held(argv: Sequence[str], oom_score_adj: int, log: Path) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """Start argv in its own session with oom_score_adj, output appended to log, held before exec until
+    release(channel); returns once it waits there (OSError when it does not say so)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    channel, theirs = socket.socketpair()
+    try:
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(["/bin/sh", "-c", _HELD, "nodeconf-start", str(oom_score_adj), *argv],
+                                    stdin=theirs.fileno(), stdout=out, stderr=out, env=dict(_ENV),
+                                    start_new_session=True)
+    except BaseException:
+        channel.close()
+        raise
+    finally:
+        theirs.close()
+    try:
+        channel.settimeout(READY_TIMEOUT)
+        said = channel.recv(16)
+    except OSError:
+        said = b""
+    if said != b"ready\n":
+        channel.close()
+        terminate(proc)
+        raise OSError(f"the container process did not wait for its scope (said {said!r})")
+    return proc, channel
+
+
+def release(channel: socket.socket) -> None:
+    """Let a held process exec its command."""
+    with channel:
+        channel.sendall(b"go\n")
 
 
 def run_in(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int,

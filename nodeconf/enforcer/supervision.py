@@ -6,6 +6,7 @@ Source: issue 12 (enforcer/agent.py split at its own section banners); kubelet p
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -17,9 +18,11 @@ from nodeconf.enforcer.lifecycle import (
     restarts,
 )
 from nodeconf.enforcer.oci_runtime import RuntimeCommandError, RuntimeProcess, container_id
+from nodeconf.enforcer.oom_watch import OomWatch
 from nodeconf.enforcer.ownership import ForeignCgroup
 from nodeconf.enforcer.records import PAUSE, ContainerRecord, PodRecord
 from nodeconf.enforcer.state_file import StateFile
+from nodeconf.enforcer.systemd_tree import SystemdTree
 from nodeconf.semantics.eviction import MEMORY_PRESSURE, PodMemoryUsage, decide_memory_eviction
 
 
@@ -51,7 +54,9 @@ class Supervision(StateFile):
         assert c.proc is not None and c.proc.returncode is not None
         code = process.exit_code(c.proc.returncode)
         finished, c.proc = c.proc, None
-        oom = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0) > c.oom_kills_at_start
+        oom_kill = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0)
+        watch = self.oom_watches.pop(c.cgroup, None)
+        oom = max(oom_kill, watch.stop() if watch is not None else 0) > c.oom_kills_at_start
         if isinstance(finished, RuntimeProcess):  # read before the runtime removes the cgroup
             finished.runtime.delete(finished.cid)
         reason = "OOMKilled" if oom else ("Completed" if code == 0 else "Error")
@@ -95,6 +100,8 @@ class Supervision(StateFile):
         try:
             if self.runtime is not None:
                 c.proc, ready = self._runtime_spawn(c, log), None
+            elif self.tree.needs_process(c.cgroup):
+                c.proc, ready = self._scope_spawn(record, c, log), None
             else:
                 c.proc, ready = process.spawn(c.argv, self.tree.dir(c.cgroup), c.oom_score_adj, log)
         except (OSError, RuntimeCommandError, ForeignCgroup) as err:
@@ -111,9 +118,36 @@ class Supervision(StateFile):
         resources = self.resources.get(c.cgroup)
         if resources is None:
             raise RuntimeCommandError(f"no resources computed for {c.cgroup}")
-        self.tree.ensure(c.cgroup)
+        scope = self.tree.needs_process(c.cgroup)  # a --systemd-cgroup runtime starts the scope itself
+        self.tree.ensure(c.cgroup.rsplit("/", 1)[0] if scope else c.cgroup)
         proc = self.runtime.run(container_id(c.cgroup), c.argv, c.oom_score_adj, c.cgroup, resources, log)
         self.sent[c.cgroup] = resources
+        if scope and isinstance(self.tree, SystemdTree):
+            try:
+                self.tree.adopt(c.cgroup)
+            except OSError:
+                proc.stop()
+                raise
+            self.oom_watches[c.cgroup] = OomWatch(self.tree.dir(c.cgroup))
+        return proc
+
+    def _scope_spawn(self, record: PodRecord, c: ContainerRecord, log: Path) -> subprocess.Popen[bytes]:
+        """Start the process held before exec, start its systemd scope around it, write the container's values
+        there, then let it exec (runc with the systemd driver: Apply(pid), Set, then exec)."""
+        if not isinstance(self.tree, SystemdTree):
+            raise OSError(f"{c.cgroup}: a scope needs systemd")
+        proc, channel = process.spawn_held(c.argv, c.oom_score_adj, log)
+        try:
+            self.tree.start_scope(c.cgroup, proc.pid)
+            for problem in self._scope_started(c.cgroup):
+                self.log.error("pod %s: %s", record.ref, problem)
+                record.event("Warning", "FailedCgroupWrite", problem)
+            self.oom_watches[c.cgroup] = OomWatch(self.tree.dir(c.cgroup))
+            process.release(channel)
+        except BaseException:
+            channel.close()
+            process.terminate(proc)
+            raise
         return proc
 
     def _update_phase(self, record: PodRecord) -> bool:

@@ -145,3 +145,15 @@ def test_facts_carry_the_runtime_over_the_wire() -> None:
     facts = NodeFacts(memory_capacity=GI, runtime="crun", runtime_version="1.8.1",
                       measured_cpu_weight_formula="linear")
     assert facts_from_dict(facts_to_dict(facts)) == facts
+
+
+@pytest.mark.parametrize(("cgroup", "path"), [
+    # containerd's getCgroupsPath for a `.slice` parent: `<pod slice>:cri-containerd:<id>` (slice:prefix:name).
+    ("kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podu_1.slice/cri-containerd-abc.scope",
+     "kubepods-burstable-podu_1.slice:cri-containerd:abc"),
+    ("kubepods.slice/nodeconf-runtime-probe.scope", "kubepods.slice:nodeconf-runtime:probe"),
+    # cgroupfs driver paths stay paths.
+    ("kubepods/burstable/podu-1/abc", "/kubepods/burstable/podu-1/abc"),
+])
+def test_cgroups_path_for_a_systemd_cgroup_runtime(cgroup: str, path: str) -> None:
+    assert oci_bundle.cgroups_path(cgroup, systemd=True) == path

@@ -18,6 +18,7 @@ FAKE = r"""#!/bin/sh
 [ "$1" = --version ] && { echo "runc version 1.1.5"; echo "commit: v1.1.5"; exit 0; }
 echo "$*" >> "$FAKE_DIR/calls"
 root=$2; shift 2
+[ "$1" = --systemd-cgroup ] && shift
 case "$1" in
   run) mkdir -p "$root"; [ "$5" = bad ] && { echo "no such file: rootfs/bin/x" >&2; exit 1; }
        sleep 60 </dev/null >/dev/null 2>&1 & echo $! > "$4"; echo $! > "$FAKE_DIR/$5.pid"; echo started;;
@@ -90,3 +91,14 @@ def test_a_runtime_that_is_not_installed_is_one_line(tmp_path: Path, monkeypatch
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(RuntimeCommandError, match="runtime 'crun' is not installed on this node"):
         OciRuntime("crun", tmp_path, ())
+
+
+def test_a_systemd_cgroup_runtime_gets_the_global_flag_and_a_slice_path(runtime: OciRuntime, tmp_path: Path) -> None:
+    """containerd with SystemdCgroup=true: `runc --systemd-cgroup`, cgroupsPath `<pod slice>:cri-containerd:<id>`."""
+    runtime.systemd_cgroup = True
+    cgroup = "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1.slice/cri-containerd-abc.scope"
+    proc = runtime.run("abc", ("sleep", "infinity"), 0, cgroup, {"cpu": {"shares": 2}}, tmp_path / "c.log")
+    spec = json.loads((runtime.bundles / "abc" / "config.json").read_text())
+    assert spec["linux"]["cgroupsPath"] == "kubepods-besteffort-pod1.slice:cri-containerd:abc"
+    proc.stop()
+    assert [line.split()[2] for line in calls(tmp_path)] == ["--systemd-cgroup"] * 3
