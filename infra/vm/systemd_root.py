@@ -51,7 +51,7 @@ def install_systemd(recipe: Recipe, root: Path) -> None:
 def shipped_generators(root: Path) -> list[str]:
     """The names of the system generators the root's packages ship (/lib is read only when it is not merged into
     /usr: a link is never followed out of the root)."""
-    names = set()
+    names: set[str] = set()
     for directory in GENERATOR_DIRS:
         top = root / directory.split("/")[0]
         if (root / directory).is_dir() and not top.is_symlink():
