@@ -13,7 +13,7 @@ from importlib import resources
 RECIPE_FORMAT = 2
 GUEST_INIT_PATH = "/sbin/nodeconf-init"
 READY_MARKER = "NODECONF-READY"
-LATER_FIELDS = ("init", "kernel_config_in_root", "optional_boot_modules")
+LATER_FIELDS = ("init", "kernel_config_in_root", "optional_boot_modules", "masked_units", "kept_generators")
 
 
 def data_file(name: str) -> str:
@@ -63,6 +63,10 @@ class Recipe:
     # Boot modules a kernel may lack without harm (sid's 7.x folds crc32c_generic into crc32c-cryptoapi,
     # which ext4 depends on directly).
     optional_boot_modules: tuple[str, ...] = ()
+    # init=systemd: units masked in /etc/systemd/system (what a node VM does not need at boot), and the system
+    # generators that still run; every other generator the packages ship is masked (systemd.generator(7)).
+    masked_units: tuple[str, ...] = ()
+    kept_generators: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         """A stable hash of every recipe field and script text (later fields only when not at their default)."""

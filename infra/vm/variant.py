@@ -12,9 +12,48 @@ from nodeconf.node_variant import RELEASES, RUNTIMES, Variant, parse_variant
 
 # What init=systemd adds: PID 1 and /sbin/init, and the system bus that busctl and transient units use.
 SYSTEMD_PACKAGES = ("systemd", "systemd-sysv", "dbus")
-# Units and config of the systemd node, installed under /etc/systemd/system (see image._install_systemd).
-SYSTEMD_FILES = ("nodeconf-network.service", "nodeconf-swap.service", "nodeconf-ready.service",
-                 "journald-nodeconf.conf")
+# Units and config of the systemd node: data file → its place under /etc/systemd (see systemd_root.py).
+SYSTEMD_FILES = {
+    "nodeconf-network.service": "system/nodeconf-network.service",
+    "nodeconf-swap.service": "system/nodeconf-swap.service",
+    "nodeconf-ready.service": "system/nodeconf-ready.service",
+    "ssh-nodeconf.conf": "system/ssh.service.d/nodeconf.conf",
+    "journald-nodeconf.conf": "journald.conf.d/nodeconf.conf",
+}
+# What a node VM does not need at boot, masked: each unit costs an exec or a mount under TCG (found with
+# systemd-analyze blame / critical-chain; the boot times are in docs/node-variants.md). Names a release lacks are
+# harmless. Kept: systemd itself, journald, dbus (the enforcer's transient units), tmpfiles-setup, sshd.
+SYSTEMD_MASKED = (
+    # consoles to log in on, login sessions (sshd runs without PAM), password agents
+    "getty.target", "systemd-logind.service",
+    "systemd-ask-password-console.path", "systemd-ask-password-wall.path",
+    # host keys are made at build time (sshd-keygen would order sshd after basic.target even when it skips)
+    "sshd-keygen.service",
+    # periodic jobs (apt, man-db, fstrim, dpkg-db-backup, tmpfiles-clean) and e2scrub
+    "timers.target", "e2scrub_reap.service",
+    # API file systems nothing on the node uses (the cgroup2, /proc, /sys, /dev, /run mounts are PID 1's own)
+    "dev-hugepages.mount", "dev-mqueue.mount", "sys-kernel-debug.mount", "sys-kernel-tracing.mount",
+    "sys-kernel-config.mount", "sys-fs-fuse-connections.mount", "proc-sys-fs-binfmt_misc.automount",
+    "run-lock.mount", "systemd-binfmt.service",
+    # modules and static device nodes: the initramfs loaded the boot modules, there is no udev
+    "modprobe@.service", "systemd-modules-load.service", "kmod-static-nodes.service",
+    "systemd-tmpfiles-setup-dev-early.service", "systemd-tmpfiles-setup-dev.service",
+    # the root is mounted read-write by the kernel; sysctl.d stays at the kernel defaults, as with init=minimal
+    "systemd-remount-fs.service", "systemd-sysctl.service",
+    # first boot, /usr updates, entropy, journal flush (volatile journal): the snapshot disk is fixed
+    "systemd-firstboot.service", "systemd-machine-id-commit.service", "systemd-update-done.service",
+    "ldconfig.service", "systemd-sysusers.service", "systemd-journal-catalog-update.service",
+    "systemd-journal-flush.service", "systemd-random-seed.service",
+    # TPM, EFI, hibernation, pstore: the VM has none
+    "systemd-pcrmachine.service", "systemd-pcrphase-sysinit.service", "systemd-pcrphase.service",
+    "systemd-tpm2-setup-early.service", "systemd-tpm2-setup.service", "systemd-hibernate-clear.service",
+    "systemd-pstore.service",
+    # socket-activated services a node VM never asks for
+    "systemd-creds.socket", "systemd-hostnamed.socket", "systemd-initctl.socket", "systemd-pcrextend.socket",
+    "systemd-pcrlock.socket", "systemd-sysext.socket",
+)
+# The one generator a node VM needs: /etc/fstab's /tmp (getty, gpt-auto, sysv, ssh, tpm2 ... are masked).
+SYSTEMD_GENERATORS = ("systemd-fstab-generator",)
 # The development release has neither -updates nor a security suite.
 SID_SOURCES = ("deb http://deb.debian.org/debian {suite} main",)
 
@@ -28,15 +67,18 @@ def recipe_for(variant: Variant) -> Recipe:
         return recipe
     include = list(recipe.include)
     scripts = dict(recipe.scripts)
+    masked: tuple[str, ...] = ()
+    generators: tuple[str, ...] = ()
     if variant.init == "systemd":
         include += SYSTEMD_PACKAGES
         del scripts["guest_init.sh"]
         scripts["fstab"] = data_file("systemd/fstab")
-        scripts.update({f"systemd/{name}": data_file(f"systemd/{name}") for name in SYSTEMD_FILES})
+        scripts.update({f"systemd/{place}": data_file(f"systemd/{name}") for name, place in SYSTEMD_FILES.items()})
+        masked, generators = SYSTEMD_MASKED, SYSTEMD_GENERATORS
     if variant.runtime != "direct":
         include.append(variant.runtime)
     return dataclasses.replace(
         recipe, suite=variant.debian, sources=SID_SOURCES if variant.debian == "sid" else recipe.sources,
         include=tuple(include), scripts=scripts, init=variant.init, kernel_config_in_root=True,
-        optional_boot_modules=("crc32c_generic",),
+        optional_boot_modules=("crc32c_generic",), masked_units=masked, kept_generators=generators,
     )
