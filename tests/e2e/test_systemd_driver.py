@@ -5,8 +5,9 @@ deleting the pod stops them; a kubepods.slice some other client started is refus
 
 Expectations: the unit properties the driver sets (RUNTIME-FACTS §2c/§3e: Wants= parent slice, DefaultDependencies
 =no, Delegate=yes on scopes; CPUWeight/MemoryMax/CPUQuotaPerSecUSec from the oracle's res-demo values, the article's
-250m/500m/128Mi), never values read from the node. One trixie + systemd VM for the module; runc is bookworm's
-1.1.5 and crun 1.8.1 (the packages the runtime e2e installs; linear shares→weight: 10 for 250m), pushed here.
+250m/500m/128Mi), never values read from the node. One trixie + systemd VM for the module, and for the runtimes
+the trixie + systemd variant images with trixie's runc 1.1.15 and crun 1.21 (both the linear shares→weight
+formula: 10 for 250m), as a user boots them with `vm?debian=trixie&init=systemd&runtime=runc` (or crun).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_runtimes import CONFIG, PROFILE, install_runtimes
+from test_runtimes import CONFIG, PROFILE
 
 from infra.vm.image import ImageBuildError, ensure_image
 from infra.vm.machine import VirtualMachine, VmError
@@ -38,22 +39,34 @@ SHOW = ("LoadState", "ActiveState", "Transient", "Description", "ControlGroup", 
         "Slice", "Delegate", "CPUWeight", "MemoryMax", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec")
 
 
-@pytest.fixture(scope="module")
-def machine() -> Iterator[VirtualMachine]:
+def booted(variant: Variant) -> Iterator[VirtualMachine]:
+    """A VM of the variant's image (built and cached if missing), stopped afterwards."""
     progress = StepPrinter("vm")
     try:
-        image = ensure_image(progress=progress, variant=VARIANT)
+        image = ensure_image(progress=progress, variant=variant)
     except ImageBuildError as err:
-        pytest.fail(f"{VARIANT.label()} image: {err}", pytrace=False)
-    vm = VirtualMachine(image, name=f"pytest-{os.getpid()}-sdriver", progress=progress)
+        pytest.fail(f"{variant.label()} image: {err}", pytrace=False)
+    vm = VirtualMachine(image, name=f"pytest-{os.getpid()}-sdriver-{variant.runtime}", progress=progress)
     try:
         vm.start()
     except VmError as err:
-        pytest.fail(f"{VARIANT.label()} VM: {err}", pytrace=False)
+        pytest.fail(f"{variant.label()} VM: {err}", pytrace=False)
     try:
         yield vm
     finally:
         vm.stop()
+
+
+@pytest.fixture(scope="module")
+def machine() -> Iterator[VirtualMachine]:
+    yield from booted(VARIANT)
+
+
+@pytest.fixture(scope="module", params=["runc", "crun"])
+def runtime_machine(request: pytest.FixtureRequest) -> Iterator[tuple[str, VirtualMachine]]:
+    """The runtime and a VM of the trixie + systemd variant image that has it."""
+    for vm in booted(replace(VARIANT, runtime=request.param)):
+        yield request.param, vm
 
 
 @pytest.fixture
@@ -118,19 +131,25 @@ def test_a_kubepods_slice_started_by_someone_else_is_refused_and_keeps_running(m
         ssh.check_output(systemd_units.stop_unit("kubepods.slice"))
 
 
-@pytest.mark.parametrize(("runtime", "description"), [("runc", "libcontainer container "),
-                                                     ("crun", "libcrun container")])
-def test_the_runtime_starts_the_container_scope_itself(machine: VirtualMachine, ssh: SshTransport, runtime: str,
-                                                       description: str) -> None:
+DESCRIPTIONS = {"runc": "libcontainer container ", "crun": "libcrun container"}
+
+
+def test_the_runtime_starts_the_container_scope_itself(runtime_machine: tuple[str, VirtualMachine]) -> None:
     """runc/crun --systemd-cgroup with cgroupsPath `<pod slice>:cri-containerd:<id>` start the scope (the
     Description is the runtime's, RUNTIME-FACTS §3e; crun puts the process in a `container` sub-cgroup); the agent
     adopts it; every res-demo value equals the oracle's under the runtime's formula; OOM kills still come back."""
-    install_runtimes(ssh)
+    runtime, machine = runtime_machine
+    with machine.ssh() as ssh:
+        _runtime_scope(machine, ssh, runtime)
+
+
+def _runtime_scope(machine: VirtualMachine, ssh: SshTransport, runtime: str) -> None:
+    description = DESCRIPTIONS[runtime]
     node = EnforcedNode(machine.ssh(), EnforcerSettings(runtime=runtime, backoff=2.0)).start()
     try:
         node.configure(CONFIG)
         facts = node.facts()
-        assert facts.measured_cpu_weight_formula == "linear"  # bookworm's runc 1.1.5 / crun 1.8.1
+        assert facts.measured_cpu_weight_formula == "linear"  # trixie's runc 1.1.15 / crun 1.21
         demo = node.run(pod("requests-limits/res-demo.yaml"))
         demo.wait_running()
         evidence = demo.evidence()
