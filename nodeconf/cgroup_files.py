@@ -15,6 +15,7 @@ OBSERVED_FILES = (
     "cgroup.procs", "cpu.weight", "cpu.max", "cpu.stat",
     "memory.max", "memory.high", "memory.low", "memory.min", "memory.swap.max", "memory.oom.group",
     "memory.current", "memory.swap.current", "memory.peak", "memory.events", "memory.swap.events", "pids.current",
+    "pids.max",
 )
 
 

@@ -34,12 +34,21 @@ from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, o
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.cpu import container_shares
 from nodeconf.semantics.eviction import MEMORY_PRESSURE
-from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation, PodExpectation
+from nodeconf.semantics.expectation import (
+    CgroupExpectation,
+    ContainerExpectation,
+    Expected,
+    NodeExpectation,
+    PodExpectation,
+)
 from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
 
 APPLIED = "Applied"
 # Resize outcomes that stay pending and are asked about again on every tick (PodResizeInProgress, Deferred).
 PENDING = ("InProgress", "Deferred")
+# Node-limit files (semantics.node_limits) the agent writes on each pod cgroup, as the kubelet's pod container
+# manager does (pod_container_manager_linux.go EnsureExists).
+POD_LIMIT_FILES = ("pids.max",)
 
 
 TERMINAL = ("Succeeded", "Failed")
@@ -93,9 +102,15 @@ class AgentCore:
         return dataclasses.replace(self.facts, cpu_weight_formula=self.faults.cpu_weight_formula)
 
     def oracle_config(self) -> KubeletConfig:
-        if self.faults.memory_throttling_factor is None:
-            return self.config
-        return dataclasses.replace(self.config, memory_throttling_factor=self.faults.memory_throttling_factor)
+        """The configuration the agent computes with: the node's, changed by the faults."""
+        config = self.config
+        if self.faults.memory_throttling_factor is not None:
+            config = dataclasses.replace(config, memory_throttling_factor=self.faults.memory_throttling_factor)
+        if self.faults.pids_limit_ignored:
+            config = dataclasses.replace(config, pod_pids_limit=-1)
+        if self.faults.single_process_oom_kill_ignored:
+            config = dataclasses.replace(config, single_process_oom_kill=False)
+        return config
 
     def _active(self) -> list[Pod]:
         return [r.pod for r in self.pods.values() if r.phase not in TERMINAL]
@@ -129,9 +144,10 @@ class AgentCore:
             record = self.pods.get(pe.pod.ref)
             if record is None or record.phase in TERMINAL or pe.cgroup is None:
                 continue
-            cgroups = [pe.cgroup, *(c.cgroup for c in with_pause(pe.containers, pe.pause))]
+            pod_cgroup = with_pod_limits(pe.cgroup, expectation.node_limits.get(pe.cgroup.path, {}))
+            cgroups = [pod_cgroup, *(c.cgroup for c in with_pause(pe.containers, pe.pause))]
             if self.runtime is not None:  # the container cgroups are the runtime's
-                cgroups = [pe.cgroup]
+                cgroups = [pod_cgroup]
                 self._runtime_resources(record, pe)
             for cgroup in cgroups:
                 for problem in self._write(cgroup):
@@ -257,6 +273,13 @@ class AgentCore:
         """Kill and remove every marked cgroup; a cgroup of someone else inside ours stays (logged)."""
         for left in self.tree.clear():
             self.log.warning("left %s in place: %s", left, foreign_message(left))
+
+
+def with_pod_limits(cgroup: CgroupExpectation, limits: Mapping[str, Expected]) -> CgroupExpectation:
+    """The pod cgroup with the node limits the kubelet writes on it: pids.max from podPidsLimit (EnsureExists sets
+    PidsLimit when > 0; the oracle's `max` otherwise is a new cgroup's own value, so writing it changes nothing)."""
+    extra = {name: e for name, e in limits.items() if name in POD_LIMIT_FILES}
+    return CgroupExpectation(cgroup.path, {**cgroup.files, **extra}) if extra else cgroup
 
 
 def with_pause(containers: Sequence[ContainerExpectation],
