@@ -37,6 +37,7 @@ CPU_WEIGHT = 'value of cgroup "cpu.weight" for container'
 MEMORY_HIGH = ('value of cgroup "memory.high" for container "app"', "; expected ", "(rule: ")
 SWAP_MAX = ('value of cgroup "memory.swap.max" for container', "; expected ", "(rule: ")
 TABLE = "suites/swap/test_semantics_table.py"
+PIDS = "suites/upstream/test_pids.py"
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
 # use-case-1 (swap "0" on a pod whose memory request equals its limit, which LimitedSwap also gives 0).
 POD_LEVEL = "suites/upstream/test_pod_level_resources.py"
@@ -84,6 +85,15 @@ CASES = {
         **{f"test_semantics_table_cell[vm-{row}-limitedswap]": SWAP_MAX
            for row in ("set-container", "set-pod", "set-zero")},
         **{f"test_kep_example[vm-{example}-limitedswap]": SWAP_MAX for example in EXPLICIT_SWAP_EXAMPLES},
+    }),
+    # A node that ignores podPidsLimit (upstream e2e_node pids_test.go): the pod's pids.max stays "max", so the value
+    # check and the fork check (no refusal among twice the limit, no pids.events max) fail; the pod's other cgroup
+    # values are right.
+    "pids-limit-ignored": FaultCase("pids-limit=ignore", (PIDS,), {
+        "test_pod_pids_max_is_pod_pids_limit[vm]": ('value of cgroup "pids.max" for pod "pids"',
+                                                    'was "max"; expected "32"', "(rule: podPidsLimit"),
+        "test_fork_beyond_pids_max_fails[vm]": ('value of cgroup "pids.max" for pod "pids"',
+                                                'was "no refusal"; expected "EAGAIN"', "pids.events max"),
     }),
 }
 
