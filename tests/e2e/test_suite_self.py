@@ -38,6 +38,8 @@ MEMORY_HIGH = ('value of cgroup "memory.high" for container "app"', "; expected 
 SWAP_MAX = ('value of cgroup "memory.swap.max" for container', "; expected ", "(rule: ")
 TABLE = "suites/swap/test_semantics_table.py"
 PIDS = "suites/upstream/test_pids.py"
+OOM_GROUP = "suites/upstream/test_oom_group.py"
+OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of pod "oom-group"', 'was "1"; expected "0"')
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
 # use-case-1 (swap "0" on a pod whose memory request equals its limit, which LimitedSwap also gives 0).
 POD_LEVEL = "suites/upstream/test_pod_level_resources.py"
@@ -94,6 +96,14 @@ CASES = {
                                                     'was "max"; expected "32"', "(rule: podPidsLimit"),
         "test_fork_beyond_pids_max_fails[vm]": ('value of cgroup "pids.max" for pod "pids"',
                                                 'was "no refusal"; expected "EAGAIN"', "pids.events max"),
+    }),
+    # A node that ignores singleProcessOOMKill (upstream oomkiller_linux_test.go): its containers keep
+    # memory.oom.group 1, so under the option the pod's value check fails, and the OOM kill takes the whole container
+    # (a group kill counted) where only the hog must die; without the option (oom-group) everything passes.
+    "single-process-oom-kill-ignored": FaultCase("single-process-oom-kill=ignore", (OOM_GROUP,), {
+        "test_pod_matches_the_oracle[single-process-vm]": OOM_GROUP_VALUE,
+        "test_oom_kills_the_hog_or_the_whole_container[single-process-vm]": (
+            *OOM_GROUP_VALUE, 'value of measurement "memory.events oom_group_kill grew by" for pod "oom-group"'),
     }),
 }
 
