@@ -46,9 +46,11 @@ from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
 APPLIED = "Applied"
 # Resize outcomes that stay pending and are asked about again on every tick (PodResizeInProgress, Deferred).
 PENDING = ("InProgress", "Deferred")
-# Node-limit files (semantics.node_limits) the agent writes on each pod cgroup, as the kubelet's pod container
-# manager does (pod_container_manager_linux.go EnsureExists).
+# Node-limit files (semantics.node_limits) the agent writes: pids.max on each pod cgroup (the kubelet's pod container
+# manager, pod_container_manager_linux.go EnsureExists) and hugetlb.<size>.max on pod and container cgroups
+# (cgroup_manager_linux.go maybeSetHugetlb; kuberuntime GetHugepageLimitsFromResources for containers).
 POD_LIMIT_FILES = ("pids.max",)
+HUGETLB_PREFIX = "hugetlb."
 
 
 TERMINAL = ("Succeeded", "Failed")
@@ -97,9 +99,13 @@ class AgentCore:
         return profile_for(self.version, self.config)
 
     def oracle_facts(self) -> NodeFacts:
-        if self.faults.cpu_weight_formula is None:
-            return self.facts
-        return dataclasses.replace(self.facts, cpu_weight_formula=self.faults.cpu_weight_formula)
+        """The facts the agent computes with: the node's, changed by the faults."""
+        facts = self.facts
+        if self.faults.cpu_weight_formula is not None:
+            facts = dataclasses.replace(facts, cpu_weight_formula=self.faults.cpu_weight_formula)
+        if self.faults.hugetlb_ignored:
+            facts = dataclasses.replace(facts, hugepages=())
+        return facts
 
     def oracle_config(self) -> KubeletConfig:
         """The configuration the agent computes with: the node's, changed by the faults."""
@@ -144,8 +150,10 @@ class AgentCore:
             record = self.pods.get(pe.pod.ref)
             if record is None or record.phase in TERMINAL or pe.cgroup is None:
                 continue
-            pod_cgroup = with_pod_limits(pe.cgroup, expectation.node_limits.get(pe.cgroup.path, {}))
-            cgroups = [pod_cgroup, *(c.cgroup for c in with_pause(pe.containers, pe.pause))]
+            limits = expectation.node_limits
+            pod_cgroup = with_node_limits(pe.cgroup, limits.get(pe.cgroup.path, {}))
+            cgroups = [pod_cgroup, *(with_node_limits(c.cgroup, limits.get(c.cgroup.path, {}), pod=False)
+                                     for c in with_pause(pe.containers, pe.pause))]
             if self.runtime is not None:  # the container cgroups are the runtime's
                 cgroups = [pod_cgroup]
                 self._runtime_resources(record, pe)
@@ -275,10 +283,12 @@ class AgentCore:
             self.log.warning("left %s in place: %s", left, foreign_message(left))
 
 
-def with_pod_limits(cgroup: CgroupExpectation, limits: Mapping[str, Expected]) -> CgroupExpectation:
-    """The pod cgroup with the node limits the kubelet writes on it: pids.max from podPidsLimit (EnsureExists sets
-    PidsLimit when > 0; the oracle's `max` otherwise is a new cgroup's own value, so writing it changes nothing)."""
-    extra = {name: e for name, e in limits.items() if name in POD_LIMIT_FILES}
+def with_node_limits(cgroup: CgroupExpectation, limits: Mapping[str, Expected], pod: bool = True) -> CgroupExpectation:
+    """A pod or container cgroup with the node limits the kubelet writes on it: the pod's pids.max from podPidsLimit
+    (EnsureExists sets PidsLimit when > 0; the oracle's `max` otherwise is a new cgroup's own value, so writing it
+    changes nothing) and hugetlb.<size>.max of every size (0 for a size not requested)."""
+    extra = {name: e for name, e in limits.items()
+             if (pod and name in POD_LIMIT_FILES) or (name.startswith(HUGETLB_PREFIX) and name.endswith(".max"))}
     return CgroupExpectation(cgroup.path, {**cgroup.files, **extra}) if extra else cgroup
 
 

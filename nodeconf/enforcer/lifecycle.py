@@ -28,11 +28,13 @@ class Backoff:
 
 # Faults without a value: the spelling and the Faults field it sets. `pids-limit=ignore`: the agent computes as if
 # podPidsLimit were unset (pod pids.max stays max); `single-process-oom-kill=ignore`: as if singleProcessOOMKill
-# were false (container memory.oom.group 1 whatever the config says).
+# were false (container memory.oom.group 1 whatever the config says); `hugetlb=ignore`: as if the node offered no
+# huge page size (no hugetlb.<size>.max written, the cgroups keep max).
 _SWITCHES = {
     "limited-swap=ignore-explicit": "limited_swap_ignores_explicit",
     "pids-limit=ignore": "pids_limit_ignored",
     "single-process-oom-kill=ignore": "single_process_oom_kill_ignored",
+    "hugetlb=ignore": "hugetlb_ignored",
 }
 
 
@@ -45,12 +47,13 @@ class Faults:
     limited_swap_ignores_explicit: bool = False
     pids_limit_ignored: bool = False
     single_process_oom_kill_ignored: bool = False
+    hugetlb_ignored: bool = False
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
         """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1),
-        `limited-swap=ignore-explicit`, `pids-limit=ignore`, `single-process-oom-kill=ignore`; ValueError
-        otherwise."""
+        `limited-swap=ignore-explicit`, `pids-limit=ignore`, `single-process-oom-kill=ignore`, `hugetlb=ignore`;
+        ValueError otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")
