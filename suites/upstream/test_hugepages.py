@@ -3,7 +3,8 @@
 Source: upstream test/e2e_node/hugepages_test.go "HugePages" (makePodToVerifyHugePages: the pod cgroup's
 hugetlb.<size>.max against the pod's hugepages limit). On a node with no huge pages reserved a pod cannot ask for
 any, so nodeconf checks the other half of the kubelet's rule: a size the pod does not request is limited to 0
-(cgroup_manager_linux.go maybeSetHugetlb), at pod and container level. A pod using reserved pages, and a
+(cgroup_manager_linux.go maybeSetHugetlb), at pod and container level (where containerd's default config drops the
+CRI hugepage limits, the container's `max` is its documented deviation). A pod using reserved pages, and a
 MAP_HUGETLB mapping beyond its limit failing, need a node with reserved huge pages (not the reference VM yet).
 """
 
