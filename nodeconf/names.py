@@ -10,7 +10,7 @@ _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _UID = re.compile(r"[0-9a-fA-F-]{1,64}")
 _CGROUP_COMPONENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:-]{0,254}")
-_CGROUP_FILE = re.compile(r"[a-z]+(\.[a-z0-9_]+)+")
+_CGROUP_FILE = re.compile(r"[a-z]+(\.[A-Za-z0-9_]+)+")  # hugetlb.2MB.max: the size in capitals
 # Longest file name component on Linux file systems (NAME_MAX, include/uapi/linux/limits.h).
 NAME_MAX = 255
 # Hex digits of the sha256 that stand for a name cut short.

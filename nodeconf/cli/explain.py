@@ -222,7 +222,8 @@ def to_table(result: NodeExpectation) -> str:
                 *_file_lines(c.cgroup.files, "      "),
             ]
     lines += ["", "metrics:", *(f"  {name} {value}" for name, value in result.metrics.items())]
-    lines += ["", "node limits (pids, hugetlb, memory.oom.group, reserve cgroups; not enforced yet):"]
+    lines += ["", "node limits (pids, hugetlb, memory.oom.group, reserve cgroups; kubepods and the reserve "
+              "cgroups are not enforced yet):"]
     for path, files in result.node_limits.items():
         lines += [f"  {path}", *_file_lines(files, "    ")]
     return "\n".join(lines) + "\n"

@@ -35,12 +35,23 @@ from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, o
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.cpu import container_shares
 from nodeconf.semantics.eviction import MEMORY_PRESSURE
-from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, NodeExpectation, PodExpectation
+from nodeconf.semantics.expectation import (
+    CgroupExpectation,
+    ContainerExpectation,
+    Expected,
+    NodeExpectation,
+    PodExpectation,
+)
 from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
 
 APPLIED = "Applied"
 # Resize outcomes that stay pending and are asked about again on every tick (PodResizeInProgress, Deferred).
 PENDING = ("InProgress", "Deferred")
+# Node-limit files (semantics.node_limits) the agent writes: pids.max on each pod cgroup (the kubelet's pod container
+# manager, pod_container_manager_linux.go EnsureExists) and hugetlb.<size>.max on pod and container cgroups
+# (cgroup_manager_linux.go maybeSetHugetlb; kuberuntime GetHugepageLimitsFromResources for containers).
+POD_LIMIT_FILES = ("pids.max",)
+HUGETLB_PREFIX = "hugetlb."
 
 
 TERMINAL = ("Succeeded", "Failed")
@@ -95,14 +106,24 @@ class AgentCore:
         return profile_for(self.version, self.config)
 
     def oracle_facts(self) -> NodeFacts:
-        if self.faults.cpu_weight_formula is None:
-            return self.facts
-        return dataclasses.replace(self.facts, cpu_weight_formula=self.faults.cpu_weight_formula)
+        """The facts the agent computes with: the node's, changed by the faults."""
+        facts = self.facts
+        if self.faults.cpu_weight_formula is not None:
+            facts = dataclasses.replace(facts, cpu_weight_formula=self.faults.cpu_weight_formula)
+        if self.faults.hugetlb_ignored:
+            facts = dataclasses.replace(facts, hugepages=())
+        return facts
 
     def oracle_config(self) -> KubeletConfig:
-        if self.faults.memory_throttling_factor is None:
-            return self.config
-        return dataclasses.replace(self.config, memory_throttling_factor=self.faults.memory_throttling_factor)
+        """The configuration the agent computes with: the node's, changed by the faults."""
+        config = self.config
+        if self.faults.memory_throttling_factor is not None:
+            config = dataclasses.replace(config, memory_throttling_factor=self.faults.memory_throttling_factor)
+        if self.faults.pids_limit_ignored:
+            config = dataclasses.replace(config, pod_pids_limit=-1)
+        if self.faults.single_process_oom_kill_ignored:
+            config = dataclasses.replace(config, single_process_oom_kill=False)
+        return config
 
     def _active(self) -> list[Pod]:
         return [r.pod for r in self.pods.values() if r.phase not in TERMINAL]
@@ -151,11 +172,14 @@ class AgentCore:
             record = self.pods.get(pe.pod.ref)
             if record is None or record.phase in TERMINAL or pe.cgroup is None:
                 continue
-            cgroups = [pe.cgroup, *(c.cgroup for c in with_pause(pe.containers, pe.pause))]
+            limits = expectation.node_limits
+            pod_cgroup = with_node_limits(pe.cgroup, limits.get(pe.cgroup.path, {}))
+            cgroups = [pod_cgroup, *(with_node_limits(c.cgroup, limits.get(c.cgroup.path, {}), pod=False)
+                                     for c in with_pause(pe.containers, pe.pause))]
             for ce in pe.containers:
                 self.start_oom_score_adj[ce.cgroup.path] = int(ce.oom_score_adj.value)
             if self.runtime is not None:  # the container cgroups are the runtime's
-                cgroups = [pe.cgroup]
+                cgroups = [pod_cgroup]
                 self._runtime_resources(record, pe)
             for cgroup in cgroups:
                 for problem in self._write(cgroup):
@@ -286,6 +310,15 @@ class AgentCore:
         """Kill and remove every marked cgroup; a cgroup of someone else inside ours stays (logged)."""
         for left in self.tree.clear():
             self.log.warning("left %s in place: %s", left, foreign_message(left))
+
+
+def with_node_limits(cgroup: CgroupExpectation, limits: Mapping[str, Expected], pod: bool = True) -> CgroupExpectation:
+    """A pod or container cgroup with the node limits the kubelet writes on it: the pod's pids.max from podPidsLimit
+    (EnsureExists sets PidsLimit when > 0; the oracle's `max` otherwise is a new cgroup's own value, so writing it
+    changes nothing) and hugetlb.<size>.max of every size (0 for a size not requested)."""
+    extra = {name: e for name, e in limits.items()
+             if (pod and name in POD_LIMIT_FILES) or (name.startswith(HUGETLB_PREFIX) and name.endswith(".max"))}
+    return CgroupExpectation(cgroup.path, {**cgroup.files, **extra}) if extra else cgroup
 
 
 def with_pause(containers: Sequence[ContainerExpectation],

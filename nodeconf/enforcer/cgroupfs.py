@@ -17,7 +17,7 @@ from nodeconf.enforcer.ownership import ForeignCgroup, foreign_message, holds_fo
 # The agent's own top-level cgroups: kubepods of the systemd and the cgroupfs drivers (kubelet cm/cgroup_manager).
 OWNED = ("kubepods.slice", "kubepods")
 # Controllers the agent enables top-down (cgroup-v2.rst "Top-down Constraint").
-CONTROLLERS = ("cpu", "memory", "pids")
+CONTROLLERS = ("cpu", "memory", "pids", "hugetlb")
 
 
 def is_cgroup2(path: Path) -> bool:

@@ -86,6 +86,30 @@ def psi_available(pressure: Path = Path("/proc/pressure")) -> bool:
     return True
 
 
+def hugepage_pools(sysfs: Path = Path("/sys/kernel/mm/hugepages")) -> tuple[tuple[int, int], ...]:
+    """(page size, reserved bytes) per huge page size the kernel offers, smallest first: `hugepages-<N>kB/
+    nr_hugepages` (Documentation/admin-guide/mm/hugetlbpage.rst); empty without hugetlbfs support."""
+    pools = []
+    for entry in sysfs.glob("hugepages-*kB"):
+        size = entry.name.removeprefix("hugepages-").removesuffix("kB")
+        try:
+            count = int((entry / "nr_hugepages").read_text())
+        except (OSError, ValueError):
+            continue
+        if size.isdigit():
+            pools.append((int(size) * 1024, count * int(size) * 1024))
+    return tuple(sorted(pools))
+
+
+def pid_capacity(sysctl: Path = Path("/proc/sys/kernel")) -> int | None:
+    """min(kernel.pid_max, kernel.threads-max), the kubelet's `pid` capacity (pkg/kubelet/stats/pidlimit Stats);
+    None when either cannot be read."""
+    try:
+        return min(int((sysctl / "pid_max").read_text()), int((sysctl / "threads-max").read_text()))
+    except (OSError, ValueError):
+        return None
+
+
 def kernel_config(release: str, boot: Path = Path("/boot"), proc: Path = Path("/proc")) -> tuple[tuple[str, str], ...]:
     """KERNEL_CONFIG_OPTIONS as y/m/n from /boot/config-RELEASE, else /proc/config.gz; empty when neither exists."""
     try:
@@ -123,6 +147,8 @@ def detect(cgroup_root: Path, cpu_weight_formula: str, runtime: str = "direct") 
         swap_devices=swap_devices(),
         psi=psi_available(),
         kernel_config=kernel_config(os.uname().release),
+        pid_capacity=pid_capacity(),
+        hugepages=hugepage_pools(),
     )
 
 

@@ -26,6 +26,18 @@ class Backoff:
         return 0.0 if restarts == 0 else min(self.cap, self.initial * 2 ** (restarts - 1))
 
 
+# Faults without a value: the spelling and the Faults field it sets. `pids-limit=ignore`: the agent computes as if
+# podPidsLimit were unset (pod pids.max stays max); `single-process-oom-kill=ignore`: as if singleProcessOOMKill
+# were false (container memory.oom.group 1 whatever the config says); `hugetlb=ignore`: as if the node offered no
+# huge page size (no hugetlb.<size>.max written, the cgroups keep max).
+_SWITCHES = {
+    "limited-swap=ignore-explicit": "limited_swap_ignores_explicit",
+    "pids-limit=ignore": "pids_limit_ignored",
+    "single-process-oom-kill=ignore": "single_process_oom_kill_ignored",
+    "hugetlb=ignore": "hugetlb_ignored",
+}
+
+
 @dataclass(frozen=True)
 class Faults:
     """Deliberate deviations for the suite's self-tests: the agent computes with these, yet claims true facts."""
@@ -33,11 +45,15 @@ class Faults:
     cpu_weight_formula: str | None = None
     memory_throttling_factor: float | None = None
     limited_swap_ignores_explicit: bool = False
+    pids_limit_ignored: bool = False
+    single_process_oom_kill_ignored: bool = False
+    hugetlb_ignored: bool = False
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
         """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1),
-        `limited-swap=ignore-explicit`; ValueError otherwise."""
+        `limited-swap=ignore-explicit`, `pids-limit=ignore`, `single-process-oom-kill=ignore`, `hugetlb=ignore`;
+        ValueError otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")
@@ -45,11 +61,11 @@ class Faults:
                 fields["cpu_weight_formula"] = value
             elif key == "memory-throttling-factor" and sep and _fraction(value) is not None:
                 fields["memory_throttling_factor"] = _fraction(value)
-            elif item == "limited-swap=ignore-explicit":
-                fields["limited_swap_ignores_explicit"] = True
+            elif item in _SWITCHES:
+                fields[_SWITCHES[item]] = True
             else:
                 raise ValueError(f"bad fault {item!r} (cpu-weight-formula={'|'.join(CPU_WEIGHT_FORMULAS)}, "
-                                 "memory-throttling-factor=X with 0 < X <= 1, limited-swap=ignore-explicit)")
+                                 f"memory-throttling-factor=X with 0 < X <= 1, {', '.join(_SWITCHES)})")
         return cls(**fields)
 
     def pods_seen(self, pods: Sequence[Pod], swap_behavior: str) -> list[Pod]:

@@ -1,5 +1,7 @@
 """pids.max, hugetlb.<size>.max, memory.oom.group and the enforced reserve cgroups: the rules of upstream's node e2e
-areas (issue 15) that no enforcer applies yet, so they stay out of `expect()` and its checks.
+areas (issue 15), kept apart from `expect()`'s cgroups. The reference enforcer writes the pod's pids.max and the pod
+and container hugetlb.<size>.max (checked by suites/upstream/test_pids.py, test_hugepages.py); kubepods pids.max and
+hugetlb and the reserve cgroups (enforceNodeAllocatable) are neither written nor checked yet.
 
 Sources: k8s pkg/kubelet/cm/pod_container_manager_linux.go EnsureExists, helpers_linux.go ResourceConfigForPod,
 node_container_manager_linux.go getCgroupConfigInternal / enforceExistingCgroup, cgroup_manager_linux.go

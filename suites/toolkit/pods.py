@@ -148,3 +148,8 @@ _STOP = (
 def stop_program(word: str) -> list[str]:
     """The argv that sends SIGTERM to every process whose command line contains `word` (like `pkill -f`)."""
     return ["python3", "-c", _STOP, *word]
+
+
+def forker(limit: int) -> list[str]:
+    """The argv that forks up to `limit` waiting children and prints {"forked": k, "error": errno name or ""}."""
+    return ["python3", f"{PROGRAMS_DIR}/forker.py", str(limit)]

@@ -37,6 +37,10 @@ CPU_WEIGHT = 'value of cgroup "cpu.weight" for container'
 MEMORY_HIGH = ('value of cgroup "memory.high" for container "app"', "; expected ", "(rule: ")
 SWAP_MAX = ('value of cgroup "memory.swap.max" for container', "; expected ", "(rule: ")
 TABLE = "suites/swap/test_semantics_table.py"
+PIDS = "suites/upstream/test_pids.py"
+OOM_GROUP = "suites/upstream/test_oom_group.py"
+HUGEPAGES = "suites/upstream/test_hugepages.py"
+OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of pod "oom-group"', 'was "1"; expected "0"')
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
 # use-case-1 (swap "0" on a pod whose memory request equals its limit, which LimitedSwap also gives 0).
 POD_LEVEL = "suites/upstream/test_pod_level_resources.py"
@@ -84,6 +88,30 @@ CASES = {
         **{f"test_semantics_table_cell[vm-{row}-limitedswap]": SWAP_MAX
            for row in ("set-container", "set-pod", "set-zero")},
         **{f"test_kep_example[vm-{example}-limitedswap]": SWAP_MAX for example in EXPLICIT_SWAP_EXAMPLES},
+    }),
+    # A node that ignores podPidsLimit (upstream e2e_node pids_test.go): the pod's pids.max stays "max", so the value
+    # check and the fork check (no refusal among twice the limit, no pids.events max) fail; the pod's other cgroup
+    # values are right.
+    "pids-limit-ignored": FaultCase("pids-limit=ignore", (PIDS,), {
+        "test_pod_pids_max_is_pod_pids_limit[vm]": ('value of cgroup "pids.max" for pod "pids"',
+                                                    'was "max"; expected "32"', "(rule: podPidsLimit"),
+        "test_fork_beyond_pids_max_fails[vm]": ('value of cgroup "pids.max" for pod "pids"',
+                                                'was "no refusal"; expected "EAGAIN"', "pids.events max"),
+    }),
+    # A node that ignores singleProcessOOMKill (upstream oomkiller_linux_test.go): its containers keep
+    # memory.oom.group 1, so under the option the pod's value check fails, and the OOM kill takes the whole container
+    # (a group kill counted) where only the hog must die; without the option (oom-group) everything passes.
+    "single-process-oom-kill-ignored": FaultCase("single-process-oom-kill=ignore", (OOM_GROUP,), {
+        "test_pod_matches_the_oracle[single-process-vm]": OOM_GROUP_VALUE,
+        "test_oom_kills_the_hog_or_the_whole_container[single-process-vm]": (
+            *OOM_GROUP_VALUE, 'value of measurement "memory.events oom_group_kill grew by" for pod "oom-group"'),
+    }),
+    # A node that writes no hugetlb limit (upstream e2e_node hugepages_test.go): the pod's hugetlb.<size>.max stay
+    # "max" where the kubelet writes 0 for every size the pod does not request. The container level passes: "max"
+    # there is containerd's documented deviation (its default config drops the CRI hugepage limits).
+    "hugetlb-ignored": FaultCase("hugetlb=ignore", (HUGEPAGES,), {
+        "test_unrequested_sizes_are_limited_to_zero[vm-pod]": (
+            'value of cgroup "hugetlb.2MB.max" for pod "hugepages"', 'was "max"; expected "0"', "maybeSetHugetlb"),
     }),
 }
 

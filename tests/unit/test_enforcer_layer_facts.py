@@ -10,9 +10,11 @@ import pytest
 from nodeconf.enforcer import facts as facts_module
 from nodeconf.enforcer.facts import (
     debian_release,
+    hugepage_pools,
     init_and_version,
     kernel_config,
     mount_options,
+    pid_capacity,
     psi_available,
     swap_devices,
 )
@@ -90,11 +92,26 @@ def test_kernel_config_from_boot_else_proc(tmp_path: Path) -> None:
     assert kernel_config("6.12.1", tmp_path / "none", tmp_path / "none") == ()
 
 
+def test_hugepage_pools_and_pid_capacity(tmp_path: Path) -> None:
+    """hugepages-<N>kB/nr_hugepages → (size, reserved bytes), smallest first; pid capacity min(pid_max, threads)."""
+    for name, count in (("hugepages-1048576kB", "0\n"), ("hugepages-2048kB", "8\n"), ("hugepages-64kB", "x")):
+        (tmp_path / "mm" / name).mkdir(parents=True)
+        (tmp_path / "mm" / name / "nr_hugepages").write_text(count)
+    assert hugepage_pools(tmp_path / "mm") == ((2 << 20, 16 << 20), (1 << 30, 0))
+    assert hugepage_pools(tmp_path / "none") == ()
+    (tmp_path / "sys").mkdir()
+    (tmp_path / "sys" / "pid_max").write_text("4194304\n")
+    assert pid_capacity(tmp_path / "sys") is None
+    (tmp_path / "sys" / "threads-max").write_text("15703\n")
+    assert pid_capacity(tmp_path / "sys") == 15703
+
+
 def test_layer_facts_survive_the_wire_and_old_documents_get_defaults() -> None:
     facts = NodeFacts(memory_capacity=1 << 30, debian_release="trixie", init="systemd", init_version="systemd 257",
                       runtime="runc", runtime_version="runc version 1.1.15", cgroup2_mount_options=("rw",),
                       cgroup_subtree_control=("cpu", "memory"), swap_devices=("/dev/vdb",), psi=True,
-                      kernel_config=(("CONFIG_PSI", "y"),))
+                      kernel_config=(("CONFIG_PSI", "y"),), pid_capacity=4194304,
+                      hugepages=((2 << 20, 16 << 20), (1 << 30, 0)))
     assert facts_from_dict(facts_to_dict(facts)) == facts
     old = {k: v for k, v in facts_to_dict(facts).items() if k not in LAYER_FIELDS}
     assert facts_from_dict(old) == NodeFacts(memory_capacity=1 << 30)
