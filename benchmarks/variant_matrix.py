@@ -1,6 +1,6 @@
 """Node-variant matrix (issue 13 item 6): for each variant, its image's cold build time, then one `nodeconf run`
-on it (the default suites unless PYTEST_ARGS say otherwise): boot to ready, wall time, passed/failed/skipped and the
-first line of every non-pass, from the run's summary.json.
+on it (the default suites unless PYTEST_ARGS say otherwise): wall time, passed/failed/skipped and the first line of
+every non-pass, from the run's summary.json. Boot times: benchmarks/vm_bench.py --debian R --init I --runtime X.
 
 Run one variant per VM-lock acquisition (each is a build of ≈1-2 min when not cached plus a run of a few minutes):
     flock /tmp/nodeconf-vm.lock .venv/bin/python benchmarks/variant_matrix.py sid-systemd-runc [--reports DIR]
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import time
@@ -26,7 +25,6 @@ from infra.vm.progress import StepPrinter
 from nodeconf.node_variant import Variant
 
 DEFAULT_VARIANTS = ("sid-systemd-runc", "sid-systemd-crun", "bullseye-systemd-runc", "trixie-systemd-crun")
-READY = re.compile(r"guest ready in (\d+(?:\.\d+)?) s")
 
 
 def variant_of(label: str) -> Variant:
@@ -46,8 +44,8 @@ def measure(variant: Variant, reports: Path, pytest_args: list[str]) -> dict[str
     try:
         image = ensure_image(progress=StepPrinter("image"), variant=variant)
     except ImageBuildError as err:
-        return {"variant": variant.label(), "kernel_release": "–", "cold_build_s": None, "boot_to_ready_s": None,
-                "run_wall_s": 0, "pytest_args": pytest_args, "error": f"image: {err}"[:300]}
+        return {"variant": variant.label(), "kernel_release": "–", "cold_build_s": None, "run_wall_s": 0,
+                "pytest_args": pytest_args, "error": f"image: {err}"[:300]}
     manifest = json.loads((image.directory / MANIFEST).read_text())
     spec = f"vm?debian={variant.debian}&init={variant.init}&runtime={variant.runtime}"
     out = reports / variant.label()
@@ -56,11 +54,10 @@ def measure(variant: Variant, reports: Path, pytest_args: list[str]) -> dict[str
                            *(["--", *pytest_args] if pytest_args else [])],
                           capture_output=True, text=True, check=False)
     wall = time.monotonic() - started
-    ready = READY.findall(proc.stdout + proc.stderr)
     entry: dict[str, Any] = {
         "variant": variant.label(), "spec": spec, "kernel_release": image.kernel_release,
         "installed": manifest.get("installed", {}), "cold_build_s": manifest.get("build_seconds"),
-        "boot_to_ready_s": float(ready[0]) if ready else None, "run_wall_s": round(wall, 1),
+        "run_wall_s": round(wall, 1),
         "exit_code": proc.returncode, "pytest_args": pytest_args,
     }
     summary_path = out / "summary.json"
@@ -77,17 +74,18 @@ def measure(variant: Variant, reports: Path, pytest_args: list[str]) -> dict[str
 
 def table(entries: list[dict[str, Any]]) -> str:
     """The Markdown table of docs/node-variants.md."""
-    rows = ["| variant | kernel | runtime | cold build | boot to ready | checks run | wall | passed / failed / skipped "
-            "| non-pass (first line) |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| variant | kernel | runtime | cold build | checks run | wall | passed / failed / skipped "
+            "| non-pass (first line) |", "|---|---|---|---|---|---|---|---|"]
     for e in entries:
         counts = e.get("counts", {})
         result = f"{counts.get('passed', '–')} / {counts.get('failed', 0) + counts.get('broken', 0)} / " \
                  f"{counts.get('skipped', '–')}" if counts else f"no result: {e.get('error', '')}"
-        runtime = e.get("run", {}).get("runtime_version") or e["variant"].split("-")[2]
+        name = e["variant"].split("-")[2]
+        runtime = f"{name} {e.get('installed', {}).get(name, '')}".strip()
         reasons = "; ".join(f"{n['status']} {n['id']}: {n['why']}" for n in e.get("non_pass", [])) or "–"
         checks = " ".join(e["pytest_args"]) or "default suites"
         rows.append(f"| {e['variant']} | {e['kernel_release']} | {runtime} | {e['cold_build_s']} s | "
-                    f"{e['boot_to_ready_s']} s | {checks} | {e['run_wall_s']} s | {result} | {reasons} |")
+                    f"{checks} | {e['run_wall_s']} s | {result} | {reasons} |")
     return "\n".join(rows)
 
 
