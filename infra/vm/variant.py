@@ -59,6 +59,9 @@ SYSTEMD_GENERATORS = ("systemd-fstab-generator",)
 # it (the packages are still checked against the signed Release's hashes; only the freshness check is off).
 SID_SOURCES = ("deb http://deb.debian.org/debian {suite} main",)
 SID_APT_OPTIONS = ("Acquire::Check-Valid-Until=false",)
+# bullseye predates the merged /usr mmdebstrap's hook sets up (its essential step fails there): /usr stays split,
+# as bullseye's own minbase is.
+SPLIT_USR_RELEASES = ("bullseye",)
 
 __all__ = ["RELEASES", "RUNTIMES", "Variant", "parse_variant", "recipe_for"]
 
@@ -85,4 +88,5 @@ def recipe_for(variant: Variant) -> Recipe:
         include=tuple(include), scripts=scripts, init=variant.init, kernel_config_in_root=True,
         optional_boot_modules=("crc32c_generic",), masked_units=masked, kept_generators=generators,
         apt_options=SID_APT_OPTIONS if variant.debian == "sid" else (),
+        bootstrap_hooks=() if variant.debian in SPLIT_USR_RELEASES else recipe.bootstrap_hooks,
     )

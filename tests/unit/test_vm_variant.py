@@ -91,3 +91,9 @@ def test_private_apt_calls_carry_the_recipe_options(tmp_path: Path, monkeypatch:
     apt = apt_module.apt_for("sid", ("deb http://deb.debian.org/debian {suite} main",), tmp_path,
                              options=("Acquire::Check-Valid-Until=false",))
     assert apt.options[-2:] == ("-o", "Acquire::Check-Valid-Until=false")
+
+
+def test_bullseye_keeps_a_split_usr() -> None:
+    assert recipe_for(Variant("bullseye", "systemd", "runc")).bootstrap_hooks == ()
+    assert all(recipe_for(Variant(d, "systemd")).bootstrap_hooks == ("merged-usr",) for d in RELEASES
+               if d != "bullseye")
