@@ -53,12 +53,14 @@ def private_options(root: Path) -> tuple[str, ...]:
 
 
 def apt_for(suite: str, sources: Sequence[str], cache_dir: Path | None = None,
-            say: Callable[[str], None] = lambda _m: None) -> Apt:
-    """The host's apt when it knows the suite, else a private apt state under the cache, refreshed when stale."""
+            say: Callable[[str], None] = lambda _m: None, options: Sequence[str] = ()) -> Apt:
+    """The host's apt when it knows the suite, else a private apt state under the cache, refreshed when stale;
+    options (NAME=VALUE) are given to each private apt call."""
     if host_has_suite(suite):
         return Apt((), HOST_LISTS)
     root = paths.cache_root(cache_dir) / "apt" / suite
-    apt = Apt(private_options(root), root / "lists")
+    extra = tuple(arg for option in options for arg in ("-o", option))
+    apt = Apt(private_options(root) + extra, root / "lists")
     wanted = "".join(line.format(suite=suite) + "\n" for line in sources)
     (root / "lists" / "partial").mkdir(parents=True, exist_ok=True)
     (root / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)

@@ -154,7 +154,7 @@ def ensure_image(cache_dir: Path | None = None, progress: Progress | None = None
     recipe = recipe or recipe_for(variant)
     images = paths.images_dir(cache_dir)
     try:
-        apt = apt_for(recipe.suite, recipe.sources, cache_dir, say)
+        apt = apt_for(recipe.suite, recipe.sources, cache_dir, say, recipe.apt_options)
     except AptError as err:
         raise ImageBuildError(str(err)) from err
     versions = cached_versions(recipe, images, apt)
@@ -222,6 +222,8 @@ def _bootstrap_rootfs(recipe: Recipe, root: Path, say: Progress) -> None:
     say(f"mmdebstrap --variant=minbase {recipe.suite} ({', '.join(recipe.include)})")
     excludes = [f"--dpkgopt=path-exclude=/{pattern}" for pattern in recipe.dpkg_path_excludes]
     hooks = [f"--hook-dir=/usr/share/mmdebstrap/hooks/{hook}" for hook in recipe.bootstrap_hooks]
+    # NAME=VALUE as apt.conf(5) writes it: NAME "VALUE".
+    hooks += ['--aptopt={} "{}"'.format(*option.split("=", 1)) for option in recipe.apt_options]
     sources = [line.format(suite=recipe.suite) for line in recipe.sources]
     run_tool(["mmdebstrap", "--mode=root", "--variant=minbase", f"--include={','.join(recipe.include)}",
               *hooks, *excludes, recipe.suite, str(root), *sources])

@@ -13,7 +13,8 @@ from importlib import resources
 RECIPE_FORMAT = 2
 GUEST_INIT_PATH = "/sbin/nodeconf-init"
 READY_MARKER = "NODECONF-READY"
-LATER_FIELDS = ("init", "kernel_config_in_root", "optional_boot_modules", "masked_units", "kept_generators")
+LATER_FIELDS = ("init", "kernel_config_in_root", "optional_boot_modules", "masked_units", "kept_generators",
+                "apt_options")
 
 
 def data_file(name: str) -> str:
@@ -67,6 +68,8 @@ class Recipe:
     # generators that still run; every other generator the packages ship is masked (systemd.generator(7)).
     masked_units: tuple[str, ...] = ()
     kept_generators: tuple[str, ...] = ()
+    # apt options for resolving and bootstrapping this suite, e.g. sid's Acquire::Check-Valid-Until=false.
+    apt_options: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         """A stable hash of every recipe field and script text (later fields only when not at their default)."""

@@ -54,8 +54,14 @@ SYSTEMD_MASKED = (
 )
 # The one generator a node VM needs: /etc/fstab's /tmp (getty, gpt-auto, sysv, ssh, tpm2 ... are masked).
 SYSTEMD_GENERATORS = ("systemd-fstab-generator",)
-# The development release has neither -updates nor a security suite.
+# The development release has neither -updates nor a security suite. Its Release file carries a Valid-Until a
+# week ahead; the archive mirror this machine reaches serves one that expired weeks ago, which apt refuses: accept
+# it (the packages are still checked against the signed Release's hashes; only the freshness check is off).
 SID_SOURCES = ("deb http://deb.debian.org/debian {suite} main",)
+SID_APT_OPTIONS = ("Acquire::Check-Valid-Until=false",)
+# bullseye predates the merged /usr mmdebstrap's hook sets up (its essential step fails there): /usr stays split,
+# as bullseye's own minbase is.
+SPLIT_USR_RELEASES = ("bullseye",)
 
 __all__ = ["RELEASES", "RUNTIMES", "Variant", "parse_variant", "recipe_for"]
 
@@ -81,4 +87,6 @@ def recipe_for(variant: Variant) -> Recipe:
         recipe, suite=variant.debian, sources=SID_SOURCES if variant.debian == "sid" else recipe.sources,
         include=tuple(include), scripts=scripts, init=variant.init, kernel_config_in_root=True,
         optional_boot_modules=("crc32c_generic",), masked_units=masked, kept_generators=generators,
+        apt_options=SID_APT_OPTIONS if variant.debian == "sid" else (),
+        bootstrap_hooks=() if variant.debian in SPLIT_USR_RELEASES else recipe.bootstrap_hooks,
     )

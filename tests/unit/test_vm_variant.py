@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
+from infra.vm import apt as apt_module
 from infra.vm.qemu import kernel_cmdline
 from infra.vm.recipe import default_recipe
 from infra.vm.variant import RELEASES, RUNTIMES, SYSTEMD_PACKAGES, Variant, parse_variant, recipe_for
@@ -73,3 +75,25 @@ def test_systemd_command_line_boots_systemd_on_the_unified_hierarchy() -> None:
     assert "init=/lib/systemd/systemd" in args and "systemd.unified_cgroup_hierarchy=1" in args
     assert "cgroup_no_v1=all" in args
     assert kernel_cmdline().split()[3] == "init=/sbin/nodeconf-init"
+
+
+def test_only_sid_accepts_an_expired_release_file() -> None:
+    assert recipe_for(Variant("sid", "systemd", "runc")).apt_options == ("Acquire::Check-Valid-Until=false",)
+    assert all(recipe_for(Variant(d)).apt_options == () for d in RELEASES if d != "sid")
+
+
+def test_private_apt_calls_carry_the_recipe_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "apt" / "sid"
+    root.mkdir(parents=True)
+    # The lists are current: no apt-get update runs.
+    (root / "updated").write_text("deb http://deb.debian.org/debian sid main\n")
+    monkeypatch.setattr(apt_module, "host_has_suite", lambda suite: False)
+    apt = apt_module.apt_for("sid", ("deb http://deb.debian.org/debian {suite} main",), tmp_path,
+                             options=("Acquire::Check-Valid-Until=false",))
+    assert apt.options[-2:] == ("-o", "Acquire::Check-Valid-Until=false")
+
+
+def test_bullseye_keeps_a_split_usr() -> None:
+    assert recipe_for(Variant("bullseye", "systemd", "runc")).bootstrap_hooks == ()
+    assert all(recipe_for(Variant(d, "systemd")).bootstrap_hooks == ("merged-usr",) for d in RELEASES
+               if d != "bullseye")

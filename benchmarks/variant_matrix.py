@@ -1,0 +1,111 @@
+"""Node-variant matrix (issue 13 item 6): for each variant, its image's cold build time, then one `nodeconf run`
+on it (the default suites unless PYTEST_ARGS say otherwise): wall time, passed/failed/skipped and the first line of
+every non-pass, from the run's summary.json. Boot times: benchmarks/vm_bench.py --debian R --init I --runtime X.
+
+Run one variant per VM-lock acquisition (each is a build of ≈1-2 min when not cached plus a run of a few minutes):
+    flock /tmp/nodeconf-vm.lock .venv/bin/python benchmarks/variant_matrix.py sid-systemd-runc [--reports DIR]
+        [--json] [-- PYTEST_ARGS]
+Results accumulate in DIR/variant-matrix.json (one entry per variant, the latest run wins) and print as the
+Markdown table docs/node-variants.md carries. The cold build time is the image manifest's build_seconds (the
+build that made the cached image; build it into an empty cache, e.g. benchmarks/vm_bench.py, for a fresh figure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from infra.vm.image import MANIFEST, ImageBuildError, ensure_image
+from infra.vm.progress import StepPrinter
+from nodeconf.node_variant import Variant
+
+DEFAULT_VARIANTS = ("sid-systemd-runc", "sid-systemd-crun", "bullseye-systemd-runc", "trixie-systemd-crun")
+
+
+def variant_of(label: str) -> Variant:
+    """The variant a label names (debian-init-runtime); exit 2 with one line when it names none."""
+    parts = label.split("-")
+    try:
+        if len(parts) != 3:
+            raise ValueError(f"{label!r} is not DEBIAN-INIT-RUNTIME")
+        return Variant(*parts)
+    except ValueError as err:
+        print(f"variant_matrix: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def measure(variant: Variant, reports: Path, pytest_args: list[str]) -> dict[str, Any]:
+    """Build (or find) the variant's image, run the suites on it, and summarise the run."""
+    try:
+        image = ensure_image(progress=StepPrinter("image"), variant=variant)
+    except ImageBuildError as err:
+        return {"variant": variant.label(), "kernel_release": "–", "cold_build_s": None, "run_wall_s": 0,
+                "pytest_args": pytest_args, "error": f"image: {err}"[:300]}
+    manifest = json.loads((image.directory / MANIFEST).read_text())
+    spec = f"vm?debian={variant.debian}&init={variant.init}&runtime={variant.runtime}"
+    out = reports / variant.label()
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "nodeconf", "run", "--node", spec, "--reports", str(out),
+                           *(["--", *pytest_args] if pytest_args else [])],
+                          capture_output=True, text=True, check=False)
+    wall = time.monotonic() - started
+    entry: dict[str, Any] = {
+        "variant": variant.label(), "spec": spec, "kernel_release": image.kernel_release,
+        "installed": manifest.get("installed", {}), "cold_build_s": manifest.get("build_seconds"),
+        "run_wall_s": round(wall, 1),
+        "exit_code": proc.returncode, "pytest_args": pytest_args,
+    }
+    summary_path = out / "summary.json"
+    if not summary_path.is_file():
+        entry["error"] = (proc.stderr.strip().splitlines() or ["no summary.json"])[-1][:300]
+        return entry
+    summary = json.loads(summary_path.read_text())
+    entry["counts"] = summary["counts"]
+    entry["run"] = summary["run"]
+    entry["non_pass"] = [{"id": c["id"], "status": c["status"], "why": c["first_mismatch"] or c["message"]}
+                         for c in summary["checks"] if c["status"] != "passed"]
+    return entry
+
+
+def table(entries: list[dict[str, Any]]) -> str:
+    """The Markdown table of docs/node-variants.md."""
+    rows = ["| variant | kernel | runtime | cold build | checks run | wall | passed / failed / skipped "
+            "| non-pass (first line) |", "|---|---|---|---|---|---|---|---|"]
+    for e in entries:
+        counts = e.get("counts", {})
+        result = f"{counts.get('passed', '–')} / {counts.get('failed', 0) + counts.get('broken', 0)} / " \
+                 f"{counts.get('skipped', '–')}" if counts else f"no result: {e.get('error', '')}"
+        name = e["variant"].split("-")[2]
+        runtime = f"{name} {e.get('installed', {}).get(name, '')}".strip()
+        reasons = "; ".join(f"{n['status']} {n['id']}: {n['why']}" for n in e.get("non_pass", [])) or "–"
+        checks = " ".join(e["pytest_args"]) or "default suites"
+        rows.append(f"| {e['variant']} | {e['kernel_release']} | {runtime} | {e['cold_build_s']} s | "
+                    f"{checks} | {e['run_wall_s']} s | {result} | {reasons} |")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("variants", nargs="*", default=list(DEFAULT_VARIANTS), help="e.g. sid-systemd-runc")
+    parser.add_argument("--reports", type=Path, default=Path("reports/variant-matrix"))
+    parser.add_argument("--json", action="store_true", help="print the entries as JSON instead of the table")
+    args, pytest_args = parser.parse_known_args()
+    pytest_args = [a for a in pytest_args if a != "--"]
+    variants = [variant_of(label) for label in args.variants]
+    results_file = args.reports / "variant-matrix.json"
+    entries: dict[str, dict[str, Any]] = json.loads(results_file.read_text()) if results_file.is_file() else {}
+    for variant in variants:
+        entries[variant.label()] = measure(variant, args.reports, pytest_args)
+        args.reports.mkdir(parents=True, exist_ok=True)
+        results_file.write_text(json.dumps(entries, indent=2) + "\n")
+    print(json.dumps(entries, indent=2) if args.json else table(list(entries.values())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
