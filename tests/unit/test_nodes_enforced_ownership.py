@@ -4,6 +4,7 @@ under a temporary directory stand for the node's."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from pathlib import Path
@@ -99,3 +100,16 @@ def test_each_operation_has_a_bound() -> None:
 
 def test_the_driver_states_a_bound_for_every_agent_operation() -> None:
     assert set(OPERATIONS) | {Op.SHUTDOWN} == set(ANSWER_BOUNDS) | {Op.EXEC} == set(Op)
+
+
+def test_a_node_whose_python_is_too_old_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    """bullseye's python3 is 3.9: the agent's modules need 3.11, so the node is one line, nothing pushed."""
+    old_python = tmp_path / "python3.9"
+    old_python.write_text('#!/bin/sh\n[ "$1" = -V ] && echo "Python 3.9.2" && exit 0\nexit 1\n')
+    old_python.chmod(0o755)
+    settings = dataclasses.replace(local_settings(tmp_path), python=str(old_python))
+    with pytest.raises(NodeError) as refused:
+        EnforcedNode(LocalTransport(), settings).start()
+    assert str(refused.value) == (f"nodeconf agent: the node's {old_python} is Python 3.9.2; the agent needs Python "
+                                  "3.11 or newer (python= names another interpreter)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cgroup", "python3.9"]

@@ -62,9 +62,16 @@ START_TIMEOUT = 60.0
 MARKER_FILE = ".nodeconf-owner"
 # Create the work directory fresh (a marked one left by an earlier run is replaced; any other existing path is
 # refused, exit 4) and the state directory (an earlier run's marked one is kept: it holds a crashed agent's state),
-# then unpack the bundle. Exit 3: an agent already answers on the socket, nothing was touched.
+# then unpack the bundle. Exit 3: an agent already answers on the socket, nothing was touched. Exit 5: the node's
+# Python is older than the agent's modules need (StrEnum, 3.11; pyproject's requires-python), nothing was touched.
 PUSH_SCRIPT = r"""
 dir=$1 state=$2 token=$3 python=$4 socket=$5 mark=$6
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  version=$("$python" -V 2>&1 | head -n 1 | cut -c1-40)
+  echo "nodeconf agent: the node's $python is $version; the agent needs Python 3.11 or newer" \
+    "(python= names another interpreter)" >&2
+  exit 5
+fi
 if "$python" -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$socket" 2>/dev/null; then
   echo "nodeconf agent: another agent is running at $socket; stop it first" >&2; exit 3
 fi
@@ -91,6 +98,7 @@ for d; do
 done
 """
 REFUSED = 4
+PYTHON_TOO_OLD = 5
 
 
 class AgentTransport(Protocol):
@@ -294,12 +302,13 @@ class EnforcedNode(Node):
 
     def _refuse(self, rc: int, stderr: bytes, advice: str) -> None:
         """NodeError with the node's one line when it refused: an agent already runs there (then nothing of it
-        may be cleaned up), or a directory or cgroup in nodeconf's place was not created by nodeconf."""
+        may be cleaned up), a directory or cgroup in nodeconf's place was not created by nodeconf, or its Python is
+        too old for the agent."""
         if rc == ALREADY_RUNNING:
             self._closed = True
             self.transport.close()
             raise NodeError(f"{_text(stderr)}{advice}")
-        if rc in (REFUSED, FOREIGN_TREE):
+        if rc in (REFUSED, FOREIGN_TREE, PYTHON_TOO_OLD):
             raise NodeError(_text(stderr))
 
     def _checked(self, argv: Sequence[str], *, input: bytes | None = None, timeout: float = 60.0) -> str:
