@@ -12,7 +12,6 @@ formula: 10 for 250m), as a user boots them with `vm?debian=trixie&init=systemd&
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -20,9 +19,8 @@ from pathlib import Path
 import pytest
 from test_runtimes import CONFIG, PROFILE
 
-from infra.vm.image import ImageBuildError, ensure_image
-from infra.vm.machine import VirtualMachine, VmError
-from infra.vm.progress import StepPrinter
+from fixtures.vm import booted
+from infra.vm.machine import VirtualMachine
 from infra.vm.variant import Variant
 from nodeconf.enforcer import systemd_units
 from nodeconf.nodes.base import NodeError
@@ -39,33 +37,15 @@ SHOW = ("LoadState", "ActiveState", "Transient", "Description", "ControlGroup", 
         "Slice", "Delegate", "CPUWeight", "MemoryMax", "CPUQuotaPerSecUSec", "CPUQuotaPeriodUSec")
 
 
-def booted(variant: Variant) -> Iterator[VirtualMachine]:
-    """A VM of the variant's image (built and cached if missing), stopped afterwards."""
-    progress = StepPrinter("vm")
-    try:
-        image = ensure_image(progress=progress, variant=variant)
-    except ImageBuildError as err:
-        pytest.fail(f"{variant.label()} image: {err}", pytrace=False)
-    vm = VirtualMachine(image, name=f"pytest-{os.getpid()}-sdriver-{variant.runtime}", progress=progress)
-    try:
-        vm.start()
-    except VmError as err:
-        pytest.fail(f"{variant.label()} VM: {err}", pytrace=False)
-    try:
-        yield vm
-    finally:
-        vm.stop()
-
-
 @pytest.fixture(scope="module")
 def machine() -> Iterator[VirtualMachine]:
-    yield from booted(VARIANT)
+    yield from booted("sdriver", VARIANT)
 
 
 @pytest.fixture(scope="module", params=["runc", "crun"])
 def runtime_machine(request: pytest.FixtureRequest) -> Iterator[tuple[str, VirtualMachine]]:
     """The runtime and a VM of the trixie + systemd variant image that has it."""
-    for vm in booted(replace(VARIANT, runtime=request.param)):
+    for vm in booted(f"sdriver-{request.param}", replace(VARIANT, runtime=request.param)):
         yield request.param, vm
 
 

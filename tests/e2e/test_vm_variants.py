@@ -7,14 +7,12 @@ ships kernel 6.12 and systemd 257), never from the node. One image build (≈2 m
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 
 import pytest
 
-from infra.vm.image import ImageBuildError, ensure_image
-from infra.vm.machine import DEFAULT_SWAP_MIB, VirtualMachine, VmError
-from infra.vm.progress import StepPrinter
+from fixtures.vm import booted
+from infra.vm.machine import DEFAULT_SWAP_MIB
 from infra.vm.variant import Variant
 from nodeconf.enforcer.wire import facts_from_dict
 from nodeconf.node_facts import NodeFacts
@@ -34,25 +32,13 @@ READ_FACTS = ("import json; from pathlib import Path; from nodeconf.enforcer.fac
 @pytest.fixture(scope="module")
 def node() -> Iterator[SshTransport]:
     """One booted trixie + systemd VM for this module, stopped at the end or on failure."""
-    progress = StepPrinter("vm")
-    try:
-        image = ensure_image(progress=progress, variant=VARIANT)
-    except ImageBuildError as err:
-        pytest.fail(f"{VARIANT.label()} image: {err}", pytrace=False)
-    assert image.variant == VARIANT
-    machine = VirtualMachine(image, name=f"pytest-{os.getpid()}-variant", progress=progress)
-    try:
-        machine.start()
-    except VmError as err:
-        pytest.fail(f"{VARIANT.label()} VM: {err}", pytrace=False)
-    try:
+    for machine in booted("variant", VARIANT):
+        assert machine.image.variant == VARIANT
         transport = machine.ssh()  # the image's pinned host key: a wrong key is refused
         try:
             yield transport
         finally:
             transport.close()
-    finally:
-        machine.stop()
 
 
 @pytest.fixture(scope="module")
