@@ -62,8 +62,8 @@ START_TIMEOUT = 60.0
 MARKER_FILE = ".nodeconf-owner"
 # Create the work directory fresh (a marked one left by an earlier run is replaced; any other existing path is
 # refused, exit 4) and the state directory (an earlier run's marked one is kept: it holds a crashed agent's state),
-# then unpack the bundle. Exit 3: an agent already answers on the socket, nothing was touched. Exit 5: the node's
-# Python is older than the agent's modules need (StrEnum, 3.11; pyproject's requires-python), nothing was touched.
+# then unpack the bundle. Exit 3 (an agent already answers on the socket) and 5 (the node's Python is older than
+# the agent's 3.11, pyproject's requires-python): nothing was touched.
 PUSH_SCRIPT = r"""
 dir=$1 state=$2 token=$3 python=$4 socket=$5 mark=$6
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
@@ -302,8 +302,7 @@ class EnforcedNode(Node):
 
     def _refuse(self, rc: int, stderr: bytes, advice: str) -> None:
         """NodeError with the node's one line when it refused: an agent already runs there (then nothing of it
-        may be cleaned up), a directory or cgroup in nodeconf's place was not created by nodeconf, or its Python is
-        too old for the agent."""
+        may be cleaned up), a directory or cgroup in its place is not nodeconf's, or its Python is too old."""
         if rc == ALREADY_RUNNING:
             self._closed = True
             self.transport.close()
