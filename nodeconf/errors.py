@@ -16,7 +16,7 @@ def shown(value: object) -> str:
     """`value` quoted for a message, cut to MAX_SHOWN characters; never converts a huge integer to text."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 100:
         return f"<integer of {value.bit_length()} bits>"
-    if isinstance(value, list | dict | tuple | set):
+    if isinstance(value, (list, dict, tuple, set)):
         return f"<{type(value).__name__} of {len(value)} items>"
     text = repr(value)
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."

@@ -170,7 +170,7 @@ def _gates(value: Any, path: str, fail: Fail) -> dict[str, bool]:
 
 
 def _factor(value: Any, path: str, fail: Fail) -> float | None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1):
         raise fail(path, f"expected a number in (0, 1], got {shown(value)}")
     return float(value) if value is not None else None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Union
 
 from nodeconf.errors import InputError, shown
 from nodeconf.quantity import Quantity, QuantityError, beyond_int64
@@ -148,7 +148,7 @@ class ResourceQuota:
     scopes: tuple[str, ...] = ()
 
 
-NamespaceObject = LimitRange | ResourceQuota
+NamespaceObject = Union[LimitRange, ResourceQuota]  # evaluated at import: no `|` before Python 3.10
 
 
 class _Reader:

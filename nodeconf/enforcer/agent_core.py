@@ -227,7 +227,7 @@ class AgentCore:
                 obj = object_from_dict(doc, source="objects")
             except InputError as err:
                 raise AgentError(str(err)) from None
-            if not isinstance(obj, LimitRange | ResourceQuota):
+            if not isinstance(obj, (LimitRange, ResourceQuota)):
                 raise AgentError(f"objects: {obj.name} is a Pod; only LimitRange and ResourceQuota belong here")
             objects.append(obj)
         self.objects, self.object_docs = objects, [dict(d) for d in docs]

@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from enum import StrEnum
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from nodeconf.node_facts import NodeFacts
+from nodeconf.str_enum import StrEnum
+
+if TYPE_CHECKING:  # typing.NotRequired is 3.11+; the agent also runs on 3.9 (annotations stay strings)
+    from typing import NotRequired
 
 # Exit statuses of `serve`: another agent already answers on the socket (the driver must not clean up then);
 # the kubepods cgroups hold a tree nodeconf did not create.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from nodeconf.manifest import Pod
+from nodeconf.str_enum import StrEnum
 
 
 class QosClass(StrEnum):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from fractions import Fraction
 from typing import Protocol
 
@@ -19,6 +18,7 @@ from nodeconf.semantics.pod_resources import milli, pod_requests, whole
 from nodeconf.semantics.profile import Profile
 from nodeconf.semantics.qos import pod_qos
 from nodeconf.semantics.validation import pod_errors
+from nodeconf.str_enum import StrEnum
 
 QOS_CHANGE_MESSAGE = "Pod QOS Class may not change as a result of resizing"
 SWAP_RESIZE_MESSAGE = "In-place resize of containers with swap is not supported."

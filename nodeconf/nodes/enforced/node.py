@@ -54,7 +54,7 @@ REMOTE_DIR = "/opt/nodeconf"
 STATE_DIR = "/run/nodeconf-enforcer"
 # Modules the agent needs on the node: the model, the oracle and the enforcer (all standard library only).
 BUNDLE_MODULES = ("__init__.py", "errors.py", "quantity.py", "manifest.py", "manifest_writer.py", "kubelet_config.py",
-                  "node_facts.py", "names.py", "cgroup_files.py", "workloads.py")
+                  "node_facts.py", "names.py", "cgroup_files.py", "workloads.py", "str_enum.py")
 BUNDLE_PACKAGES = ("semantics", "enforcer")
 START_TIMEOUT = 60.0
 # The mark in each directory the driver creates on the node; only a directory holding this session's token is
