@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -103,13 +104,16 @@ def test_the_driver_states_a_bound_for_every_agent_operation() -> None:
 
 
 def test_a_node_whose_python_is_too_old_is_refused_before_anything_is_made(tmp_path: Path) -> None:
-    """bullseye's python3 is 3.9: the agent's modules need 3.11, so the node is one line, nothing pushed."""
-    old_python = tmp_path / "python3.9"
-    old_python.write_text('#!/bin/sh\n[ "$1" = -V ] && echo "Python 3.9.2" && exit 0\nexit 1\n')
+    """The agent runs on 3.9 (bullseye's) and newer: a node whose python3 is 3.8 is one line, nothing pushed. The
+    stand-in runs the push script's own check with this Python, only claiming to be 3.8.10."""
+    old_python = tmp_path / "python3.8"
+    old_python.write_text(f"#!{sys.executable}\nimport sys\nsys.version_info = (3, 8, 10, 'final', 0)\n"
+                          "if sys.argv[1] == '-V':\n    print('Python 3.8.10')\nelse:\n"
+                          "    code, sys.argv = sys.argv[2], ['-c', *sys.argv[3:]]\n    exec(code)\n")
     old_python.chmod(0o755)
     settings = dataclasses.replace(local_settings(tmp_path), python=str(old_python))
     with pytest.raises(NodeError) as refused:
         EnforcedNode(LocalTransport(), settings).start()
-    assert str(refused.value) == (f"nodeconf agent: the node's {old_python} is Python 3.9.2; the agent needs Python "
-                                  "3.11 or newer (python= names another interpreter)")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cgroup", "python3.9"]
+    assert str(refused.value) == (f"nodeconf agent: the node's {old_python} is Python 3.8.10; the agent needs Python "
+                                  "3.9 or newer (python= names another interpreter)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cgroup", "python3.8"]

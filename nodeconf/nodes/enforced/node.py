@@ -63,12 +63,12 @@ MARKER_FILE = ".nodeconf-owner"
 # Create the work directory fresh (a marked one left by an earlier run is replaced; any other existing path is
 # refused, exit 4) and the state directory (an earlier run's marked one is kept: it holds a crashed agent's state),
 # then unpack the bundle. Exit 3 (an agent already answers on the socket) and 5 (the node's Python is older than
-# the agent's 3.11, pyproject's requires-python): nothing was touched.
+# 3.9, bullseye's, the oldest the pushed modules run on: test_agent_python39.py): nothing was touched.
 PUSH_SCRIPT = r"""
 dir=$1 state=$2 token=$3 python=$4 socket=$5 mark=$6
-if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
   version=$("$python" -V 2>&1 | head -n 1 | cut -c1-40)
-  echo "nodeconf agent: the node's $python is $version; the agent needs Python 3.11 or newer" \
+  echo "nodeconf agent: the node's $python is $version; the agent needs Python 3.9 or newer" \
     "(python= names another interpreter)" >&2
   exit 5
 fi
