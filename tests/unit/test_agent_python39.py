@@ -1,0 +1,148 @@
+"""The agent pushed to the node runs on Python 3.9 (Debian bullseye ships 3.9.2): every pushed file parses with the
+3.9 grammar and uses nothing 3.9 rejects when it runs, and a real 3.9 imports the bundle and serves a pod."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from enforcer_support import res_demo
+from python39_support import find_python39, pushed_files, python39_problems, unpack_bundle
+
+from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.nodes.enforced.node import BUNDLE_MODULES, EnforcedNode, EnforcerSettings
+from nodeconf.nodes.transport.local import LocalTransport
+from nodeconf.semantics.expect import expect
+from nodeconf.semantics.profile import profile_for
+from suites.toolkit.builders import typed_pod
+
+PUSHED = pushed_files()
+PYTHON39 = find_python39()
+needs_python39 = pytest.mark.skipif(PYTHON39 is None, reason="no Python 3.9 here (set NODECONF_PYTHON39 or put "
+                                                              "python3.9 on PATH)")
+# Run by the node's 3.9 on the unpacked bundle: the str enums behave as enum.StrEnum does on 3.11.
+ENUM_CHECK = """
+import json, sys
+from nodeconf.enforcer.wire import Op
+from nodeconf.semantics.expectation import QosClass
+assert sys.version_info[:2] == (3, 9), sys.version
+assert str(Op.PING) == f"{Op.PING}" == "{}".format(Op.PING) == Op.PING == "ping", (str(Op.PING), f"{Op.PING}")
+assert json.dumps({"op": Op.PING, Op.FACTS: QosClass.BURSTABLE}) == '{"op": "ping", "facts": "Burstable"}'
+assert Op("ping") is Op.PING and f"{QosClass.BEST_EFFORT:>11}" == " BestEffort"
+"""
+
+
+def test_the_bundle_holds_the_model_semantics_enforcer_and_programs() -> None:
+    assert {f"nodeconf/{m}" for m in BUNDLE_MODULES} <= set(PUSHED)
+    assert {p.rsplit("/", 1)[0] for p in PUSHED} == {"nodeconf", "nodeconf/semantics", "nodeconf/enforcer",
+                                                     "workloads/programs"}
+
+
+@pytest.mark.parametrize("path", sorted(PUSHED))
+def test_every_pushed_file_is_python39_clean(path: str) -> None:
+    assert python39_problems(PUSHED[path].decode(), path) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("match x:\n    case 1:\n        pass\n", "3.9 grammar"),
+        ("try:\n    pass\nexcept* ValueError:\n    pass\n", "3.9 grammar"),
+        ("ok = isinstance(x, int | str)\n", "`int | str` evaluated at runtime"),
+        ("Alias = Foo | None\n", "`Foo | None` evaluated at runtime"),
+        ("ok = isinstance(x, list | dict | tuple)\n", "`list | dict | tuple` evaluated at runtime"),
+        ("def f(x: int | None) -> None:\n    pass\n", "without `from __future__ import annotations`"),
+        ("pairs = zip(a, b, strict=True)\n", "zip(strict=)"),
+        ("@dataclass(frozen=True, slots=True)\nclass A:\n    pass\n", "dataclass(slots=)"),
+        ("@dataclasses.dataclass(kw_only=True)\nclass A:\n    pass\n", "dataclass(kw_only=)"),
+        ("import tomllib\n", "import tomllib"),
+        ("from enum import Enum, StrEnum\n", "from enum import StrEnum"),
+        ("from typing import Any, Self\n", "from typing import Self"),
+        ("from typing import NotRequired, TypedDict\n", "from typing import NotRequired"),
+        ("import datetime\nnow = datetime.datetime.now(datetime.UTC)\n", "datetime.UTC"),
+        ("from itertools import pairwise\n", "from itertools import pairwise"),
+    ],
+)
+def test_the_checker_finds_what_python39_rejects(source: str, problem: str) -> None:
+    found = python39_problems(source)
+    assert len(found) == 1 and problem in found[0], found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from __future__ import annotations\ndef f(x: int | None) -> list[str] | None:\n    return None\n",
+        "from __future__ import annotations\nclass D(TypedDict):\n    a: NotRequired[int | None]\n",
+        "flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND\nmask = POLLPRI | POLLERR\nbits = a | 4\n",
+        "ok = isinstance(x, (int, str))\nAlias = Union[Foo, None]\n",
+        "if TYPE_CHECKING:\n    from typing import NotRequired\n",
+        "try:\n    import tomllib\nexcept ImportError:\n    tomllib = None\n",
+        "if sys.version_info >= (3, 11):\n    from enum import StrEnum\nelse:\n    from enum import Enum\n",
+        "pairs = zip(a, b)\n@dataclass(frozen=True)\nclass A:\n    x: int = 0\n",
+    ],
+)
+def test_the_checker_passes_what_python39_accepts(source: str) -> None:
+    assert python39_problems(source) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["if sys.version_info >= (3, 11):\n    pass\nelse:\n    import tomllib\n",
+     "try:\n    pass\nexcept ImportError:\n    import tomllib\n",
+     "try:\n    import json\nexcept ValueError:\n    import tomllib\n"],
+    ids=["else-of-version-check", "import-error-handler", "other-handler"],
+)
+def test_the_checker_looks_where_python39_runs(source: str) -> None:
+    assert python39_problems(source) == ["line 4: import tomllib (not in 3.9)"]
+
+
+@needs_python39
+def test_a_python39_imports_every_pushed_module_and_answers_help(tmp_path: Path) -> None:
+    assert PYTHON39 is not None
+    modules = [m for m in unpack_bundle(tmp_path) if m.startswith("nodeconf")]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+    script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n" + ENUM_CHECK
+    imported = subprocess.run([PYTHON39, "-c", script, *modules], env=env, capture_output=True, text=True,
+                              timeout=60, check=False)
+    assert (imported.returncode, imported.stderr) == (0, "")
+    programs = [str(p) for p in sorted((tmp_path / "workloads" / "programs").glob("*.py"))]
+    compiled = subprocess.run([PYTHON39, "-m", "py_compile", *programs], env=env, capture_output=True, text=True,
+                              timeout=60, check=False)
+    assert (compiled.returncode, compiled.stderr) == (0, "")
+    helped = subprocess.run([PYTHON39, "-m", "nodeconf.enforcer", "--help"], env=env, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert helped.returncode == 0 and "{serve,bridge,cleanup}" in helped.stdout, helped.stderr
+
+
+@needs_python39
+def test_the_agent_serves_a_pod_under_python39(tmp_path: Path) -> None:
+    """The driver pushes the agent, which a 3.9 runs as the daemon: a pod's files match the oracle, resize,
+    exec, and the stop leaves nothing (the agent's root is a temporary tree, as in test_nodes_enforced)."""
+    assert PYTHON39 is not None
+    (tmp_path / "cgroup").mkdir()
+    settings = EnforcerSettings(cgroup_root=str(tmp_path / "cgroup"), remote_dir=str(tmp_path / "opt"),
+                                state_dir=str(tmp_path / "state"), python=PYTHON39, backoff=0.1)
+    node = EnforcedNode(LocalTransport(), settings, spec="local").start()
+    try:
+        agent_pid = int((tmp_path / "state" / "agent.pid").read_text())
+        assert Path(f"/proc/{agent_pid}/exe").resolve() == Path(PYTHON39).resolve()
+        handle = node.run(typed_pod(res_demo()))
+        assert handle.admitted
+        evidence = handle.evidence()
+        expected = expect([handle.pod], node.facts(), KubeletConfig(), profile_for("1.38")).pod("res-demo")
+        hello = evidence.container("hello")
+        assert {f: hello.cgroup[f] for f in expected.container("hello").cgroup.files} == \
+            {f: e.value for f, e in expected.container("hello").cgroup.files.items()}
+        assert hello.cgroup["cpu.weight"] == "35"
+        assert evidence.status.qos_class == "Burstable" and evidence.status.container("hello").running
+        status = handle.resize({"spec": {"containers": [{"name": "hello", "resources": {"limits": {"cpu": "1"}}}]}})
+        assert status.status == "Applied"
+        assert handle.evidence().container("hello").cgroup.cpu_max() == (100000, 100000)
+        result = handle.exec("hello", ["sh", "-c", "echo out; exit 3"])
+        assert (result.rc, result.stdout) == (3, "out\n")
+    finally:
+        node.close()
+    assert [p.name for p in (tmp_path / "cgroup").iterdir()] == ["cgroup.subtree_control"]
+    assert not (tmp_path / "opt").exists() and not (tmp_path / "state").exists()
