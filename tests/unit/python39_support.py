@@ -32,6 +32,16 @@ NEWER_NAMES = {
 NEWER_MODULES = {"tomllib", "wsgiref.types"}
 NEWER_KEYWORDS = {"zip": {"strict"}, "dataclass": {"slots", "kw_only", "match_args"}, "bisect": {"key"},
                   "bisect_left": {"key"}, "bisect_right": {"key"}, "insort": {"key"}}
+# Run by a 3.9 on the unpacked bundle: the str enums behave as enum.StrEnum does on 3.11.
+ENUM_CHECK = """
+import json, sys
+from nodeconf.enforcer.wire import Op
+from nodeconf.semantics.expectation import QosClass
+assert sys.version_info[:2] == (3, 9), sys.version
+assert str(Op.PING) == f"{Op.PING}" == "{}".format(Op.PING) == Op.PING == "ping", (str(Op.PING), f"{Op.PING}")
+assert json.dumps({"op": Op.PING, Op.FACTS: QosClass.BURSTABLE}) == '{"op": "ping", "facts": "Burstable"}'
+assert Op("ping") is Op.PING and f"{QosClass.BEST_EFFORT:>11}" == " BestEffort"
+"""
 TYPE_NAMES = {"int", "float", "complex", "str", "bytes", "bool", "list", "dict", "tuple", "set", "frozenset", "type",
               "object"}
 

@@ -1,15 +1,21 @@
 """The agent pushed to the node runs on Python 3.9 (Debian bullseye ships 3.9.2): every pushed file parses with the
-3.9 grammar and uses nothing 3.9 rejects when it runs, and a real 3.9 imports the bundle and serves a pod."""
+3.9 grammar and uses nothing 3.9 rejects when it runs, and a real 3.9 (this machine's, and bullseye's own in the
+cached bullseye node image, by chroot) imports the bundle and serves a pod through the driver."""
 
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bullseye_chroot import bullseye_image, bullseye_root, image_python, why_not
 from enforcer_support import res_demo
-from python39_support import find_python39, pushed_files, python39_problems, unpack_bundle
+from python39_support import ENUM_CHECK, find_python39, pushed_files, python39_problems, unpack_bundle
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.enforced.node import BUNDLE_MODULES, EnforcedNode, EnforcerSettings
@@ -20,18 +26,6 @@ from suites.toolkit.builders import typed_pod
 
 PUSHED = pushed_files()
 PYTHON39 = find_python39()
-needs_python39 = pytest.mark.skipif(PYTHON39 is None, reason="no Python 3.9 here (set NODECONF_PYTHON39 or put "
-                                                              "python3.9 on PATH)")
-# Run by the node's 3.9 on the unpacked bundle: the str enums behave as enum.StrEnum does on 3.11.
-ENUM_CHECK = """
-import json, sys
-from nodeconf.enforcer.wire import Op
-from nodeconf.semantics.expectation import QosClass
-assert sys.version_info[:2] == (3, 9), sys.version
-assert str(Op.PING) == f"{Op.PING}" == "{}".format(Op.PING) == Op.PING == "ping", (str(Op.PING), f"{Op.PING}")
-assert json.dumps({"op": Op.PING, Op.FACTS: QosClass.BURSTABLE}) == '{"op": "ping", "facts": "Burstable"}'
-assert Op("ping") is Op.PING and f"{QosClass.BEST_EFFORT:>11}" == " BestEffort"
-"""
 
 
 def test_the_bundle_holds_the_model_semantics_enforcer_and_programs() -> None:
@@ -98,36 +92,57 @@ def test_the_checker_looks_where_python39_runs(source: str) -> None:
     assert python39_problems(source) == ["line 4: import tomllib (not in 3.9)"]
 
 
-@needs_python39
-def test_a_python39_imports_every_pushed_module_and_answers_help(tmp_path: Path) -> None:
-    assert PYTHON39 is not None
-    modules = [m for m in unpack_bundle(tmp_path) if m.startswith("nodeconf")]
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+@pytest.fixture(params=["python3.9", "bullseye"])
+def node_python(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A 3.9 the agent runs on and a work directory it sees at the same path: this machine's python3.9, or
+    bullseye's own python3 (3.9.2) in the cached bullseye node image, mounted read-only and entered by chroot."""
+    if request.param == "python3.9":
+        if PYTHON39 is None:
+            pytest.skip("no Python 3.9 here (set NODECONF_PYTHON39 or put python3.9 on PATH)")
+        yield PYTHON39, tmp_path
+        return
+    reason, disk = why_not(), bullseye_image()
+    if reason or disk is None:
+        pytest.skip(reason or "no bullseye image")
+    work = Path(tempfile.mkdtemp(prefix="nodeconf-bullseye-", dir="/tmp"))
+    try:
+        with bullseye_root(disk, tmp_path / "root", work) as root:
+            python = work / "python3"
+            python.write_text(f'#!/bin/sh\nexec chroot {shlex.quote(str(root))} /usr/bin/python3 "$@"\n')
+            python.chmod(0o755)
+            version = subprocess.run([python, "-V"], capture_output=True, text=True, timeout=30, check=True).stdout
+            assert version.split() == ["Python", image_python(disk).split("-")[0]]
+            yield str(python), work
+    finally:
+        shutil.rmtree(work)
+
+
+def test_a_python39_imports_every_pushed_module_and_answers_help(node_python: tuple[str, Path]) -> None:
+    python, work = node_python
+    modules = [m for m in unpack_bundle(work / "bundle") if m.startswith("nodeconf")]
+    env = {**os.environ, "PYTHONPATH": str(work / "bundle"), "PYTHONDONTWRITEBYTECODE": "1"}
     script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n" + ENUM_CHECK
-    imported = subprocess.run([PYTHON39, "-c", script, *modules], env=env, capture_output=True, text=True,
-                              timeout=60, check=False)
-    assert (imported.returncode, imported.stderr) == (0, "")
-    programs = [str(p) for p in sorted((tmp_path / "workloads" / "programs").glob("*.py"))]
-    compiled = subprocess.run([PYTHON39, "-m", "py_compile", *programs], env=env, capture_output=True, text=True,
-                              timeout=60, check=False)
-    assert (compiled.returncode, compiled.stderr) == (0, "")
-    helped = subprocess.run([PYTHON39, "-m", "nodeconf.enforcer", "--help"], env=env, capture_output=True,
+    programs = [str(p) for p in sorted((work / "bundle" / "workloads" / "programs").glob("*.py"))]
+    compile_programs = "import sys\nfor path in sys.argv[1:]:\n    compile(open(path).read(), path, 'exec')\n"
+    for argv in ([python, "-c", script, *modules], [python, "-c", compile_programs, *programs]):
+        ran = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+        assert (ran.returncode, ran.stderr) == (0, "")
+    helped = subprocess.run([python, "-m", "nodeconf.enforcer", "--help"], env=env, capture_output=True,
                             text=True, timeout=60, check=False)
     assert helped.returncode == 0 and "{serve,bridge,cleanup}" in helped.stdout, helped.stderr
 
 
-@needs_python39
-def test_the_agent_serves_a_pod_under_python39(tmp_path: Path) -> None:
-    """The driver pushes the agent, which a 3.9 runs as the daemon: a pod's files match the oracle, resize,
+def test_the_agent_serves_a_pod_under_python39(node_python: tuple[str, Path]) -> None:
+    """The driver pushes the agent, which the 3.9 runs as the daemon: a pod's files match the oracle, resize,
     exec, and the stop leaves nothing (the agent's root is a temporary tree, as in test_nodes_enforced)."""
-    assert PYTHON39 is not None
-    (tmp_path / "cgroup").mkdir()
-    settings = EnforcerSettings(cgroup_root=str(tmp_path / "cgroup"), remote_dir=str(tmp_path / "opt"),
-                                state_dir=str(tmp_path / "state"), python=PYTHON39, backoff=0.1)
+    python, work = node_python
+    (work / "cgroup").mkdir()
+    settings = EnforcerSettings(cgroup_root=str(work / "cgroup"), remote_dir=str(work / "opt"),
+                                state_dir=str(work / "state"), python=python, backoff=0.1)
     node = EnforcedNode(LocalTransport(), settings, spec="local").start()
     try:
-        agent_pid = int((tmp_path / "state" / "agent.pid").read_text())
-        assert Path(f"/proc/{agent_pid}/exe").resolve() == Path(PYTHON39).resolve()
+        agent_pid = int((work / "state" / "agent.pid").read_text())
+        assert os.readlink(f"/proc/{agent_pid}/exe").endswith("python3.9")
         handle = node.run(typed_pod(res_demo()))
         assert handle.admitted
         evidence = handle.evidence()
@@ -144,5 +159,5 @@ def test_the_agent_serves_a_pod_under_python39(tmp_path: Path) -> None:
         assert (result.rc, result.stdout) == (3, "out\n")
     finally:
         node.close()
-    assert [p.name for p in (tmp_path / "cgroup").iterdir()] == ["cgroup.subtree_control"]
-    assert not (tmp_path / "opt").exists() and not (tmp_path / "state").exists()
+    assert [p.name for p in (work / "cgroup").iterdir()] == ["cgroup.subtree_control"]
+    assert not (work / "opt").exists() and not (work / "state").exists()
