@@ -1,7 +1,7 @@
 """What the agent pushed to the node may use when the node's Python is 3.9 (Debian bullseye), and where a 3.9 is.
 
 Source: the Python 3.10/3.11 "What's New" pages (PEP 604 `X | Y` at runtime, PEP 634 `match`, `zip(strict=)`,
-`dataclass(slots=, kw_only=)`, tomllib, enum.StrEnum, datetime.UTC, typing.Self/NotRequired/...).
+`dataclass(slots=, kw_only=)`, `Popen(process_group=)`, tomllib, enum.StrEnum, datetime.UTC, typing.Self, ...).
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ NEWER_NAMES = {
 }
 NEWER_MODULES = {"tomllib", "wsgiref.types"}
 NEWER_KEYWORDS = {"zip": {"strict"}, "dataclass": {"slots", "kw_only", "match_args"}, "bisect": {"key"},
-                  "bisect_left": {"key"}, "bisect_right": {"key"}, "insort": {"key"}}
+                  "bisect_left": {"key"}, "bisect_right": {"key"}, "insort": {"key"},
+                  "Popen": {"process_group", "pipesize"}, "run": {"process_group", "pipesize"},
+                  "extractall": {"filter"}, "rmtree": {"onexc"}}
 # Run by a 3.9 on the unpacked bundle: the str enums behave as enum.StrEnum does on 3.11.
 ENUM_CHECK = """
 import json, sys

@@ -51,6 +51,7 @@ def test_every_pushed_file_is_python39_clean(path: str) -> None:
         ("pairs = zip(a, b, strict=True)\n", "zip(strict=)"),
         ("@dataclass(frozen=True, slots=True)\nclass A:\n    pass\n", "dataclass(slots=)"),
         ("@dataclasses.dataclass(kw_only=True)\nclass A:\n    pass\n", "dataclass(kw_only=)"),
+        ("proc = subprocess.Popen(argv, process_group=0)\n", "Popen(process_group=)"),
         ("import tomllib\n", "import tomllib"),
         ("from enum import Enum, StrEnum\n", "from enum import StrEnum"),
         ("from typing import Any, Self\n", "from typing import Self"),
