@@ -13,7 +13,7 @@ from typing import Any
 
 from nodeconf import names
 from nodeconf.cgroup_files import evidence_files
-from nodeconf.enforcer import process
+from nodeconf.enforcer import process, reserved
 from nodeconf.enforcer.agent_core import LOG_FILE, STATE_FILE, TERMINAL, AgentError
 from nodeconf.enforcer.metrics import render
 from nodeconf.enforcer.ownership import foreign_message, is_marked
@@ -37,8 +37,12 @@ class Agent(Supervision):
             try:
                 config = kubelet_config_from_dict(config_doc, source="configure")
                 profile_for(version or self.version, config)
-            except InputError as err:
+                reserves = self.reserve_paths(config)
+            except (InputError, ValueError) as err:
                 raise AgentError(str(err)) from None
+            foreign = reserved.refusal(self.tree, reserves)
+            if foreign is not None:
+                raise AgentError(f"configure: enforced reserve cgroup: {foreign}")
             if config.cgroup_driver != self.config.cgroup_driver and self._active():
                 raise AgentError(f"configure: cgroupDriver cannot change from {self.config.cgroup_driver} to "
                                  f"{config.cgroup_driver} while pods run (delete them first)")
@@ -135,10 +139,12 @@ class Agent(Supervision):
             return {"status": record.to_dict(), "cgroups": cgroups, "processes": processes}
 
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> dict[str, Any]:
-        """The node-level cgroups the oracle describes (kubepods and QoS slices) as read back now."""
+        """The node-level cgroups the oracle describes (kubepods and QoS slices) and the enforced reserve cgroups
+        the agent made, as read back now."""
         with self.lock:
             files = tuple(evidence_files(extra_files))
             read = {p: self.tree.read_many(p, files) for p in sorted(self._expect().cgroups)}
+            read.update({p: reserved.reserve_tree(self.tree, p).read_many(p, files) for p in sorted(self.reserves)})
             return {p: found for p, found in read.items() if found is not None}
 
     def exec_in(self, ref: str, container: str, argv: Sequence[str], timeout: float) -> dict[str, Any]:
