@@ -262,7 +262,7 @@ class Node(ABC):
 
     @abstractmethod
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
-        """kubepods and the QoS cgroups as read back now."""
+        """kubepods and the QoS cgroups as read back now (the reference agent adds the reserve cgroups it made)."""
 
     def other_pods(self) -> Sequence[Pod]:
         """Pods the node runs that no check sent (a cluster's system pods, the reader pod): the kubelet counts
