@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from nodeconf import names
@@ -20,6 +21,7 @@ from nodeconf.enforcer.ownership import foreign_message, is_marked
 from nodeconf.enforcer.patch import patched_pod
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord, PodRecord
 from nodeconf.enforcer.supervision import Supervision
+from nodeconf.enforcer.wire import ExecDoc
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.manifest import Pod, object_from_dict
@@ -147,17 +149,22 @@ class Agent(Supervision):
             read.update({p: reserved.reserve_tree(self.tree, p).read_many(p, files) for p in sorted(self.reserves)})
             return {p: found for p, found in read.items() if found is not None}
 
-    def exec_in(self, ref: str, container: str, argv: Sequence[str], timeout: float) -> dict[str, Any]:
+    def exec_in(self, ref: str, container: str, argv: Sequence[str], timeout: float) -> ExecDoc:
         """Run argv inside a container's cgroup with its oom_score_adj (kubectl exec)."""
         with self.lock:
             c = self._record(ref).container(container)
             if c.state != "running":
                 raise AgentError(f"container {container} of pod {ref} is not running")
             directory, adj = self.tree.dir(self.tree.process_cgroup(c.cgroup)), c.oom_score_adj
-        if not argv or not all(isinstance(a, str) for a in argv):
-            raise AgentError("exec needs a non-empty list of strings")
-        rc, out, err = process.run_in(argv, directory, adj, timeout)
-        return {"rc": rc, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")}
+        return _run(argv, directory, adj, timeout)
+
+    def exec_in_reserve(self, path: str, argv: Sequence[str], timeout: float) -> ExecDoc:
+        """Run argv inside an enforced reserve cgroup this agent made (a system daemon under system-reserved)."""
+        with self.lock:
+            if path not in self.reserves:
+                raise AgentError(f"{path} is not an enforced reserve cgroup of this agent")
+            directory = reserved.reserve_tree(self.tree, path).dir(path)
+        return _run(argv, directory, 0, timeout)
 
     def resize(self, ref: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """In-place resize: the oracle decides apply now, defer (retried each tick) or refuse with its message."""
@@ -242,6 +249,14 @@ class Agent(Supervision):
     def node_status(self) -> dict[str, Any]:
         with self.lock:
             return {"conditions": dict(self.conditions), "events": list(self.node_events)}
+
+
+def _run(argv: Sequence[str], directory: Path, oom_score_adj: int, timeout: float) -> ExecDoc:
+    """argv run to completion in the cgroup directory: its exit code and output."""
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise AgentError("exec needs a non-empty list of strings")
+    rc, out, err = process.run_in(argv, directory, oom_score_adj, timeout)
+    return {"rc": rc, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")}
 
 
 def _container_record(ce: ContainerExpectation, pod: Pod | None) -> ContainerRecord:

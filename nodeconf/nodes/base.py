@@ -269,6 +269,11 @@ class Node(ABC):
         their requests in the node-level cgroups and admission, so the oracle gets them too; none by default."""
         return ()
 
+    def exec_in_node_cgroup(self, path: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
+        """Run argv to completion in a node-level cgroup the driver made (the reference agent's enforced reserve
+        cgroups); NotApplicable where the driver cannot place a process there."""
+        raise NotApplicable(f"node {self.spec or type(self).__name__} cannot run a process in cgroup {path}")
+
     def conditions(self) -> NodeConditions:
         """Node conditions (MemoryPressure) and node-level events; drivers that can read them override this."""
         raise NodeError(f"node {self.spec or type(self).__name__} does not report node conditions")

@@ -115,12 +115,15 @@ CASES = {
             'value of cgroup "hugetlb.2MB.max" for pod "hugepages"', 'was "max"; expected "0"', "maybeSetHugetlb"),
     }),
     # A node that never makes nor writes the reserve cgroups (upstream e2e_node node_container_manager_test.go): each
-    # reserve cgroup's values are absent, the oracle's and upstream's alike; kubepods (`pods` enforced) is right.
+    # reserve cgroup's values are absent, the oracle's and upstream's alike, so no process can be held to its
+    # memory.max; kubepods (`pods` enforced) is right.
     "reserved-cgroups-ignored": FaultCase("reserved-cgroups=ignore", (ALLOCATABLE,), {
-        f"test_reserve_cgroup_carries_its_reservation[vm-{reserve}]": (
+        **{f"test_reserve_cgroup_carries_its_reservation[vm-{reserve}]": (
             'value of cgroup "pids.max" for the node', f'was (absent); expected "{pids}"',
             f"(rule: {reserve} pid (enforceExistingCgroup)", "the reserve cgroup carries its reservation")
-        for reserve, pids in (("system-reserved", 1000), ("kube-reserved", 738))
+           for reserve, pids in (("system-reserved", 1000), ("kube-reserved", 738))},
+        "test_a_process_in_system_reserved_is_held_to_its_memory_max[vm]": (
+            'value of cgroup "memory.max" for the node', f'was (absent); expected "{100 << 20}"'),
     }),
 }
 

@@ -170,3 +170,14 @@ def test_systemd_makes_each_reserve_a_transient_slice_with_its_properties(tmp_pa
         agent.shutdown()
     assert ("StopUnit", "kube.slice") in systemd.methods()
     assert not (root / "kube.slice").exists()
+
+
+def test_a_process_runs_inside_a_reserve_cgroup_the_agent_made_only(tmp_path: Path) -> None:
+    """exec_node: the process joins the reserve cgroup (its pid in cgroup.procs) before argv runs."""
+    for agent in running_agent(tmp_path):
+        agent.configure(upstream_config())
+        result = agent.exec_in_reserve("system-reserved", ["sh", "-c", "echo $$"], 10)
+        assert result["rc"] == 0
+        assert (agent.tree.root / "system-reserved" / "cgroup.procs").read_text().split() == [result["stdout"].strip()]
+        with pytest.raises(AgentError, match="is not an enforced reserve cgroup of this agent"):
+            agent.exec_in_reserve("kubepods", ["true"], 10)
