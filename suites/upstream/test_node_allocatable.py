@@ -43,7 +43,7 @@ UPSTREAM = {SYSTEM: {"cpu.weight": "4", "memory.max": str(100 << 20), "pids.max"
             KUBE: {"cpu.weight": "4", "memory.max": str(100 << 20), "pids.max": "738"}}
 UPSTREAM_RULE = "upstream node_container_manager_test.go: the reserve cgroup carries its reservation"
 # More than the 100Mi memory.max: the hog's charges must meet the limit (swapped out or OOM-killed, both allowed).
-HOG_MIB = 150
+HOG_MIB = 128
 AT_MAX = ("kernel cgroup-v2.rst memory.events `max`: counts each time the cgroup's usage was about to go over "
           "memory.max (mm/memcontrol.c try_charge → memcg_memory_event MEMCG_MAX); a process touching more than "
           "memory.max in the cgroup meets it at least once")
@@ -120,7 +120,7 @@ def test_kubepods_is_capacity_minus_the_reserves(node: Node, oracle: Oracle, enf
 
 def test_a_process_in_system_reserved_is_held_to_its_memory_max(node: Node, oracle: Oracle,
                                                                 enforced: KubeletConfig) -> None:
-    """A process in the system-reserved cgroup touches 150 MiB under its 100Mi memory.max: the cgroup's memory.events
+    """A process in the system-reserved cgroup touches 128 MiB under its 100Mi memory.max: the cgroup's memory.events
     `max` grows (the kernel stopped its charges at the limit, whether it then swapped or OOM-killed)."""
     expectation = oracle.expect([], enforced)
     path = _reserve_path(enforced, SYSTEM)
