@@ -146,7 +146,8 @@ class Agent(Supervision):
         with self.lock:
             files = tuple(evidence_files(extra_files))
             read = {p: self.tree.read_many(p, files) for p in sorted(self._expect().cgroups)}
-            read.update({p: reserved.reserve_tree(self.tree, p).read_many(p, files) for p in sorted(self.reserves)})
+            for path in reserved.made(self.tree, sorted(self.reserves)):
+                read[path] = reserved.reserve_tree(self.tree, path).read_many(path, files)
             return {p: found for p, found in read.items() if found is not None}
 
     def exec_in(self, ref: str, container: str, argv: Sequence[str], timeout: float) -> ExecDoc:
@@ -161,7 +162,7 @@ class Agent(Supervision):
     def exec_in_reserve(self, path: str, argv: Sequence[str], timeout: float) -> ExecDoc:
         """Run argv inside an enforced reserve cgroup this agent made (a system daemon under system-reserved)."""
         with self.lock:
-            if path not in self.reserves:
+            if path not in reserved.made(self.tree, self.reserves):
                 raise AgentError(f"{path} is not an enforced reserve cgroup of this agent")
             directory = reserved.reserve_tree(self.tree, path).dir(path)
         return _run(argv, directory, 0, timeout)

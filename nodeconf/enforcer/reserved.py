@@ -40,6 +40,11 @@ def reserve_tree(tree: CgroupTree, path: str) -> CgroupTree:
     return reserve
 
 
+def made(tree: CgroupTree, paths: Iterable[str]) -> list[str]:
+    """The reserve cgroups that exist now and carry nodeconf's mark (the only ones read or given a process)."""
+    return [p for p in paths if is_marked(reserve_tree(tree, p).dir(p), tree.kernel)]
+
+
 def refusal(tree: CgroupTree, paths: Iterable[str]) -> str | None:
     """The one line that refuses a reserve cgroup (or a cgroup on its way) existing without nodeconf's mark."""
     for path in paths:

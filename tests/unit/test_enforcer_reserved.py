@@ -181,3 +181,13 @@ def test_a_process_runs_inside_a_reserve_cgroup_the_agent_made_only(tmp_path: Pa
         assert (agent.tree.root / "system-reserved" / "cgroup.procs").read_text().split() == [result["stdout"].strip()]
         with pytest.raises(AgentError, match="is not an enforced reserve cgroup of this agent"):
             agent.exec_in_reserve("kubepods", ["true"], 10)
+
+
+def test_a_reserve_cgroup_that_lost_its_mark_is_neither_read_nor_given_a_process(tmp_path: Path) -> None:
+    for agent in running_agent(tmp_path):
+        agent.configure(upstream_config())
+        (agent.tree.root / "system-reserved" / MARKER_FILE).unlink()  # someone else's now
+        assert "system-reserved" not in agent.node_cgroups()
+        with pytest.raises(AgentError, match="is not an enforced reserve cgroup"):
+            agent.exec_in_reserve("system-reserved", ["true"], 10)
+    assert dirs(tmp_path / "cgroup") == ["system-reserved"]
