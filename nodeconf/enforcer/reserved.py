@@ -1,9 +1,11 @@
 """The system-/kube-reserved cgroups of enforceNodeAllocatable: the kubelet requires them to exist and writes its
-reserves there; the agent creates them itself below its cgroup root (systemd: transient slices), marks them as
-nodeconf's, refuses one that exists without the mark, and removes only marked ones.
+reserves there; the agent creates them itself below its cgroup root, marks them as nodeconf's, refuses one that
+exists without the mark, and removes only marked ones. Where systemd manages the tree each `.slice` is a transient
+unit (SystemdTree, as for kubepods): the kubelet's systemd driver needs the slice to exist and updates it through
+SetUnitProperties, then the files.
 
 Source: k8s pkg/kubelet/cm/node_container_manager_linux.go enforceNodeAllocatableCgroups, enforceExistingCgroup
-(Validate: the cgroup must exist; then Update); enforcer/ownership.py (marks).
+(Validate: the cgroup must exist; then Update); RUNTIME-FACTS §2c (Update = Set); enforcer/ownership.py (marks).
 """
 
 from __future__ import annotations
