@@ -14,6 +14,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from nodeconf.enforcer import reserved
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.agent_core import LOG_FILE, STATE_FILE
 from nodeconf.enforcer.bridge import relay
@@ -134,13 +135,18 @@ def _owner(state_dir: Path) -> str:
 def _cleanup(args: argparse.Namespace) -> int:
     """Kill the agent and the processes its state file records, remove its marked cgroups; a cgroup nodeconf did
     not create is left alone and named on stderr."""
+    state = None
     if args.state_dir is not None:
         _kill_agent(args.state_dir / PID_FILE)
         with contextlib.suppress(OSError, ValueError):
-            kill_recorded(json.loads((args.state_dir / STATE_FILE).read_text()))
+            state = json.loads((args.state_dir / STATE_FILE).read_text())
+            kill_recorded(state)
     tree = tree_for(args.root, OWNED)
-    for left in [*tree.foreign_roots(), *tree.clear()]:
-        print(f"nodeconf agent: left {left} in place: not created by nodeconf", file=sys.stderr)
+    left = [*tree.foreign_roots(), *tree.clear()]
+    for top in sorted({reserved.top(p) for p in reserved.in_state(tree, state)}):
+        left += reserved.remove(tree, top)
+    for directory in left:
+        print(f"nodeconf agent: left {directory} in place: not created by nodeconf", file=sys.stderr)
     return 0
 
 

@@ -9,17 +9,19 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from nodeconf import names
 from nodeconf.cgroup_files import evidence_files
-from nodeconf.enforcer import process
+from nodeconf.enforcer import process, reserved
 from nodeconf.enforcer.agent_core import LOG_FILE, STATE_FILE, TERMINAL, AgentError
 from nodeconf.enforcer.metrics import render
 from nodeconf.enforcer.ownership import foreign_message, is_marked
 from nodeconf.enforcer.patch import patched_pod
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord, PodRecord
 from nodeconf.enforcer.supervision import Supervision
+from nodeconf.enforcer.wire import ExecDoc
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.manifest import Pod, object_from_dict
@@ -37,8 +39,12 @@ class Agent(Supervision):
             try:
                 config = kubelet_config_from_dict(config_doc, source="configure")
                 profile_for(version or self.version, config)
-            except InputError as err:
+                reserves = self.reserve_paths(config)
+            except (InputError, ValueError) as err:
                 raise AgentError(str(err)) from None
+            foreign = reserved.refusal(self.tree, reserves)
+            if foreign is not None:
+                raise AgentError(f"configure: enforced reserve cgroup: {foreign}")
             if config.cgroup_driver != self.config.cgroup_driver and self._active():
                 raise AgentError(f"configure: cgroupDriver cannot change from {self.config.cgroup_driver} to "
                                  f"{config.cgroup_driver} while pods run (delete them first)")
@@ -135,23 +141,31 @@ class Agent(Supervision):
             return {"status": record.to_dict(), "cgroups": cgroups, "processes": processes}
 
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> dict[str, Any]:
-        """The node-level cgroups the oracle describes (kubepods and QoS slices) as read back now."""
+        """The node-level cgroups the oracle describes (kubepods and QoS slices) and the enforced reserve cgroups
+        the agent made, as read back now."""
         with self.lock:
             files = tuple(evidence_files(extra_files))
             read = {p: self.tree.read_many(p, files) for p in sorted(self._expect().cgroups)}
+            for path in reserved.made(self.tree, sorted(self.reserves)):
+                read[path] = reserved.reserve_tree(self.tree, path).read_many(path, files)
             return {p: found for p, found in read.items() if found is not None}
 
-    def exec_in(self, ref: str, container: str, argv: Sequence[str], timeout: float) -> dict[str, Any]:
+    def exec_in(self, ref: str, container: str, argv: Sequence[str], timeout: float) -> ExecDoc:
         """Run argv inside a container's cgroup with its oom_score_adj (kubectl exec)."""
         with self.lock:
             c = self._record(ref).container(container)
             if c.state != "running":
                 raise AgentError(f"container {container} of pod {ref} is not running")
             directory, adj = self.tree.dir(self.tree.process_cgroup(c.cgroup)), c.oom_score_adj
-        if not argv or not all(isinstance(a, str) for a in argv):
-            raise AgentError("exec needs a non-empty list of strings")
-        rc, out, err = process.run_in(argv, directory, adj, timeout)
-        return {"rc": rc, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")}
+        return _run(argv, directory, adj, timeout)
+
+    def exec_in_reserve(self, path: str, argv: Sequence[str], timeout: float) -> ExecDoc:
+        """Run argv inside an enforced reserve cgroup this agent made (a system daemon under system-reserved)."""
+        with self.lock:
+            if path not in reserved.made(self.tree, self.reserves):
+                raise AgentError(f"{path} is not an enforced reserve cgroup of this agent")
+            directory = reserved.reserve_tree(self.tree, path).dir(path)
+        return _run(argv, directory, 0, timeout)
 
     def resize(self, ref: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """In-place resize: the oracle decides apply now, defer (retried each tick) or refuse with its message."""
@@ -236,6 +250,14 @@ class Agent(Supervision):
     def node_status(self) -> dict[str, Any]:
         with self.lock:
             return {"conditions": dict(self.conditions), "events": list(self.node_events)}
+
+
+def _run(argv: Sequence[str], directory: Path, oom_score_adj: int, timeout: float) -> ExecDoc:
+    """argv run to completion in the cgroup directory: its exit code and output."""
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise AgentError("exec needs a non-empty list of strings")
+    rc, out, err = process.run_in(argv, directory, oom_score_adj, timeout)
+    return {"rc": rc, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")}
 
 
 def _container_record(ce: ContainerExpectation, pod: Pod | None) -> ContainerRecord:

@@ -11,11 +11,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
 from nodeconf import names
-from nodeconf.enforcer import oci_bundle, process
+from nodeconf.enforcer import oci_bundle, process, reserved
 from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.lifecycle import (
     KUBELET_BACKOFF,
@@ -42,6 +43,7 @@ from nodeconf.semantics.expectation import (
     NodeExpectation,
     PodExpectation,
 )
+from nodeconf.semantics.node_limits import reserved_cgroup_paths
 from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
 
 APPLIED = "Applied"
@@ -101,6 +103,8 @@ class AgentCore:
         self.sent: dict[str, dict[str, Any]] = {}
         # The oom_score_adj a container gets at its next (re)start, from the pod as last resized (by cgroup path).
         self.start_oom_score_adj: dict[str, int] = {}
+        # The enforced reserve cgroups the agent made (system-/kube-reserved), removed when no longer enforced.
+        self.reserves: set[str] = set()
 
     def profile(self) -> Profile:
         return profile_for(self.version, self.config)
@@ -114,16 +118,27 @@ class AgentCore:
             facts = dataclasses.replace(facts, hugepages=())
         return facts
 
-    def oracle_config(self) -> KubeletConfig:
-        """The configuration the agent computes with: the node's, changed by the faults."""
-        config = self.config
+    def oracle_config(self, config: KubeletConfig | None = None) -> KubeletConfig:
+        """The configuration the agent computes with: the node's (or the given one), changed by the faults."""
+        config = config or self.config
         if self.faults.memory_throttling_factor is not None:
             config = dataclasses.replace(config, memory_throttling_factor=self.faults.memory_throttling_factor)
         if self.faults.pids_limit_ignored:
             config = dataclasses.replace(config, pod_pids_limit=-1)
         if self.faults.single_process_oom_kill_ignored:
             config = dataclasses.replace(config, single_process_oom_kill=False)
+        if self.faults.reserved_cgroups_ignored:
+            config = dataclasses.replace(config, enforce_node_allocatable=tuple(
+                k for k in config.enforce_node_allocatable if k not in reserved.ENFORCED_KEYS))
         return config
+
+    def reserve_paths(self, config: KubeletConfig | None = None) -> list[str]:
+        """The reserve cgroups the agent enforces under a config (the current one): oracle paths, each checked
+        (InputError, ValueError for a name nodeconf will not make)."""
+        paths = sorted(set(reserved_cgroup_paths(self.oracle_config(config)).values()))
+        for path in paths:
+            reserved.reserve_tree(self.tree, path)
+        return paths
 
     def _active(self) -> list[Pod]:
         return [r.pod for r in self.pods.values() if r.phase not in TERMINAL]
@@ -132,25 +147,26 @@ class AgentCore:
         return self.expect_fn(self.faults.pods_seen([*self._active(), *extra], self.config.swap_behavior),
                               self.oracle_facts(), self.oracle_config(), self.profile(), self.objects)
 
-    def _write(self, cgroup: CgroupExpectation) -> list[str]:
+    def _write(self, cgroup: CgroupExpectation, tree: CgroupTree | None = None) -> list[str]:
         """Create the cgroup, tell its manager the changed values (systemd unit properties), write the files; a
         systemd scope is written once its process has started it (_scope_started)."""
+        tree = tree or self.tree
         self.expected[cgroup.path] = cgroup
-        if self.tree.needs_process(cgroup.path) and not self.tree.exists(cgroup.path):
+        if tree.needs_process(cgroup.path) and not tree.exists(cgroup.path):
             return []
         try:
-            self.tree.ensure(cgroup.path)
+            tree.ensure(cgroup.path)
         except ForeignCgroup as err:
             return [str(err)]
         changed = {f: e.value for f, e in cgroup.files.items() if self.written.get((cgroup.path, f)) != e.value}
         problems = []
         try:
-            self.tree.set_properties(cgroup.path, changed)
+            tree.set_properties(cgroup.path, changed)
         except (OSError, ValueError) as err:
             problems.append(f"setting the unit properties of {cgroup.path}: {err}")
         for file, value in changed.items():
             try:
-                self.tree.write(cgroup.path, file, value)
+                tree.write(cgroup.path, file, value)
                 self.written[(cgroup.path, file)] = value
             except OSError as err:
                 problems.append(f"writing {value!r} to {cgroup.path}/{file}: {err.strerror or err}")
@@ -168,6 +184,7 @@ class AgentCore:
         for cgroup in expectation.cgroups.values():
             for problem in self._write(cgroup):
                 self.log.error("%s", problem)
+        self._apply_reserves(expectation)
         for pe in expectation.pods:
             record = self.pods.get(pe.pod.ref)
             if record is None or record.phase in TERMINAL or pe.cgroup is None:
@@ -185,6 +202,27 @@ class AgentCore:
                 for problem in self._write(cgroup):
                     self.log.error("pod %s: %s", record.ref, problem)
                     record.event("Warning", "FailedCgroupWrite", problem)
+
+    def _apply_reserves(self, expectation: NodeExpectation) -> None:
+        """Create and write each enforced reserve cgroup with the oracle's values (the kubelet's Update of an
+        existing cgroup); remove the ones made earlier that are no longer enforced."""
+        wanted = self.reserve_paths()
+        self._remove_reserves(self.reserves - set(wanted), keep={reserved.top(p) for p in wanted})
+        for path in wanted:
+            self.reserves.add(path)
+            cgroup = CgroupExpectation(path, dict(expectation.node_limits.get(path, {})))
+            for problem in self._write(cgroup, reserved.reserve_tree(self.tree, path)):
+                self.log.error("%s", problem)
+
+    def _remove_reserves(self, paths: AbstractSet[str], keep: AbstractSet[str] = frozenset()) -> None:
+        """Remove reserve cgroups the agent made: the whole top-level cgroup unless `keep` holds it (then the path
+        alone); a cgroup of someone else stays (logged)."""
+        for path in sorted(paths, reverse=True):
+            gone = path if reserved.top(path) in keep else reserved.top(path)
+            for left in reserved.remove(self.tree, gone):
+                self.log.warning("left %s in place: %s", left, foreign_message(left))
+            self._forget_written(gone)
+            self.reserves.discard(path)
 
     def _runtime_resources(self, record: PodRecord, pe: PodExpectation) -> None:
         """Each container's linux.resources as containerd builds them from the kubelet's CRI values; a change
@@ -310,6 +348,7 @@ class AgentCore:
         """Kill and remove every marked cgroup; a cgroup of someone else inside ours stays (logged)."""
         for left in self.tree.clear():
             self.log.warning("left %s in place: %s", left, foreign_message(left))
+        self._remove_reserves(set(self.reserves))
 
 
 def with_node_limits(cgroup: CgroupExpectation, limits: Mapping[str, Expected], pod: bool = True) -> CgroupExpectation:

@@ -29,12 +29,14 @@ class Backoff:
 # Faults without a value: the spelling and the Faults field it sets. `pids-limit=ignore`: the agent computes as if
 # podPidsLimit were unset (pod pids.max stays max); `single-process-oom-kill=ignore`: as if singleProcessOOMKill
 # were false (container memory.oom.group 1 whatever the config says); `hugetlb=ignore`: as if the node offered no
-# huge page size (no hugetlb.<size>.max written, the cgroups keep max).
+# huge page size (no hugetlb.<size>.max written, the cgroups keep max); `reserved-cgroups=ignore`: as if
+# enforceNodeAllocatable named neither system-reserved nor kube-reserved (their cgroups are not made nor written).
 _SWITCHES = {
     "limited-swap=ignore-explicit": "limited_swap_ignores_explicit",
     "pids-limit=ignore": "pids_limit_ignored",
     "single-process-oom-kill=ignore": "single_process_oom_kill_ignored",
     "hugetlb=ignore": "hugetlb_ignored",
+    "reserved-cgroups=ignore": "reserved_cgroups_ignored",
 }
 
 
@@ -48,12 +50,13 @@ class Faults:
     pids_limit_ignored: bool = False
     single_process_oom_kill_ignored: bool = False
     hugetlb_ignored: bool = False
+    reserved_cgroups_ignored: bool = False
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
         """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1),
-        `limited-swap=ignore-explicit`, `pids-limit=ignore`, `single-process-oom-kill=ignore`, `hugetlb=ignore`;
-        ValueError otherwise."""
+        `limited-swap=ignore-explicit`, `pids-limit=ignore`, `single-process-oom-kill=ignore`, `hugetlb=ignore`,
+        `reserved-cgroups=ignore`; ValueError otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")

@@ -63,6 +63,8 @@ OPERATIONS: dict[str, Handler] = {
     Op.RESIZE: lambda agent, r: agent.resize(_text(r, "pod"), _doc(r, "patch")),
     Op.EXEC: lambda agent, r: agent.exec_in(_text(r, "pod"), _text(r, "container"), _strings(r, "argv"),
                                            float(r.get("timeout", 30))),
+    Op.EXEC_NODE: lambda agent, r: agent.exec_in_reserve(_text(r, "cgroup"), _strings(r, "argv"),
+                                                        float(r.get("timeout", 30))),
     Op.DELETE: lambda agent, r: agent.delete(_text(r, "pod")),
     Op.METRICS: lambda agent, r: {"text": agent.metrics()},
     Op.LOGS: lambda agent, r: {"text": agent.logs(r.get("pod"), r.get("container"))},

@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from nodeconf.enforcer import reserved
 from nodeconf.enforcer.agent_core import STATE_FILE, AgentCore
 from nodeconf.enforcer.ownership import kill_recorded
 from nodeconf.enforcer.records import PodRecord
@@ -40,6 +41,7 @@ class StateFile(AgentCore):
             kill_recorded(previous)
             for top in self.tree.owned_roots():
                 self.log.info("removing cgroup %s left by a previous run", top)
+            self.reserves = set(reserved.in_state(self.tree, previous))
             self._clear_tree()
             if previous is not None:
                 self._restore(previous)

@@ -39,6 +39,7 @@ class Op(StrEnum):
     NODE_CGROUPS = "node_cgroups"
     RESIZE = "resize"
     EXEC = "exec"
+    EXEC_NODE = "exec_node"
     DELETE = "delete"
     METRICS = "metrics"
     LOGS = "logs"
@@ -53,6 +54,7 @@ ARGUMENTS: Mapping[Op, frozenset[str]] = {
     Op.PODS: frozenset(), Op.NODE_STATUS: frozenset(), Op.EVIDENCE: frozenset({"pod", "files"}),
     Op.NODE_CGROUPS: frozenset({"files"}), Op.RESIZE: frozenset({"pod", "patch"}),
     Op.EXEC: frozenset({"pod", "container", "argv", "timeout"}), Op.DELETE: frozenset({"pod"}),
+    Op.EXEC_NODE: frozenset({"cgroup", "argv", "timeout"}),
     Op.METRICS: frozenset(), Op.LOGS: frozenset({"pod", "container"}), Op.RESET: frozenset(),
     Op.SHUTDOWN: frozenset(),
 }

@@ -262,12 +262,17 @@ class Node(ABC):
 
     @abstractmethod
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
-        """kubepods and the QoS cgroups as read back now."""
+        """kubepods and the QoS cgroups as read back now (the reference agent adds the reserve cgroups it made)."""
 
     def other_pods(self) -> Sequence[Pod]:
         """Pods the node runs that no check sent (a cluster's system pods, the reader pod): the kubelet counts
         their requests in the node-level cgroups and admission, so the oracle gets them too; none by default."""
         return ()
+
+    def exec_in_node_cgroup(self, path: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
+        """Run argv to completion in a node-level cgroup the driver made (the reference agent's enforced reserve
+        cgroups); NotApplicable where the driver cannot place a process there."""
+        raise NotApplicable(f"node {self.spec or type(self).__name__} cannot run a process in cgroup {path}")
 
     def conditions(self) -> NodeConditions:
         """Node conditions (MemoryPressure) and node-level events; drivers that can read them override this."""

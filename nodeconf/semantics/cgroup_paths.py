@@ -63,3 +63,25 @@ def pod_cgroup(uid: str, qos: QosClass, driver: str) -> str:
 def container_cgroup(pod_path: str, cid: str, driver: str) -> str:
     """A container cgroup below its pod: `cri-containerd-<id>.scope` (systemd) or `<id>` (cgroupfs)."""
     return f"{pod_path}/cri-containerd-{cid}.scope" if driver == SYSTEMD else f"{pod_path}/{cid}"
+
+
+def reserved_cgroup(name: str, driver: str) -> str:
+    """systemReservedCgroup / kubeReservedCgroup as a path below the cgroup root, as the kubelet's cgroup manager
+    names it (cgroup_manager_linux.go CgroupName): cgroupfs splits the literal name at `/` (ParseCgroupfsToCgroupName);
+    systemd takes its last component without `.slice`, splits it at `-` and expands the slice (ParseSystemdToCgroupName,
+    ToSystemd, runc ExpandSlice): `/kube-reserved` → `kube.slice/kube-reserved.slice`. ValueError for the root, `.`/`..`
+    or a name systemd cannot expand (empty part: `a--b`, `-a`)."""
+    if driver == SYSTEMD:
+        base = name.rstrip("/").rsplit("/", 1)[-1].removesuffix(".slice")
+        parts = base.split("-")
+        if base in ("", "-"):
+            raise ValueError(f"reserve cgroup {name!r} names the root cgroup")
+        if "" in parts:
+            raise ValueError(f"reserve cgroup {name!r}: systemd cannot expand the slice {base}.slice (empty part)")
+        return "/".join("-".join(parts[: i + 1]) + ".slice" for i in range(len(parts)))
+    components = [c for c in name.split("/") if c]
+    if not components:
+        raise ValueError(f"reserve cgroup {name!r} names the root cgroup")
+    if any(c in (".", "..") for c in components):
+        raise ValueError(f"reserve cgroup {name!r}: nodeconf does not resolve `.` or `..` in a cgroup name")
+    return "/".join(components)

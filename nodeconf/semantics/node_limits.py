@@ -1,7 +1,8 @@
 """pids.max, hugetlb.<size>.max, memory.oom.group and the enforced reserve cgroups: the rules of upstream's node e2e
 areas (issue 15), kept apart from `expect()`'s cgroups. The reference enforcer writes the pod's pids.max and the pod
 and container hugetlb.<size>.max (checked by suites/upstream/test_pids.py, test_hugepages.py); kubepods pids.max and
-hugetlb and the reserve cgroups (enforceNodeAllocatable) are neither written nor checked yet.
+hugetlb are neither written nor checked yet; it creates and writes the enforced reserve cgroups
+(enforceNodeAllocatable, checked by suites/upstream/test_node_allocatable.py).
 
 Sources: k8s pkg/kubelet/cm/pod_container_manager_linux.go EnsureExists, helpers_linux.go ResourceConfigForPod,
 node_container_manager_linux.go getCgroupConfigInternal / enforceExistingCgroup, cgroup_manager_linux.go
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity
-from nodeconf.semantics import cpu, memory
+from nodeconf.semantics import cgroup_paths, cpu, memory
 from nodeconf.semantics.allocatable import reserved
 from nodeconf.semantics.expectation import Expected, PodExpectation
 from nodeconf.semantics.pod_resources import pod_requests, whole
@@ -105,15 +107,39 @@ def kubepods_files(node: NodeFacts, config: KubeletConfig) -> dict[str, Expected
     return files
 
 
-def reserved_cgroup_files(node: NodeFacts, config: KubeletConfig) -> dict[str, dict[str, Expected]]:
-    """systemReservedCgroup / kubeReservedCgroup when enforced: cpu.weight from the reserved cpu (linear, the
-    kubelet's own formula), memory.max and pids.max from the reserved amounts (enforceExistingCgroup →
-    getCgroupConfigInternal); a resource not reserved is not written."""
-    out: dict[str, dict[str, Expected]] = {}
-    for key, cgroup, reserve in (("system-reserved", config.system_reserved_cgroup, config.system_reserved),
-                                 ("kube-reserved", config.kube_reserved_cgroup, config.kube_reserved)):
-        if not _enforced(config, key) or not cgroup:
+# The enforced reserves: the enforceNodeAllocatable key, its cgroup's field and the config attributes.
+RESERVES = (("system-reserved", "systemReservedCgroup", "system_reserved_cgroup", "system_reserved"),
+            ("kube-reserved", "kubeReservedCgroup", "kube_reserved_cgroup", "kube_reserved"))
+
+
+def reserved_cgroup_paths(config: KubeletConfig) -> dict[str, str]:
+    """The path of each enforced reserve cgroup (cgroup_paths.reserved_cgroup for the config's driver), keyed by its
+    enforceNodeAllocatable key; InputError when the kubelet could not name it."""
+    out: dict[str, str] = {}
+    for key, field, attr, _ in RESERVES:
+        name = getattr(config, attr)
+        if not _enforced(config, key) or not name:
             continue
+        try:
+            out[key] = cgroup_paths.reserved_cgroup(name, config.cgroup_driver)
+        except ValueError as err:
+            raise InputError(str(err), source=config.source, obj="KubeletConfiguration", field=field) from None
+    return out
+
+
+def reserved_cgroup_files(node: NodeFacts, config: KubeletConfig) -> dict[str, dict[str, Expected]]:
+    """systemReservedCgroup / kubeReservedCgroup when enforced (enforceNodeAllocatableCgroups → enforceExistingCgroup
+    → getCgroupConfigInternal, Update): cpu.weight from the reserved cpu (MilliCPUToShares, linear weight),
+    memory.max and pids.max from the reserved amounts, hugetlb.<size>.max from reserved hugepages (0 for a size not
+    reserved: maybeSetHugetlb); a resource not reserved is not written. Not modelled: memory.min = reserved memory
+    under MemoryQoS (written by enforceExistingCgroup up to 1.35; the 1.36+ memoryReservationPolicy rule for the
+    reserves is not confirmed) and cpuset.cpus (getCgroupConfig, cpuset is not a controller nodeconf enables)."""
+    out: dict[str, dict[str, Expected]] = {}
+    paths = reserved_cgroup_paths(config)
+    for key, _, _, attr in RESERVES:
+        if key not in paths:
+            continue
+        reserve: Mapping[str, Quantity] = getattr(config, attr)
         files: dict[str, Expected] = {}
         if CPU in reserve:
             shares = cpu.milli_cpu_to_shares(reserve[CPU].milli_value())
@@ -124,7 +150,10 @@ def reserved_cgroup_files(node: NodeFacts, config: KubeletConfig) -> dict[str, d
                                            f"{key} memory, page-floored (enforceExistingCgroup)")
         if PIDS in reserve:
             files["pids.max"] = Expected(str(reserve[PIDS].value()), f"{key} pid (enforceExistingCgroup)")
-        out[cgroup.strip("/")] = files
+        pages = {size: reserve[hugepage_resource(size)].value() for size, _ in node.hugepages
+                 if hugepage_resource(size) in reserve}
+        files.update(_hugetlb(pages, node, f"{key} hugepages (getCgroupConfigInternal HugePageLimits), whole pages"))
+        out[paths[key]] = files
     return out
 
 

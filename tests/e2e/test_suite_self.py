@@ -40,6 +40,7 @@ TABLE = "suites/swap/test_semantics_table.py"
 PIDS = "suites/upstream/test_pids.py"
 OOM_GROUP = "suites/upstream/test_oom_group.py"
 HUGEPAGES = "suites/upstream/test_hugepages.py"
+ALLOCATABLE = "suites/upstream/test_node_allocatable.py"
 OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of pod "oom-group"', 'was "1"; expected "0"')
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
 # use-case-1 (swap "0" on a pod whose memory request equals its limit, which LimitedSwap also gives 0).
@@ -112,6 +113,17 @@ CASES = {
     "hugetlb-ignored": FaultCase("hugetlb=ignore", (HUGEPAGES,), {
         "test_unrequested_sizes_are_limited_to_zero[vm-pod]": (
             'value of cgroup "hugetlb.2MB.max" for pod "hugepages"', 'was "max"; expected "0"', "maybeSetHugetlb"),
+    }),
+    # A node that never makes nor writes the reserve cgroups (upstream e2e_node node_container_manager_test.go): each
+    # reserve cgroup's values are absent, the oracle's and upstream's alike, so no process can be held to its
+    # memory.max; kubepods (`pods` enforced) is right.
+    "reserved-cgroups-ignored": FaultCase("reserved-cgroups=ignore", (ALLOCATABLE,), {
+        **{f"test_reserve_cgroup_carries_its_reservation[vm-{reserve}]": (
+            'value of cgroup "pids.max" for the node', f'was (absent); expected "{pids}"',
+            f"(rule: {reserve} pid (enforceExistingCgroup)", "the reserve cgroup carries its reservation")
+           for reserve, pids in (("system-reserved", 1000), ("kube-reserved", 738))},
+        "test_a_process_in_system_reserved_is_held_to_its_memory_max[vm]": (
+            'value of cgroup "memory.max" for the node', f'was (absent); expected "{100 << 20}"'),
     }),
 }
 

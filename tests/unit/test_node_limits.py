@@ -12,7 +12,7 @@ from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity
-from nodeconf.semantics import node_limits
+from nodeconf.semantics import cgroup_paths, node_limits
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.pod_resources import with_api_defaults
 from nodeconf.semantics.profile import profile_for
@@ -82,17 +82,65 @@ def test_single_process_oom_kill_decides_memory_oom_group(single: bool, expected
     assert result.node_limits[container.cgroup.path]["memory.oom.group"].value == expected
 
 
+def _reserve_config(**fields: Any) -> KubeletConfig:
+    """Upstream node_container_manager_test.go setDesiredConfiguration: both reserves enforced (cpu 100m, memory
+    100Mi, pid 1000 / 738) on cgroups `system-reserved` and `kube-reserved`."""
+    doc = {
+        "kind": "KubeletConfiguration", "enforceNodeAllocatable": ["pods", "system-reserved", "kube-reserved"],
+        "systemReservedCgroup": "system-reserved", "kubeReservedCgroup": "kube-reserved",
+        "systemReserved": {"cpu": "100m", "memory": "100Mi", "pid": "1000"},
+        "kubeReserved": {"cpu": "100m", "memory": "100Mi", "pid": "738"}, **fields,
+    }
+    return kubelet_config_from_dict(doc)
+
+
 def test_enforced_reserve_cgroups() -> None:
-    """node_container_manager_test.go: system-reserved enforced on its cgroup (cpu, memory, pids), kube-reserved
-    not enforced is left alone."""
+    """node_container_manager_test.go: system-reserved enforced on its cgroup (cpu, memory, pids, and hugetlb 0 for
+    every size not reserved), kube-reserved not enforced is left alone."""
     config = kubelet_config_from_dict({
         "kind": "KubeletConfiguration", "enforceNodeAllocatable": ["pods", "system-reserved"],
         "systemReservedCgroup": "/system.slice", "kubeReservedCgroup": "/kube.slice",
-        "systemReserved": {"cpu": "500m", "memory": "1Gi", "pid": "1000"}, "kubeReserved": {"memory": "1Gi"},
+        "systemReserved": {"cpu": "500m", "memory": "1Gi", "pid": "1000", "hugepages-2Mi": "5Mi"},
+        "kubeReserved": {"memory": "1Gi"},
     })
     files = node_limits.reserved_cgroup_files(NODE, config)
     assert {path: values(f) for path, f in files.items()} == {
-        "system.slice": {"cpu.weight": "20", "memory.max": str(GI), "pids.max": "1000"}}
+        "system.slice": {"cpu.weight": "20", "memory.max": str(GI), "pids.max": "1000",
+                         "hugetlb.2MB.max": str(4 * MI), "hugetlb.1GB.max": "0"}}
+
+
+@pytest.mark.parametrize(("driver", "expected"), [
+    ("cgroupfs", {"system-reserved": "1000", "kube-reserved": "738"}),
+    ("systemd", {"system.slice/system-reserved.slice": "1000", "kube.slice/kube-reserved.slice": "738"}),
+])
+def test_upstream_reserves_per_driver(driver: str, expected: dict[str, str]) -> None:
+    """Upstream's values: cpu 100m → shares 102 → weight 4 (the e2e's convertSharesToWeight), memory 100Mi; the
+    systemd driver expands `kube-reserved` to kube.slice/kube-reserved.slice (ParseSystemdToCgroupName, ToSystemd)."""
+    files = node_limits.reserved_cgroup_files(NODE, _reserve_config(cgroupDriver=driver))
+    assert {path: values(f)["pids.max"] for path, f in files.items()} == expected
+    for f in files.values():
+        assert values(f)["cpu.weight"] == "4"
+        assert values(f)["memory.max"] == str(100 * MI)
+
+
+@pytest.mark.parametrize(("name", "driver", "expected"), [
+    ("/system.slice", "systemd", "system.slice"),
+    ("kube-reserved.slice", "systemd", "kube.slice/kube-reserved.slice"),
+    ("/a/b/nodeconf-sys", "systemd", "nodeconf.slice/nodeconf-sys.slice"),
+    ("/system-reserved", "cgroupfs", "system-reserved"),
+    ("/a//b/", "cgroupfs", "a/b"),
+])
+def test_reserved_cgroup_path(name: str, driver: str, expected: str) -> None:
+    assert cgroup_paths.reserved_cgroup(name, driver) == expected
+
+
+@pytest.mark.parametrize(("name", "driver"), [("/", "cgroupfs"), ("/a/../b", "cgroupfs"), ("/", "systemd"),
+                                              ("-.slice", "systemd"), ("a--b", "systemd"), ("-a", "systemd")])
+def test_unnamable_reserve_cgroup_is_input_error(name: str, driver: str) -> None:
+    config = _reserve_config(cgroupDriver=driver, systemReservedCgroup=name)
+    with pytest.raises(InputError) as caught:
+        node_limits.reserved_cgroup_files(NODE, config)
+    assert caught.value.field == "systemReservedCgroup"
 
 
 def test_enforced_reserve_needs_its_cgroup() -> None:

@@ -100,7 +100,7 @@ def test_each_operation_has_a_bound() -> None:
 
 
 def test_the_driver_states_a_bound_for_every_agent_operation() -> None:
-    assert set(OPERATIONS) | {Op.SHUTDOWN} == set(ANSWER_BOUNDS) | {Op.EXEC} == set(Op)
+    assert set(OPERATIONS) | {Op.SHUTDOWN} == set(ANSWER_BOUNDS) | {Op.EXEC, Op.EXEC_NODE} == set(Op)
 
 
 def test_a_node_whose_python_is_too_old_is_refused_before_anything_is_made(tmp_path: Path) -> None:

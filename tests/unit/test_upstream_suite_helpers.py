@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from nodeconf.nodes.base import CgroupFiles
+from nodeconf.semantics.cgroup_paths import reserved_cgroup
 from suites.upstream.resize_table import (
     BURSTABLE,
     BURSTABLE_ORIGINAL,
@@ -15,6 +17,7 @@ from suites.upstream.resize_table import (
     expect_pod_level_restart,
     expect_restart,
 )
+from suites.upstream.test_node_allocatable import KUBE, SYSTEM, _at_max, _linear_weight, _names
 from suites.upstream.test_psi import EXPECTED_SHAPE, shape, total
 
 # cpu.pressure of a cgroup on a 6.1 kernel (both lines; cpu "full" is reported for cgroups since 5.13).
@@ -53,3 +56,14 @@ def test_pressure_shape_and_total() -> None:
     assert (total(PRESSURE), total(PRESSURE, "full")) == (123456, 42)
     with pytest.raises(AssertionError, match="no 'some' line"):
         total("")
+
+
+def test_node_allocatable_reserve_names_stay_out_of_systemds_slices() -> None:
+    """Under systemd the reserves expand below reserved.slice, never systemd's own system.slice; under cgroupfs they
+    are upstream's names (node_container_manager_test.go)."""
+    systemd = {reserved_cgroup(name, "systemd") for name in _names("systemd").values()}
+    assert systemd == {"reserved.slice/reserved-system.slice", "reserved.slice/reserved-kube.slice"}
+    assert _names("cgroupfs") == {SYSTEM: "system-reserved", KUBE: "kube-reserved"}
+    assert _linear_weight(100) == 4  # upstream convertSharesToWeight(MilliCPUToShares(100m))
+    events = CgroupFiles("x", {"memory.events": "low 0\nhigh 0\nmax 7\noom 1\noom_kill 1\noom_group_kill 0"})
+    assert (_at_max(events), _at_max(CgroupFiles("x", {}))) == (7, 0)

@@ -17,8 +17,9 @@ from nodeconf.nodes.base import NodeError
 READ_BOUND = 30.0
 WRITE_BOUND = 120.0
 EXEC_MARGIN = 30.0
+EXECS = (Op.EXEC, Op.EXEC_NODE)
 ANSWER_BOUNDS: Mapping[str, float] = {
-    op: READ_BOUND if op in READS else WRITE_BOUND for op in Op if op is not Op.EXEC
+    op: READ_BOUND if op in READS else WRITE_BOUND for op in Op if op not in EXECS
 }
 
 
@@ -46,7 +47,7 @@ class AgentClient:
 
     def bound(self, op: Op, args: Mapping[str, Any]) -> float:
         """Seconds to wait for the answer to op: its bound; an exec's own timeout plus EXEC_MARGIN."""
-        if op is Op.EXEC:
+        if op in EXECS:
             return float(args.get("timeout", READ_BOUND)) + EXEC_MARGIN
         return self.bounds.get(op, WRITE_BOUND)
 

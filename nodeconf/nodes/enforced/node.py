@@ -17,7 +17,6 @@ from nodeconf.enforcer.wire import (
     FOREIGN_TREE,
     ContainerStatusDoc,
     EvidenceDoc,
-    ExecDoc,
     NodeStatusDoc,
     Op,
     PodStatusDoc,
@@ -151,8 +150,7 @@ def pod_status(doc: PodStatusDoc) -> PodStatus:
         containers={c["name"]: _container_state(c) for c in doc["containers"] if c["kind"] != "pause"},
         events=tuple(Event(e["type"], e["reason"], e["message"]) for e in doc["events"]),
         reason=doc["reason"], message=doc["message"],
-        resize=ResizeStatus(doc["resize"]["status"], doc["resize"]["message"]),
-        disrupted_at=doc.get("disruptedAt"),
+        resize=ResizeStatus(doc["resize"]["status"], doc["resize"]["message"]), disrupted_at=doc.get("disruptedAt"),
     )
 
 
@@ -204,9 +202,8 @@ class EnforcedPod(PodHandle):
 
     def exec(self, container: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
         self._require_admitted()
-        doc: ExecDoc = self.node.client.call(Op.EXEC, pod=self.pod.ref, container=container, argv=list(argv),
-                                    timeout=timeout)
-        return ExecResult(doc["rc"], doc["stdout"], doc["stderr"])
+        return ExecResult(**self.node.client.call(Op.EXEC, pod=self.pod.ref, container=container, argv=list(argv),
+                                                  timeout=timeout))
 
     def logs(self, container: str | None = None) -> str:
         self._require_admitted()
@@ -337,6 +334,9 @@ class EnforcedNode(Node):
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         doc = self.client.call(Op.NODE_CGROUPS, files=list(extra_files))
         return {path: _files(path, raw) for path, raw in doc.items()}
+
+    def exec_in_node_cgroup(self, path: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
+        return ExecResult(**self.client.call(Op.EXEC_NODE, cgroup=path, argv=list(argv), timeout=timeout))
 
     def conditions(self) -> NodeConditions:
         doc: NodeStatusDoc = self.client.call(Op.NODE_STATUS)
