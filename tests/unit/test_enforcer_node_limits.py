@@ -15,7 +15,7 @@ from nodeconf.cgroup_files import OBSERVED_FILES
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.agent_core import POD_LIMIT_FILES
 from nodeconf.enforcer.lifecycle import NO_FAULTS, Faults
-from nodeconf.semantics.node_limits import hugetlb_file
+from nodeconf.semantics.hugepages import hugetlb_file
 
 CONFIG: dict[str, Any] = {"kind": "KubeletConfiguration", "podPidsLimit": 24, "singleProcessOOMKill": True}
 
