@@ -7,7 +7,18 @@ from collections.abc import Mapping, Sequence
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, LimitRange, Pod, ResourceQuota
 from nodeconf.node_facts import NodeFacts
-from nodeconf.semantics import admission, allocatable, cgroup_paths, cpu, memory, memory_qos, node_limits, oom, swap
+from nodeconf.semantics import (
+    admission,
+    allocatable,
+    cgroup_paths,
+    cpu,
+    hugepages,
+    memory,
+    memory_qos,
+    node_limits,
+    oom,
+    swap,
+)
 from nodeconf.semantics.expectation import (
     CgroupExpectation,
     ContainerExpectation,
@@ -191,6 +202,7 @@ def expect(
         page_size=node.page_size,
         feature_gates=dict(profile.gates),
         swap_controller=node.has_swap_controller,
+        hugepages={name: (total, fit_allocatable[name]) for name, total in hugepages.capacity(node).items()},
     )
     metrics = {
         "kubelet_node_swap_allocated_bytes": swap.swap_allocated_bytes([p.pod for p in admitted], config, profile),
