@@ -125,8 +125,8 @@ def allocatable_cpu_milli(node: NodeFacts, config: KubeletConfig) -> int:
 def allocatable_absolute_memory(node: NodeFacts, config: KubeletConfig) -> int:
     """capacity − systemReserved − kubeReserved, no eviction threshold: what the kubelet hands the runtime
     manager for memory.high (kubelet.go NewKubeGenericRuntimeManager(..., GetNodeAllocatableAbsolute)). Huge pages
-    are not subtracted: getNodeAllocatableAbsoluteImpl subtracts only the reserves (kubernetes#84426 open; the
-    PRs that would subtract them, #86758 #96255 #119173, were closed unmerged)."""
+    are not subtracted, in any release: node_container_manager_linux.go getNodeAllocatableAbsoluteImpl subtracts
+    only the reserves (kubernetes#84426 still open; PRs #86758, #96255, #119173 proposing it were closed)."""
     return node.memory_capacity - Quantity(reserved(config, MEMORY)).value()
 
 
