@@ -4,8 +4,9 @@ using reserved 2 MiB pages held to its limit.
 Source: upstream test/e2e_node/hugepages_test.go "HugePages" / "start the pod" / "with the resources requests that
 contain only one hugepages resource" / "should set correct hugetlb mount and limit under the container cgroup"
 (a container limited to cpu 10m, memory 100Mi, hugepages-2Mi 6Mi on 5 reserved pages; makePodToVerifyHugePages
-compares the pod cgroup's hugetlb.2MB.max with the limit). nodeconf's pod asks for 4Mi (2 pages) of the reference
-VM's 8 (qemu.py HUGEPAGE_ARGS) with cpu 500m (the touching program's start-up), and adds a behaviour check upstream
+compares the pod cgroup's hugetlb.2MB.max with the limit). nodeconf keeps upstream's container (cpu 10m, memory
+100Mi) and puts 4Mi (2 of the reference VM's 8 pages, qemu.py HUGEPAGE_ARGS) on a second container of cpu 1 that
+runs the touching program (Python would take minutes to start at 10m), and adds a behaviour check upstream
 does not have: pages beyond the limit fail. A size the pod does not request is limited to 0
 (cgroup_manager_linux.go maybeSetHugetlb), at pod and container level (where containerd's default config drops the
 CRI hugepage limits, the container's `max` is its documented deviation; the pod's limit still binds it).
@@ -53,9 +54,9 @@ EVENTS = ("mm/hugetlb_cgroup.c hugetlb_event: a charge refused by a limit counts
 
 
 def _huge_pod() -> Pod:
-    """Upstream's container (limits only: requests default to them, Guaranteed) with 4Mi of hugepages-2Mi, and
-    a second one that runs the program (upstream's 10m of cpu would take minutes to start Python)."""
-    toucher = container(TOUCHER, Res(cpu_lim="500m", mem_lim="100Mi"))
+    """Upstream's container (limits only: requests default to them, Guaranteed) and a second one of cpu 1 that holds
+    the 4Mi of hugepages-2Mi and runs the program."""
+    toucher = container(TOUCHER, Res(cpu_lim="1", mem_lim="100Mi"))
     toucher["resources"]["limits"][hugepage_resource(PAGE)] = f"{LIMIT // 2**20}Mi"
     return make_pod(HUGE_POD, [container(APP, Res(cpu_lim="10m", mem_lim="100Mi")), toucher])
 
