@@ -27,7 +27,7 @@ from infra.vm.apt import HOST_LISTS, Apt, AptError, apt_for
 from infra.vm.bootfiles import build_boot
 from infra.vm.hostrun import ImageBuildError, run_tool
 from infra.vm.progress import StepPrinter
-from infra.vm.qemu import kernel_cmdline
+from infra.vm.qemu import kernel_cmdline, with_hugepage_pool
 from infra.vm.recipe import (
     GUEST_INIT_PATH,
     READY_MARKER,
@@ -84,7 +84,7 @@ class VmImage:
             client_key=directory / "id_ed25519",
             host_public_key=(directory / "ssh_host_ed25519_key.pub").read_text().strip(),
             kernel_release=manifest["kernel_release"],
-            cmdline=manifest.get("cmdline") or kernel_cmdline(),
+            cmdline=with_hugepage_pool(manifest["cmdline"]) if manifest.get("cmdline") else kernel_cmdline(),
             variant=Variant(**manifest.get("variant", {})),
         )
 

@@ -160,6 +160,8 @@ def to_json(result: NodeExpectation) -> dict[str, Any]:
             "pageSize": n.page_size,
             "featureGates": dict(n.feature_gates),
             "swapController": n.swap_controller,
+            "hugepages": {name: {"capacity": total, "allocatable": free}
+                          for name, (total, free) in n.hugepages.items()},
         },
         "warnings": list(result.warnings),
         "cgroups": {path: {k: e.value for k, e in cg.files.items()} for path, cg in result.cgroups.items()},
@@ -201,6 +203,7 @@ def to_table(result: NodeExpectation) -> str:
         f"Kubernetes {n.kubernetes_version}, {n.cpu_weight_formula} cpu.weight, page {n.page_size}",
         "gates: " + ", ".join(f"{name}={'on' if on else 'off'}" for name, on in sorted(n.feature_gates.items())),
     ]
+    lines += [f"{name}: {total} (allocatable {free})" for name, (total, free) in n.hugepages.items()]
     lines += [f"warning: {w}" for w in result.warnings]
     for path, cg in result.cgroups.items():
         lines += ["", path, *_file_lines(cg.files, "  ")]

@@ -114,8 +114,6 @@ class AgentCore:
         facts = self.facts
         if self.faults.cpu_weight_formula is not None:
             facts = dataclasses.replace(facts, cpu_weight_formula=self.faults.cpu_weight_formula)
-        if self.faults.hugetlb_ignored:
-            facts = dataclasses.replace(facts, hugepages=())
         return facts
 
     def oracle_config(self, config: KubeletConfig | None = None) -> KubeletConfig:
@@ -190,8 +188,10 @@ class AgentCore:
             if record is None or record.phase in TERMINAL or pe.cgroup is None:
                 continue
             limits = expectation.node_limits
-            pod_cgroup = with_node_limits(pe.cgroup, limits.get(pe.cgroup.path, {}))
-            cgroups = [pod_cgroup, *(with_node_limits(c.cgroup, limits.get(c.cgroup.path, {}), pod=False)
+            hugetlb = not self.faults.hugetlb_ignored
+            pod_cgroup = with_node_limits(pe.cgroup, limits.get(pe.cgroup.path, {}), hugetlb=hugetlb)
+            cgroups = [pod_cgroup, *(with_node_limits(c.cgroup, limits.get(c.cgroup.path, {}), pod=False,
+                                                      hugetlb=hugetlb)
                                      for c in with_pause(pe.containers, pe.pause))]
             for ce in pe.containers:
                 self.start_oom_score_adj[ce.cgroup.path] = int(ce.oom_score_adj.value)
@@ -351,12 +351,15 @@ class AgentCore:
         self._remove_reserves(set(self.reserves))
 
 
-def with_node_limits(cgroup: CgroupExpectation, limits: Mapping[str, Expected], pod: bool = True) -> CgroupExpectation:
+def with_node_limits(cgroup: CgroupExpectation, limits: Mapping[str, Expected], pod: bool = True,
+                     hugetlb: bool = True) -> CgroupExpectation:
     """A pod or container cgroup with the node limits the kubelet writes on it: the pod's pids.max from podPidsLimit
     (EnsureExists sets PidsLimit when > 0; the oracle's `max` otherwise is a new cgroup's own value, so writing it
-    changes nothing) and hugetlb.<size>.max of every size (0 for a size not requested)."""
+    changes nothing) and, unless `hugetlb` is off (the `hugetlb=ignore` fault), hugetlb.<size>.max of every size
+    (0 for a size not requested)."""
     extra = {name: e for name, e in limits.items()
-             if (pod and name in POD_LIMIT_FILES) or (name.startswith(HUGETLB_PREFIX) and name.endswith(".max"))}
+             if (pod and name in POD_LIMIT_FILES)
+             or (hugetlb and name.startswith(HUGETLB_PREFIX) and name.endswith(".max"))}
     return CgroupExpectation(cgroup.path, {**cgroup.files, **extra}) if extra else cgroup
 
 

@@ -28,9 +28,9 @@ class Backoff:
 
 # Faults without a value: the spelling and the Faults field it sets. `pids-limit=ignore`: the agent computes as if
 # podPidsLimit were unset (pod pids.max stays max); `single-process-oom-kill=ignore`: as if singleProcessOOMKill
-# were false (container memory.oom.group 1 whatever the config says); `hugetlb=ignore`: as if the node offered no
-# huge page size (no hugetlb.<size>.max written, the cgroups keep max); `reserved-cgroups=ignore`: as if
-# enforceNodeAllocatable named neither system-reserved nor kube-reserved (their cgroups are not made nor written).
+# were false (container memory.oom.group 1 whatever the config says); `hugetlb=ignore`: no hugetlb.<size>.max written
+# (the cgroups keep max, so a pod's huge pages are unbounded); admission still counts the node's huge pages;
+# `reserved-cgroups=ignore`: as if enforceNodeAllocatable named neither system-reserved nor kube-reserved.
 _SWITCHES = {
     "limited-swap=ignore-explicit": "limited_swap_ignores_explicit",
     "pids-limit=ignore": "pids_limit_ignored",

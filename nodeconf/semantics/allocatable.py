@@ -1,4 +1,5 @@
-"""Node allocatable: capacity − systemReserved − kubeReserved − evictionHard (seed requests-limits-qos)."""
+"""Node allocatable: capacity − systemReserved − kubeReserved − evictionHard, memory also minus the huge page
+capacity (seed requests-limits-qos; pkg/kubelet/nodestatus/setters.go MachineInfo)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig
 from nodeconf.manifest import CPU, MEMORY
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity, QuantityError
+from nodeconf.semantics import hugepages
 
 MEMORY_AVAILABLE = "memory.available"
 
@@ -70,10 +72,14 @@ def reservation_error(node: NodeFacts, config: KubeletConfig) -> str | None:
     validateNodeAllocatable, GetNodeAllocatableReservation; equal is allowed)."""
     memory = Quantity(reserved(config, MEMORY)).value() + eviction_memory_bytes(config, node.memory_capacity)
     cpu = Quantity(reserved(config, CPU)).milli_value()
+    # Huge page reserves count against the huge page capacity of their size; the reservation is taken over the
+    # capacity's names only, so a reserve of a size the kernel does not offer is ignored (same function).
+    huge = [(name, Quantity(reserved(config, name)).value(), total, "")
+            for name, total in sorted(hugepages.capacity(node).items())]
     problems = [
         f"{name} reservation {held}{unit} > capacity {capacity}{unit}"
         for name, held, capacity, unit in (
-            (CPU, cpu, node.cpu_capacity_milli, "m"), (MEMORY, memory, node.memory_capacity, ""),
+            (CPU, cpu, node.cpu_capacity_milli, "m"), (MEMORY, memory, node.memory_capacity, ""), *huge,
         )
         if held > capacity
     ]
@@ -93,10 +99,21 @@ def check_reservation(node: NodeFacts, config: KubeletConfig) -> None:
 
 def allocatable_memory(node: NodeFacts, config: KubeletConfig) -> int:
     """capacity − systemReserved − kubeReserved − evictionHard memory.available
-    (pkg/kubelet/cm/node_container_manager_linux.go GetNodeAllocatableReservation); callers check_reservation
-    first, so it is never negative."""
+    (pkg/kubelet/cm/node_container_manager_linux.go GetNodeAllocatableReservation), minus the capacity of every
+    huge page size, floored at 0 (pkg/kubelet/nodestatus/setters.go MachineInfo: "for every huge page
+    reservation, we need to remove it from allocatable memory"; MemTotal counts the huge page pool). Callers
+    check_reservation first, so the part before the huge pages is never negative."""
     capacity = node.memory_capacity
-    return capacity - Quantity(reserved(config, MEMORY)).value() - eviction_memory_bytes(config, capacity)
+    left = capacity - Quantity(reserved(config, MEMORY)).value() - eviction_memory_bytes(config, capacity)
+    return max(0, left - sum(hugepages.capacity(node).values()))
+
+
+def allocatable_hugepages(node: NodeFacts, config: KubeletConfig) -> dict[str, int]:
+    """`hugepages-<size>` → capacity − systemReserved − kubeReserved of that size, floored at 0, every size the
+    kernel offers; no eviction threshold applies to huge pages (GetNodeAllocatableReservation, setters.go
+    MachineInfo)."""
+    return {name: max(0, total - Quantity(reserved(config, name)).value())
+            for name, total in hugepages.capacity(node).items()}
 
 
 def allocatable_cpu_milli(node: NodeFacts, config: KubeletConfig) -> int:
@@ -107,13 +124,16 @@ def allocatable_cpu_milli(node: NodeFacts, config: KubeletConfig) -> int:
 
 def allocatable_absolute_memory(node: NodeFacts, config: KubeletConfig) -> int:
     """capacity − systemReserved − kubeReserved, no eviction threshold: what the kubelet hands the runtime
-    manager for memory.high (kubelet.go NewKubeGenericRuntimeManager(..., GetNodeAllocatableAbsolute))."""
+    manager for memory.high (kubelet.go NewKubeGenericRuntimeManager(..., GetNodeAllocatableAbsolute)). Huge pages
+    are not subtracted, in any release: node_container_manager_linux.go getNodeAllocatableAbsoluteImpl subtracts
+    only the reserves (kubernetes#84426 still open; PRs #86758, #96255, #119173 proposing it were closed)."""
     return node.memory_capacity - Quantity(reserved(config, MEMORY)).value()
 
 
 def kubepods_memory_bytes(node: NodeFacts, config: KubeletConfig) -> int:
     """kubepods memory limit: capacity minus reserves when `pods` is enforced, else capacity; never the
-    eviction threshold (node_container_manager_linux.go createNodeAllocatableCgroups)."""
+    eviction threshold, never the huge pages (node_container_manager_linux.go createNodeAllocatableCgroups →
+    getNodeAllocatableInternalAbsolute, see allocatable_absolute_memory)."""
     if "pods" not in config.enforce_node_allocatable:
         return node.memory_capacity
     return allocatable_absolute_memory(node, config)

@@ -7,7 +7,18 @@ from collections.abc import Mapping, Sequence
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, LimitRange, Pod, ResourceQuota
 from nodeconf.node_facts import NodeFacts
-from nodeconf.semantics import admission, allocatable, cgroup_paths, cpu, memory, memory_qos, node_limits, oom, swap
+from nodeconf.semantics import (
+    admission,
+    allocatable,
+    cgroup_paths,
+    cpu,
+    hugepages,
+    memory,
+    memory_qos,
+    node_limits,
+    oom,
+    swap,
+)
 from nodeconf.semantics.expectation import (
     CgroupExpectation,
     ContainerExpectation,
@@ -17,8 +28,8 @@ from nodeconf.semantics.expectation import (
     PodExpectation,
     QosClass,
 )
-from nodeconf.semantics.node_fit import PODS, fit_errors
-from nodeconf.semantics.pod_resources import milli, pod_requests, whole
+from nodeconf.semantics.node_fit import PODS, fit_amounts, fit_errors
+from nodeconf.semantics.pod_resources import pod_requests
 from nodeconf.semantics.profile import Profile, gate_warnings
 from nodeconf.semantics.qos import pod_qos
 from nodeconf.semantics.validation import pod_errors, pod_warnings
@@ -154,7 +165,9 @@ def expect(
     allocatable.check_reservation(node, config)
     alloc_memory = allocatable.allocatable_memory(node, config)
     alloc_cpu = allocatable.allocatable_cpu_milli(node, config)
-    used = {PODS: 0, CPU: 0, MEMORY: 0}
+    fit_allocatable = {PODS: config.max_pods, CPU: alloc_cpu, MEMORY: alloc_memory,
+                       **allocatable.allocatable_hugepages(node, config)}
+    used: dict[str, int] = {}
     results: list[PodExpectation] = []
     admitted_by_namespace: dict[str, list[Pod]] = {}
     quota_used = _incremental_quota_used(profile)
@@ -167,14 +180,13 @@ def expect(
         # API validation first, then the namespace's admission plugins, then the kubelet's fit check.
         errors = pod_errors(pod, profile) + swap.swap_errors(pod, profile) or namespace.errors
         if not errors:
-            errors = fit_errors(requested, used, {PODS: config.max_pods, CPU: alloc_cpu, MEMORY: alloc_memory})
+            errors = fit_errors(requested, used, fit_allocatable)
         warnings = pod_warnings(pod)
         if errors:
             results.append(PodExpectation(pod=pod, qos_class=qos, admitted=False, errors=errors, warnings=warnings))
             continue
-        used[PODS] += 1
-        used[CPU] += milli(requested.get(CPU, 0))
-        used[MEMORY] += whole(requested.get(MEMORY, 0))
+        for name, amount in fit_amounts(requested).items():
+            used[name] = used.get(name, 0) + amount
         neighbours.append(pod)
         results.append(_admitted(pod, qos, warnings, node, config, profile))
     admitted = [p for p in results if p.admitted]
@@ -190,6 +202,7 @@ def expect(
         page_size=node.page_size,
         feature_gates=dict(profile.gates),
         swap_controller=node.has_swap_controller,
+        hugepages={name: (total, fit_allocatable[name]) for name, total in hugepages.capacity(node).items()},
     )
     metrics = {
         "kubelet_node_swap_allocated_bytes": swap.swap_allocated_bytes([p.pod for p in admitted], config, profile),

@@ -95,6 +95,8 @@ class NodeSummary:
     page_size: int
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     swap_controller: bool = True
+    # `hugepages-<size>` → (capacity, allocatable) in bytes, every size the node offers.
+    hugepages: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

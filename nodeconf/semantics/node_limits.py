@@ -21,6 +21,7 @@ from nodeconf.quantity import Quantity
 from nodeconf.semantics import cgroup_paths, cpu, memory
 from nodeconf.semantics.allocatable import reserved
 from nodeconf.semantics.expectation import Expected, PodExpectation
+from nodeconf.semantics.hugepages import hugepage_resource, hugetlb_file
 from nodeconf.semantics.pod_resources import pod_requests, whole
 from nodeconf.semantics.profile import Profile
 
@@ -29,26 +30,6 @@ UNLIMITED = "max"
 # containerd's default CRI config drops CRI hugepage_limits (disable_hugetlb_controller = true).
 CONTAINERD_DROPS_HUGEPAGES = ("containerd default disable_hugetlb_controller=true drops the CRI hugepage limits "
                               "(internal/cri/config/config_unix.go DefaultConfig, RUNTIME-FACTS.md §1)")
-_UNITS = ((2**30, "Gi", "GB"), (2**20, "Mi", "MB"), (2**10, "Ki", "KB"))
-
-
-def _unit(size: int) -> tuple[int, str, str]:
-    for scale, binary, kernel in _UNITS:
-        if size % scale == 0:
-            return size // scale, binary, kernel
-    raise ValueError(f"huge page size {size} is not a whole number of KiB")
-
-
-def hugepage_resource(size: int) -> str:
-    """`hugepages-2Mi` for 2 MiB pages (core/v1 helper HugePageResourceName)."""
-    count, binary, _ = _unit(size)
-    return f"hugepages-{count}{binary}"
-
-
-def hugetlb_file(size: int) -> str:
-    """`hugetlb.2MB.max` for 2 MiB pages (the kernel's hugetlb_cgroup file names, mem_fmt)."""
-    count, _, kernel = _unit(size)
-    return f"hugetlb.{count}{kernel}.max"
 
 
 def _hugetlb(limits: Mapping[int, int], node: NodeFacts, rule: str) -> dict[str, Expected]:

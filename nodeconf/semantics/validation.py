@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from nodeconf.manifest import CPU, MEMORY, SWAP, Container, Pod, Resources
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.cgroup_paths import is_safe_uid
+from nodeconf.semantics.hugepages import is_hugepage_resource, page_size
 from nodeconf.semantics.pod_resources import POD_LEVEL_RESOURCES, aggregate_containers
 from nodeconf.semantics.profile import Profile
 
@@ -55,11 +56,36 @@ def _resource_errors(resources: Resources, path: str, pod_level: bool) -> Iterat
                 yield f'{path}.{kind}[{name}]: Invalid value: "{q}": must be greater than or equal to 0'
     for name, request in resources.requests.items():
         limit = resources.limits.get(name)
-        if name != SWAP and limit is not None and request > limit:
+        if is_hugepage_resource(name) and not pod_level:
+            if limit is None:
+                yield f"{path}.limits: Required value: Limit must be set for non overcommitable resources"
+            elif request.amount != limit.amount:
+                yield f'{path}.requests: Invalid value: "{request}": must be equal to {name} limit of {limit}'
+        elif name != SWAP and limit is not None and request > limit:
             yield (
                 f'{path}.requests: Invalid value: "{request}": must be less than or equal to '
                 f"{name} limit of {limit}"
             )
+    if not pod_level:
+        yield from _hugepage_errors(resources, path)
+
+
+def _hugepage_errors(resources: Resources, path: str) -> Iterator[str]:
+    """Huge pages in a container: whole pages of a valid size, and only beside a cpu or memory request or limit
+    (validation.go ValidateContainerResourceRequirements, validateResourceQuantityHugePageValue: new pods never
+    get AllowIndivisibleHugePagesValues). Requests must equal limits (above: hugepages are not overcommitable,
+    helper.IsOvercommitAllowed)."""
+    named = False
+    for kind, items in (("limits", resources.limits), ("requests", resources.requests)):
+        for name, q in items.items():
+            if not is_hugepage_resource(name):
+                continue
+            named = True
+            size = page_size(name)
+            if size is None or q.amount.denominator != 1 or q.amount % size:
+                yield f'{path}.{kind}[{name}]: Invalid value: "{q}": {q} is not positive integer multiple of {name}'
+    if named and not {CPU, MEMORY} & {*resources.requests, *resources.limits}:
+        yield f"{path}: Forbidden: HugePages require cpu or memory"
 
 
 def _container_errors(c: Container, path: str, seen: set[str]) -> Iterator[str]:

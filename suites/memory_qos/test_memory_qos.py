@@ -135,7 +135,8 @@ def test_memory_high_formula(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, n
 
 
 def _allocatable(facts: NodeFacts, config: KubeletConfig) -> int:
-    """Node allocatable for memory.high: capacity − systemReserved − kubeReserved (SEMANTICS.md Memory QoS)."""
+    """Node allocatable for memory.high: capacity − systemReserved − kubeReserved (SEMANTICS.md Memory QoS); the
+    huge page pool stays in (GetNodeAllocatableAbsolute, unlike the node status allocatable)."""
     reserved = sum(q.value() for q in (config.system_reserved.get(MEMORY), config.kube_reserved.get(MEMORY)) if q)
     return facts.memory_capacity - reserved
 

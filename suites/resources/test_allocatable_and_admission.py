@@ -34,7 +34,8 @@ def _linear_weight(milli_cpu: int) -> int:
 
 @pytest.mark.parametrize("reserved", [False, True], ids=["no-reserves", "article-reserves"])
 def test_kubepods_from_allocatable(kubelet: Kubelet, oracle: Oracle, node_facts: NodeFacts, reserved: bool) -> None:
-    """kubepods memory.max = capacity − reserves (never the eviction threshold), cpu.weight from allocatable cpu."""
+    """kubepods memory.max = capacity − reserves (never the eviction threshold, never the huge page pool),
+    cpu.weight from allocatable cpu."""
     config = kubelet.file("requests-limits/kubelet-config/reserved.yaml") if reserved else kubelet.config
     memory = sum(q.value() for q in (config.system_reserved.get(MEMORY), config.kube_reserved.get(MEMORY)) if q)
     cpu = sum(q.milli_value() for q in (config.system_reserved.get(CPU), config.kube_reserved.get(CPU)) if q)

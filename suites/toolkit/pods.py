@@ -153,3 +153,8 @@ def stop_program(word: str) -> list[str]:
 def forker(limit: int) -> list[str]:
     """The argv that forks up to `limit` waiting children and prints {"forked": k, "error": errno name or ""}."""
     return ["python3", f"{PROGRAMS_DIR}/forker.py", str(limit)]
+
+
+def hugetlb_toucher(pages: int) -> list[str]:
+    """The argv that maps and touches `pages` 2 MiB huge pages one by one and prints {"touched", "end"}."""
+    return ["python3", f"{PROGRAMS_DIR}/hugetlb_touch.py", str(pages)]

@@ -107,12 +107,21 @@ CASES = {
         "test_oom_kills_the_hog_or_the_whole_container[single-process-vm]": (
             *OOM_GROUP_VALUE, 'value of measurement "memory.events oom_group_kill grew by" for pod "oom-group"'),
     }),
-    # A node that writes no hugetlb limit (upstream e2e_node hugepages_test.go): the pod's hugetlb.<size>.max stay
-    # "max" where the kubelet writes 0 for every size the pod does not request. The container level passes: "max"
-    # there is containerd's documented deviation (its default config drops the CRI hugepage limits).
+    # A node that writes no hugetlb limit (upstream e2e_node hugepages_test.go): the pods' hugetlb.<size>.max stay
+    # "max" where the kubelet writes 0 for every size a pod does not request and the request (4Mi) for the size it
+    # does; so the pod holding 2 MiB pages touches all 3 it tries, none refused, no hugetlb.2MB.events max. The
+    # container level passes: "max" there is containerd's documented deviation (its default config drops the CRI
+    # hugepage limits). The pods themselves are admitted and their other values right.
     "hugetlb-ignored": FaultCase("hugetlb=ignore", (HUGEPAGES,), {
         "test_unrequested_sizes_are_limited_to_zero[vm-pod]": (
             'value of cgroup "hugetlb.2MB.max" for pod "hugepages"', 'was "max"; expected "0"', "maybeSetHugetlb"),
+        "test_requested_size_is_the_limit[vm-pod]": (
+            'value of cgroup "hugetlb.2MB.max" for pod "hugepages-2mi"', 'was "max"; expected "4194304"',
+            "HugePageLimits"),
+        "test_pages_beyond_the_limit_fail[vm]": (
+            'value of measurement "2 MiB pages touched of 3"', 'was "3"; expected "2"',
+            'value of measurement "page 3 refused (not refused)"', 'was "no"; expected "yes"',
+            'value of measurement "hugetlb.2MB.events max grew"'),
     }),
     # A node that never makes nor writes the reserve cgroups (upstream e2e_node node_container_manager_test.go): each
     # reserve cgroup's values are absent, the oracle's and upstream's alike, so no process can be held to its

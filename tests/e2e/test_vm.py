@@ -80,6 +80,15 @@ def test_node_facts_show_swap_memory_and_cpus(facts: NodeFacts) -> None:
     assert facts.cpu_capacity_milli == DEFAULT_CPUS * 1000
 
 
+def test_the_kernel_reserved_the_huge_page_pool(reference_vm_ssh: SshTransport) -> None:
+    """`hugepagesz=2M hugepages=8` (qemu.py HUGEPAGE_ARGS): 8 pages of 2 MiB at boot, all free, inside MemTotal
+    (meminfo `Hugetlb`, Documentation/admin-guide/mm/hugetlbpage.rst)."""
+    pool = "/sys/kernel/mm/hugepages/hugepages-2048kB/"
+    assert reference_vm_ssh.check_output(["cat", pool + "nr_hugepages", pool + "free_hugepages"]).split() == ["8", "8"]
+    meminfo = dict(line.split(":", 1) for line in reference_vm_ssh.check_output(["cat", "/proc/meminfo"]).splitlines())
+    assert meminfo["Hugetlb"].split() == [str(8 * 2048), "kB"]
+
+
 def test_swap_max_lets_a_hog_swap_up_to_the_limit_then_oom_kills(reference_vm_ssh: SshTransport,
                                                                   facts: NodeFacts) -> None:
     """Every run: SIGKILL by the memcg OOM killer, swap never above memory.swap.max, memory within its ceiling.

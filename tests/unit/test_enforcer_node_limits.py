@@ -15,7 +15,8 @@ from nodeconf.cgroup_files import OBSERVED_FILES
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.agent_core import POD_LIMIT_FILES
 from nodeconf.enforcer.lifecycle import NO_FAULTS, Faults
-from nodeconf.semantics.node_limits import hugetlb_file
+from nodeconf.semantics.hugepages import hugetlb_file
+from suites.toolkit.builders import container, pod_manifest
 
 CONFIG: dict[str, Any] = {"kind": "KubeletConfiguration", "podPidsLimit": 24, "singleProcessOOMKill": True}
 
@@ -60,6 +61,25 @@ def test_hugetlb_limits_on_pod_and_container(tmp_path: Path, fault: str, expecte
         hello = next(c for c in status["containers"] if c["name"] == "hello")
         for path in (status["cgroup"], hello["cgroup"]):
             assert [agent.tree.read(path, hugetlb_file(size)) for size in HUGE] == [expected, expected]
+    finally:
+        agent.shutdown()
+
+
+@pytest.mark.parametrize(("fault", "expected"), [("", [str(4 << 20), "0"]), ("hugetlb=ignore", [None, None])])
+def test_a_pod_using_the_pool_gets_its_request_as_limit(tmp_path: Path, fault: str,
+                                                        expected: list[str | None]) -> None:
+    """A node reserving 8 pages of 2 MiB admits a pod asking for 4Mi of them: hugetlb.2MB.max 4Mi, 1GB 0 on pod
+    and container (ResourceConfigForPod, GetHugepageLimitsFromResources); the fault admits it and writes none."""
+    facts = dataclasses.replace(ARTICLE_NODE, hugepages=((2 << 20, 16 << 20), (1 << 30, 0)))
+    agent = make_agent(tmp_path, Faults.parse([fault]) if fault else NO_FAULTS, facts=facts)
+    manifest = pod_manifest(container("c", limits={"cpu": "500m", "memory": "100Mi", "hugepages-2Mi": "4Mi"}),
+                            name="huge")
+    try:
+        status = agent.run_pod(manifest)["status"]
+        assert status["phase"] != "Failed" and status["containers"], status
+        c = next(c for c in status["containers"] if c["name"] == "c")
+        for path in (status["cgroup"], c["cgroup"]):
+            assert [agent.tree.read(path, hugetlb_file(size)) for size in HUGE] == expected
     finally:
         agent.shutdown()
 

@@ -80,6 +80,10 @@ def test_node_limits_section(tmp_path: Path) -> None:
     assert out["nodeLimits"][pod_path] == {"pids.max": "512", "hugetlb.2MB.max": str(4 * 2**20),
                                            "hugetlb.1GB.max": "0"}
     assert out["nodeLimits"]["kubepods.slice"]["pids.max"] == "32768"
+    # The 64 Mi pool is capacity and allocatable hugepages-2Mi and leaves allocatable memory (setters.go MachineInfo).
+    assert out["node"]["hugepages"] == {"hugepages-2Mi": {"capacity": 64 * 2**20, "allocatable": 64 * 2**20},
+                                        "hugepages-1Gi": {"capacity": 0, "allocatable": 0}}
+    assert out["node"]["memoryCapacity"] - out["node"]["allocatableMemory"] == (100 + 64) * 2**20
     assert "EnsureExists" in out["nodeLimitRules"][pod_path]["pids.max"]
 
 

@@ -53,6 +53,14 @@ def test_node_facts_from_node_object_and_probe() -> None:
     assert (facts.cpu_weight_formula, facts.measured_cpu_weight_formula) == ("nonlinear", "linear")
 
 
+def test_huge_page_pools_come_from_the_node_capacity() -> None:
+    """status.capacity hugepages-<size> (the kubelet's CapacityFromMachineInfo) → (size, bytes), smallest first."""
+    doc = node_doc()
+    doc["status"]["capacity"].update({"hugepages-1Gi": "0", "hugepages-2Mi": "16Mi"})
+    assert node_facts(doc, PROBE, "linear").hugepages == ((2 * 1024**2, 16 * 1024**2), (1024**3, 0))
+    assert node_facts(node_doc(), PROBE, "linear").hugepages == ()
+
+
 def test_swap_falls_back_to_meminfo_without_node_swap_status() -> None:
     doc = node_doc()
     del doc["status"]["nodeInfo"]["swap"]

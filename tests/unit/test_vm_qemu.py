@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.qemu import QemuSpec, kernel_cmdline, qemu_argv
+from infra.vm.qemu import QemuSpec, kernel_cmdline, qemu_argv, with_hugepage_pool
 
 
 def spec(**changes: object) -> QemuSpec:
@@ -78,3 +78,17 @@ def test_commas_in_paths_are_doubled() -> None:
     argv = qemu_argv(spec(root_disk=Path("/c/a,b/root.img"), console_log=Path("/c/a,b/console.log")))
     assert option(argv, "-drive")[0].startswith("file=/c/a,,b/root.img,")
     assert option(argv, "-serial") == ["file:/c/a,,b/console.log"]
+
+
+def test_every_built_vm_reserves_eight_2mib_huge_pages() -> None:
+    """hugetlbpage.rst: `hugepagesz=2M hugepages=8` fills the 2 MiB pool with 8 pages at boot (16 MiB)."""
+    for init in ("minimal", "systemd"):
+        words = kernel_cmdline(init=init).split()
+        assert words.count("hugepagesz=2M") == 1 and words.count("hugepages=8") == 1
+
+
+def test_a_stored_command_line_gets_the_pool_once() -> None:
+    old = "console=ttyS0 root=/dev/vda init=/lib/systemd/systemd"
+    assert with_hugepage_pool(old) == old + " hugepagesz=2M hugepages=8"
+    assert with_hugepage_pool(with_hugepage_pool(old)) == with_hugepage_pool(old)
+    assert with_hugepage_pool("root=/dev/vda hugepages=0") == "root=/dev/vda hugepages=0"

@@ -11,6 +11,7 @@ from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, FIELDS, Compared, Kub
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.kube.api import dig
 from nodeconf.quantity import Quantity, QuantityError
+from nodeconf.semantics.hugepages import is_hugepage_resource, page_size
 from nodeconf.semantics.profile import profile_for
 
 # Fields of KubeletConfig held equal to the node's live config, by their KubeletConfiguration names (the table in
@@ -78,9 +79,19 @@ def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], measured_formu
             kernel_version=str(kernel),
             cgroup_controllers=tuple(str(c) for c in probe.get("controllers") or ()),
             measured_cpu_weight_formula=measured_formula,
+            hugepages=_hugepage_pools(node),
         )
     except (KeyError, ValueError, TypeError) as err:
         raise InputError(f"unusable node facts: {err}", obj=f"Node/{node_name(node)}") from None
+
+
+def _hugepage_pools(node: Mapping[str, Any]) -> tuple[tuple[int, int], ...]:
+    """(page size, bytes) per `hugepages-<size>` in status.capacity, smallest first: the kubelet's report of the
+    node's reserved pages (cadvisor CapacityFromMachineInfo); a name that is no page size is left out."""
+    capacity = dig(node, "status", "capacity") or {}
+    pools = [(size, Quantity.parse(str(total)).value()) for name, total in capacity.items()
+             if is_hugepage_resource(name) and (size := page_size(name)) is not None]
+    return tuple(sorted(pools))
 
 
 def _configz_document(configz: str, source: str) -> dict[str, Any]:
