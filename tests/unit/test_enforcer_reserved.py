@@ -14,16 +14,13 @@ from typing import Any
 
 import pytest
 from enforcer_support import ARTICLE_NODE, make_agent, running_agent
-from test_enforcer_systemd_tree import OWNER, FakeSystemd
+from test_enforcer_systemd_tree import OWNER, systemd_agent
 
 from nodeconf.enforcer import systemd_units as su
 from nodeconf.enforcer.__main__ import main
-from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.agent_core import AgentError
-from nodeconf.enforcer.lifecycle import Backoff, Faults
-from nodeconf.enforcer.oracle import decide_resize, expect
+from nodeconf.enforcer.lifecycle import Faults
 from nodeconf.enforcer.ownership import MARKER_FILE
-from nodeconf.enforcer.systemd_tree import SystemdTree
 
 MI = 1 << 20
 SYSTEM = {"cpu.weight": "4", "memory.max": str(100 * MI), "pids.max": "1000"}
@@ -152,13 +149,8 @@ def test_the_fault_makes_no_reserve_cgroup(tmp_path: Path) -> None:
 
 def test_systemd_makes_each_reserve_a_transient_slice_with_its_properties(tmp_path: Path) -> None:
     """The kubelet's systemd driver needs the slice to exist and Updates it: SetUnitProperties, then the files."""
-    root, state = tmp_path / "cgroup", tmp_path / "state"
-    root.mkdir()
-    state.mkdir()
-    systemd = FakeSystemd(root)
-    agent = Agent(SystemdTree(root, owner=OWNER, run=systemd), state, ARTICLE_NODE, expect, decide_resize,
-                  backoff=Backoff(initial=0.05, cap=0.2))
-    agent.recover()
+    agent, systemd = systemd_agent(tmp_path)
+    root = tmp_path / "cgroup"
     try:
         agent.configure(upstream_config("systemd"))
         system, kube = PATHS["systemd"]

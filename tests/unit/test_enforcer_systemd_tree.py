@@ -49,6 +49,18 @@ class FakeSystemd:
         return [(c[6], c[8]) for c in self.calls]
 
 
+def systemd_agent(tmp_path: Path) -> tuple[Agent, FakeSystemd]:
+    """A recovered agent on the fake systemd, its cgroup root tmp_path/cgroup and its state in tmp_path/state."""
+    root, state = tmp_path / "cgroup", tmp_path / "state"
+    root.mkdir()
+    state.mkdir()
+    systemd = FakeSystemd(root)
+    agent = Agent(SystemdTree(root, owner=OWNER, run=systemd), state, ARTICLE_NODE, expect, decide_resize,
+                  backoff=Backoff(initial=0.05, cap=0.2))
+    agent.recover()
+    return agent, systemd
+
+
 @pytest.fixture
 def systemd(tmp_path: Path) -> FakeSystemd:
     return FakeSystemd(tmp_path)
@@ -180,13 +192,8 @@ def test_a_stand_in_directory_gets_the_cgroupfs_tree(tmp_path: Path) -> None:
 def test_an_agent_runs_pods_in_units_and_containers_in_scopes(tmp_path: Path) -> None:
     """res-demo through the agent with the fake systemd: slices started, the pause and hello processes each held
     until their scope exists, the values set as properties and written, everything stopped on delete."""
-    root, state = tmp_path / "cgroup", tmp_path / "state"
-    root.mkdir()
-    state.mkdir()
-    systemd = FakeSystemd(root)
-    agent = Agent(SystemdTree(root, owner=OWNER, run=systemd), state, ARTICLE_NODE, expect, decide_resize,
-                  backoff=Backoff(initial=0.05, cap=0.2))
-    agent.recover()
+    agent, systemd = systemd_agent(tmp_path)
+    root = tmp_path / "cgroup"
     try:
         status = agent.run_pod(res_demo())["status"]
         containers = {c["name"]: c for c in status["containers"]}

@@ -4,31 +4,18 @@ call's errno, the signal that killed it, or nothing). The stops are real: a rais
 from __future__ import annotations
 
 import errno
-import importlib.util
 import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from workload_programs import PROGRAMS, load_program
 
-ROOT = Path(__file__).resolve().parents[2]
-PROGRAM = ROOT / "workloads" / "programs" / "hugetlb_touch.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("hugetlb_touch", PROGRAM)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["hugetlb_touch"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-touch = _load()
+PROGRAM = PROGRAMS / "hugetlb_touch.py"
+touch = load_program("hugetlb_touch")
 
 
 def _refuse_from(first: int) -> object:

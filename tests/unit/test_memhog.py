@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from workload_programs import load_program
 
-ROOT = Path(__file__).resolve().parents[2]
 MIB = 2**20
-
-
-def load_memhog() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("memhog", ROOT / "workloads" / "programs" / "memhog.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["memhog"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-memhog = load_memhog()
+memhog = load_program("memhog")
 
 
 def cgroup(path: Path, **files: str) -> Path:
