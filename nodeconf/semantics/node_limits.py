@@ -1,8 +1,8 @@
 """pids.max, hugetlb.<size>.max, memory.oom.group and the enforced reserve cgroups: the rules of upstream's node e2e
 areas (issue 15), kept apart from `expect()`'s cgroups. The reference enforcer writes the pod's pids.max and the pod
-and container hugetlb.<size>.max (checked by suites/upstream/test_pids.py, test_hugepages.py); kubepods pids.max and
-hugetlb are neither written nor checked yet; it creates and writes the enforced reserve cgroups
-(enforceNodeAllocatable, checked by suites/upstream/test_node_allocatable.py).
+and container hugetlb.<size>.max (checked by suites/upstream/test_pids.py, test_hugepages.py), kubepods pids.max and
+hugetlb.<size>.max, and creates and writes the enforced reserve cgroups (enforceNodeAllocatable; both checked by
+suites/upstream/test_node_allocatable.py).
 
 Sources: k8s pkg/kubelet/cm/pod_container_manager_linux.go EnsureExists, helpers_linux.go ResourceConfigForPod,
 node_container_manager_linux.go getCgroupConfigInternal / enforceExistingCgroup, cgroup_manager_linux.go
@@ -74,17 +74,23 @@ def _enforced(config: KubeletConfig, key: str) -> bool:
 
 
 def kubepods_files(node: NodeFacts, config: KubeletConfig) -> dict[str, Expected]:
-    """kubepods pids.max and hugetlb from capacity, minus the reserves when `pods` is enforced
-    (node_container_manager_linux.go createNodeAllocatableCgroups → getCgroupConfigInternal)."""
+    """kubepods pids.max and hugetlb.<size>.max: the kubelet's internal capacity (capacity plus `pid`), minus
+    systemReserved + kubeReserved when `pods` is enforced, floored at 0 (node_container_manager_linux.go
+    createNodeAllocatableCgroups / enforceNodeAllocatableCgroups → getNodeAllocatableInternalAbsolute →
+    getCgroupConfig: PidsLimit from `pid`, HugePageLimits from every `hugepages-<size>` of capacity; every release
+    nodeconf models, 1.34–1.38). `pid` capacity is min(pid_max, threads-max) (container_manager_linux.go
+    NewContainerManager internalCapacity, stats/pidlimit Stats). Nothing without the controller; no pids.max when
+    the reserve takes all pids (PidsLimit 0 is "not set" to libcontainer: not modelled)."""
     pods = _enforced(config, "pods")
     scope = "capacity − system/kube reserved" if pods else "capacity (`pods` not enforced)"
     files: dict[str, Expected] = {}
-    if node.pid_capacity is not None:
+    if node.pid_capacity is not None and "pids" in node.cgroup_controllers:
         pids = node.pid_capacity - (Quantity(reserved(config, PIDS)).value() if pods else 0)
-        files["pids.max"] = Expected(str(pids), f"kubepods pids.max = pid {scope} (getCgroupConfigInternal)")
-    totals = {size: total - (Quantity(reserved(config, hugepage_resource(size))).value() if pods else 0)
+        if pids > 0:
+            files["pids.max"] = Expected(str(pids), f"kubepods pids.max = pid {scope} (getCgroupConfig PidsLimit)")
+    totals = {size: max(0, total - (Quantity(reserved(config, hugepage_resource(size))).value() if pods else 0))
               for size, total in node.hugepages}
-    files.update(_hugetlb(totals, node, f"kubepods hugepages {scope} (getCgroupConfigInternal HugePageLimits)"))
+    files.update(_hugetlb(totals, node, f"kubepods hugepages {scope} (getCgroupConfig HugePageLimits)"))
     return files
 
 

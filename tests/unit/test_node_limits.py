@@ -48,6 +48,34 @@ def test_unknown_pid_capacity_gives_no_kubepods_pids_expectation() -> None:
     assert "pids.max" not in node_limits.kubepods_files(NodeFacts(memory_capacity=GI), KubeletConfig())
 
 
+def test_kubepods_pids_max_under_upstreams_reserves() -> None:
+    """node_container_manager_test.go getAllocatableLimits: MaxPID − (1000 + 738); MaxPID 32768 → 31030."""
+    config = KubeletConfig(system_reserved={"pid": Quantity.parse("1000")},
+                           kube_reserved={"pid": Quantity.parse("738")}, enforce_node_allocatable=("pods",))
+    node = NodeFacts(memory_capacity=8 * GI, pid_capacity=32768)
+    assert node_limits.kubepods_files(node, config)["pids.max"].value == "31030"
+
+
+@pytest.mark.parametrize("node", [
+    NodeFacts(memory_capacity=8 * GI, pid_capacity=4194304, hugepages=HUGE, cgroup_controllers=("cpu", "memory")),
+    NodeFacts(memory_capacity=8 * GI, pid_capacity=1000, hugepages=()),
+], ids=["no-pids-or-hugetlb-controller", "reserve-takes-every-pid"])
+def test_kubepods_gets_no_pids_or_hugetlb_expectation(node: NodeFacts) -> None:
+    """No pids.max / hugetlb file without the controller; a pid reserve of the whole capacity (allocatable floored
+    at 0, PidsLimit 0 = unset to libcontainer) is not modelled."""
+    config = KubeletConfig(system_reserved={"pid": Quantity.parse("1000")}, enforce_node_allocatable=("pods",))
+    assert node_limits.kubepods_files(node, config) == {}
+
+
+@pytest.mark.parametrize(("driver", "path"), [("cgroupfs", "kubepods"), ("systemd", "kubepods.slice")])
+def test_kubepods_limits_are_keyed_by_the_drivers_kubepods(driver: str, path: str) -> None:
+    """expect(): the kubepods node limits under the driver's name (no reserve: pid and hugepage capacity)."""
+    result = expect([], NODE, kubelet_config_from_dict({"kind": "KubeletConfiguration", "cgroupDriver": driver}),
+                    PROFILE)
+    assert values(result.node_limits[path]) == {"pids.max": "4194304", "hugetlb.2MB.max": str(64 * MI),
+                                                "hugetlb.1GB.max": "0"}
+
+
 def test_hugetlb_at_pod_and_container_level() -> None:
     """hugepages_test.go: the pod cgroup carries hugetlb.2MB.max = the pod's hugepages-2Mi, every other size 0;
     the container gets the same through CRI hugepage_limits unless containerd drops them (accepted max)."""
@@ -67,10 +95,14 @@ def test_hugetlb_floors_to_whole_pages_and_needs_the_controller() -> None:
     assert node_limits.pod_hugetlb(p, no_controller, PROFILE) == {}
 
 
-def test_kubepods_hugetlb_is_allocatable_hugepages() -> None:
-    config = KubeletConfig(system_reserved={"hugepages-2Mi": Quantity.parse("4Mi")})
+@pytest.mark.parametrize(("enforce", "two_mb"), [(("pods",), 60 * MI), ((), 64 * MI)],
+                         ids=["pods-enforced", "not-enforced"])
+def test_kubepods_hugetlb_is_allocatable_hugepages(enforce: tuple[str, ...], two_mb: int) -> None:
+    """64Mi of 2 MiB pages, 4Mi reserved: 60Mi when `pods` is enforced, else the capacity; the 1 GiB size the
+    kernel offers with no page reserved: 0."""
+    config = KubeletConfig(system_reserved={"hugepages-2Mi": Quantity.parse("4Mi")}, enforce_node_allocatable=enforce)
     assert values({k: v for k, v in node_limits.kubepods_files(NODE, config).items() if k.startswith("hugetlb")}) == {
-        "hugetlb.2MB.max": str(60 * MI), "hugetlb.1GB.max": "0"}
+        "hugetlb.2MB.max": str(two_mb), "hugetlb.1GB.max": "0"}
 
 
 @pytest.mark.parametrize(("single", "expected"), [(False, "1"), (True, "0")])
