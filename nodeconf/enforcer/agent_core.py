@@ -49,9 +49,10 @@ from nodeconf.semantics.profile import DEFAULT_VERSION, Profile, profile_for
 APPLIED = "Applied"
 # Resize outcomes that stay pending and are asked about again on every tick (PodResizeInProgress, Deferred).
 PENDING = ("InProgress", "Deferred")
-# Node-limit files (semantics.node_limits) the agent writes: pids.max on each pod cgroup (the kubelet's pod container
-# manager, pod_container_manager_linux.go EnsureExists) and hugetlb.<size>.max on pod and container cgroups
-# (cgroup_manager_linux.go maybeSetHugetlb; kuberuntime GetHugepageLimitsFromResources for containers).
+# Node-limit files (semantics.node_limits) the agent writes: pids.max on kubepods (node_container_manager_linux.go
+# getCgroupConfig) and each pod cgroup (pod_container_manager_linux.go EnsureExists), hugetlb.<size>.max on kubepods,
+# pod and container cgroups (cgroup_manager_linux.go maybeSetHugetlb; kuberuntime GetHugepageLimitsFromResources
+# for containers).
 POD_LIMIT_FILES = ("pids.max",)
 HUGETLB_PREFIX = "hugetlb."
 
@@ -178,19 +179,20 @@ class AgentCore:
         return self._write(cgroup) if cgroup is not None else [f"no values computed for {path}"]
 
     def _apply(self, expectation: NodeExpectation) -> None:
-        """Write every value the oracle computes: node level first, then each active pod and its containers."""
+        """Write every value the oracle computes: node level first (kubepods with its pids.max and hugetlb), then
+        each active pod and its containers."""
+        limits = expectation.node_limits
+        hugetlb = not self.faults.hugetlb_ignored
         for cgroup in expectation.cgroups.values():
-            for problem in self._write(cgroup):
+            for problem in self._write(with_node_limits(cgroup, limits.get(cgroup.path, {}), hugetlb=hugetlb)):
                 self.log.error("%s", problem)
         self._apply_reserves(expectation)
         for pe in expectation.pods:
             record = self.pods.get(pe.pod.ref)
             if record is None or record.phase in TERMINAL or pe.cgroup is None:
                 continue
-            limits = expectation.node_limits
-            hugetlb = not self.faults.hugetlb_ignored
             pod_cgroup = with_node_limits(pe.cgroup, limits.get(pe.cgroup.path, {}), hugetlb=hugetlb)
-            cgroups = [pod_cgroup, *(with_node_limits(c.cgroup, limits.get(c.cgroup.path, {}), pod=False,
+            cgroups = [pod_cgroup, *(with_node_limits(c.cgroup, limits.get(c.cgroup.path, {}), pids=False,
                                                       hugetlb=hugetlb)
                                      for c in with_pause(pe.containers, pe.pause))]
             for ce in pe.containers:
@@ -210,7 +212,9 @@ class AgentCore:
         self._remove_reserves(self.reserves - set(wanted), keep={reserved.top(p) for p in wanted})
         for path in wanted:
             self.reserves.add(path)
-            cgroup = CgroupExpectation(path, dict(expectation.node_limits.get(path, {})))
+            files = expectation.node_limits.get(path, {})
+            cgroup = CgroupExpectation(path, {name: e for name, e in files.items()
+                                              if not (self.faults.hugetlb_ignored and name.startswith(HUGETLB_PREFIX))})
             for problem in self._write(cgroup, reserved.reserve_tree(self.tree, path)):
                 self.log.error("%s", problem)
 
@@ -351,14 +355,15 @@ class AgentCore:
         self._remove_reserves(set(self.reserves))
 
 
-def with_node_limits(cgroup: CgroupExpectation, limits: Mapping[str, Expected], pod: bool = True,
+def with_node_limits(cgroup: CgroupExpectation, limits: Mapping[str, Expected], pids: bool = True,
                      hugetlb: bool = True) -> CgroupExpectation:
-    """A pod or container cgroup with the node limits the kubelet writes on it: the pod's pids.max from podPidsLimit
-    (EnsureExists sets PidsLimit when > 0; the oracle's `max` otherwise is a new cgroup's own value, so writing it
-    changes nothing) and, unless `hugetlb` is off (the `hugetlb=ignore` fault), hugetlb.<size>.max of every size
-    (0 for a size not requested)."""
+    """A kubepods, pod or container cgroup with the node limits the kubelet writes on it: pids.max unless `pids` is
+    off (containers): kubepods' from the allocatable pids, the pod's from podPidsLimit (EnsureExists sets PidsLimit
+    when > 0; the oracle's `max` otherwise is a new cgroup's own value, so writing it changes nothing); and, unless
+    `hugetlb` is off (the `hugetlb=ignore` fault), hugetlb.<size>.max of every size (0 for a size not requested).
+    Under systemd pids.max also goes as TasksMax; hugetlb has no unit property (systemd_units.resource_properties)."""
     extra = {name: e for name, e in limits.items()
-             if (pod and name in POD_LIMIT_FILES)
+             if (pids and name in POD_LIMIT_FILES)
              or (hugetlb and name.startswith(HUGETLB_PREFIX) and name.endswith(".max"))}
     return CgroupExpectation(cgroup.path, {**cgroup.files, **extra}) if extra else cgroup
 

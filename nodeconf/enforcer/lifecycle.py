@@ -27,9 +27,10 @@ class Backoff:
 
 
 # Faults without a value: the spelling and the Faults field it sets. `pids-limit=ignore`: the agent computes as if
-# podPidsLimit were unset (pod pids.max stays max); `single-process-oom-kill=ignore`: as if singleProcessOOMKill
-# were false (container memory.oom.group 1 whatever the config says); `hugetlb=ignore`: no hugetlb.<size>.max written
-# (the cgroups keep max, so a pod's huge pages are unbounded); admission still counts the node's huge pages;
+# podPidsLimit were unset (pod pids.max stays max; kubepods pids.max, from the allocatable pids, is unaffected);
+# `single-process-oom-kill=ignore`: as if singleProcessOOMKill were false (container memory.oom.group 1 whatever the
+# config says); `hugetlb=ignore`: no hugetlb.<size>.max written on kubepods, the reserve, pod or container cgroups
+# (they keep max, so a pod's huge pages are unbounded); admission still counts the node's huge pages;
 # `reserved-cgroups=ignore`: as if enforceNodeAllocatable named neither system-reserved nor kube-reserved.
 _SWITCHES = {
     "limited-swap=ignore-explicit": "limited_swap_ignores_explicit",

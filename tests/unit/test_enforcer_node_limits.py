@@ -1,6 +1,7 @@
 """The agent writes the kubelet's node limits: pod pids.max from podPidsLimit, container memory.oom.group from
-singleProcessOOMKill, pod and container hugetlb.<size>.max; the `pids-limit=ignore`, `single-process-oom-kill=ignore`
-and `hugetlb=ignore` faults write the defaults."""
+singleProcessOOMKill, pod and container hugetlb.<size>.max, kubepods pids.max and hugetlb.<size>.max from the
+allocatable pids and huge pages; the `pids-limit=ignore`, `single-process-oom-kill=ignore` and `hugetlb=ignore` faults
+write the defaults."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from typing import Any
 
 import pytest
 from enforcer_support import ARTICLE_NODE, make_agent, res_demo, running_agent
+from test_enforcer_systemd_tree import OWNER, FakeSystemd
 
 from nodeconf.cgroup_files import OBSERVED_FILES
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.agent_core import POD_LIMIT_FILES
 from nodeconf.enforcer.lifecycle import NO_FAULTS, Faults
+from nodeconf.enforcer.oracle import decide_resize, expect
+from nodeconf.enforcer.systemd_tree import SystemdTree
 from nodeconf.semantics.hugepages import hugetlb_file
 from suites.toolkit.builders import container, pod_manifest
 
@@ -91,3 +95,70 @@ def test_every_node_limit_file_the_agent_writes_is_read_back() -> None:
 def test_bad_switch_fault_names_the_good_ones() -> None:
     with pytest.raises(ValueError, match="pids-limit=ignore, single-process-oom-kill=ignore, hugetlb=ignore"):
         Faults.parse(["pids-limit=yes"])
+
+
+# A node with 32768 pids and a pool of 8 pages of 2 MiB (the 1 GiB size offered, none reserved); upstream's reserves
+# (node_container_manager_test.go setDesiredConfiguration: pid 1000 + 738, `pods` enforced): kubepods pids.max
+# 32768 − 1738 = 31030, hugetlb.2MB.max the whole pool 8 × 2 MiB = 16777216 (no hugepage reserve), 1GB 0.
+POOL_NODE = dataclasses.replace(ARTICLE_NODE, pid_capacity=32768, hugepages=((2 << 20, 16 << 20), (1 << 30, 0)))
+KUBEPODS_FILES = ("pids.max", "hugetlb.2MB.max", "hugetlb.1GB.max")
+CGROUPFS: dict[str, Any] = {"kind": "KubeletConfiguration", "cgroupDriver": "cgroupfs"}
+RESERVES: dict[str, Any] = {**CGROUPFS, "enforceNodeAllocatable": ["pods"], "systemReserved": {"pid": "1000"},
+                            "kubeReserved": {"pid": "738"}}
+
+
+@pytest.mark.parametrize(("fault", "expected"), [
+    ("", ("31030", "16777216", "0")),
+    ("hugetlb=ignore", ("31030", None, None)),
+    ("pids-limit=ignore", ("31030", "16777216", "0")),
+])
+def test_kubepods_gets_the_allocatable_pids_and_hugepages(tmp_path: Path, fault: str,
+                                                          expected: tuple[str | None, ...]) -> None:
+    """createNodeAllocatableCgroups → getCgroupConfig on kubepods; `hugetlb=ignore` writes no hugetlb there either,
+    `pids-limit=ignore` (podPidsLimit) leaves kubepods alone."""
+    agent = make_agent(tmp_path, Faults.parse([fault]) if fault else NO_FAULTS, facts=POOL_NODE)
+    try:
+        agent.configure(CGROUPFS)  # `pods` enforced by default, no reserve: the whole capacity
+        assert agent.tree.read("kubepods", "pids.max") == "32768"
+        agent.configure(RESERVES)
+        assert tuple(agent.tree.read("kubepods", f) for f in KUBEPODS_FILES) == expected
+        assert tuple(agent.node_cgroups()["kubepods"].get(f) for f in KUBEPODS_FILES) == expected
+    finally:
+        agent.shutdown()
+
+
+def test_kubepods_slice_gets_tasks_max_and_the_hugetlb_files(tmp_path: Path) -> None:
+    """systemd driver: pids.max goes as TasksMax in SetUnitProperties of kubepods.slice (and as the file); hugetlb
+    has no unit property, so it is written to the cgroup file only."""
+    root, state = tmp_path / "cgroup", tmp_path / "state"
+    root.mkdir()
+    state.mkdir()
+    systemd = FakeSystemd(root)
+    agent = Agent(SystemdTree(root, owner=OWNER, run=systemd), state, POOL_NODE, expect, decide_resize)
+    try:
+        agent.recover()
+        agent.configure({**RESERVES, "cgroupDriver": "systemd"})
+        calls = [c[11:] for c in systemd.calls if c[6:9] == ["SetUnitProperties", "sba(sv)", "kubepods.slice"]]
+        triples = [tuple(call[i:i + 3]) for call in calls for i in range(0, len(call), 3)]
+        assert ("TasksMax", "t", "31030") in triples
+        assert not [t for t in triples if "hugetlb" in t[0].lower()]
+        assert tuple(agent.tree.read("kubepods.slice", f) for f in KUBEPODS_FILES) == ("31030", "16777216", "0")
+    finally:
+        agent.shutdown()
+
+
+@pytest.mark.parametrize(("fault", "expected"), [("", ("0", "0")), ("hugetlb=ignore", (None, None))])
+def test_hugetlb_fault_also_spares_the_reserve_cgroup(tmp_path: Path, fault: str,
+                                                      expected: tuple[str | None, ...]) -> None:
+    """An enforced system-reserved without hugepages reserved gets 0 for every size (maybeSetHugetlb); the fault
+    writes none there either."""
+    agent = make_agent(tmp_path, Faults.parse([fault]) if fault else NO_FAULTS, facts=POOL_NODE)
+    try:
+        agent.configure({**RESERVES, "enforceNodeAllocatable": ["pods", "system-reserved"],
+                         "systemReservedCgroup": "system-reserved"})
+        reserve = agent.tree.root / "system-reserved"
+        assert (reserve / "pids.max").read_text() == "1000"
+        assert tuple((reserve / f).read_text() if (reserve / f).exists() else None
+                     for f in KUBEPODS_FILES[1:]) == expected
+    finally:
+        agent.shutdown()

@@ -4,6 +4,7 @@ node_container_manager_test.go."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ HUGE = ((2 * MI, 64 * MI), (GI, 0))
 NODE = NodeFacts(memory_capacity=8 * GI, cpu_capacity_milli=4000, pid_capacity=4194304, hugepages=HUGE)
 
 
-def values(files: dict[str, Any]) -> dict[str, str]:
+def values(files: Mapping[str, Any]) -> dict[str, str]:
     return {name: e.value for name, e in files.items()}
 
 
