@@ -10,8 +10,9 @@ Upstream creates the reserve cgroups before it restarts the kubelet (createTempo
 requires them to exist); the reference agent creates them itself and marks them as nodeconf's. Upstream skips the
 systemd driver (kubernetes#102394); under it nodeconf names the reserves `reserved-system` / `reserved-kube`, which the
 driver expands to slices of their own (reserved.slice/reserved-system.slice), since upstream's names would expand into
-systemd's own system.slice. Beyond upstream, one behaviour: a process in the system-reserved cgroup is held to its
-memory.max. kubepods pids.max is not written by the reference agent yet and not checked here.
+systemd's own system.slice. Upstream also expects kubepods pids.max = MaxPID − 1738 (getAllocatableLimits). Beyond
+upstream: kubepods hugetlb.<size>.max is each size's huge page capacity (getCgroupConfig HugePageLimits, none
+reserved), and a process in the system-reserved cgroup is held to its memory.max.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import pytest
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY
+from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import CgroupFiles, Node, NotApplicable
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.cgroup_paths import CGROUPFS, kubepods, reserved_cgroup
 from nodeconf.semantics.expectation import Expected, NodeExpectation
+from nodeconf.semantics.hugepages import hugetlb_file
 from suites.toolkit.checks import check_node, seed_files
 from suites.toolkit.compare import assert_matches, compare_value
 from suites.toolkit.kubelet import Applied, Oracle
@@ -47,6 +50,10 @@ HOG_MIB = 128
 AT_MAX = ("kernel cgroup-v2.rst memory.events `max`: counts each time the cgroup's usage was about to go over "
           "memory.max (mm/memcontrol.c try_charge → memcg_memory_event MEMCG_MAX); a process touching more than "
           "memory.max in the cgroup meets it at least once")
+PIDS_RULE = ("upstream node_container_manager_test.go getAllocatableLimits: kubepods pids.max = MaxPID − 1738 "
+             "(the pid reserves)")
+HUGETLB_RULE = ("node_container_manager_linux.go getCgroupConfig HugePageLimits: kubepods hugetlb.<size>.max = that "
+                "size's capacity when no huge page is reserved")
 KUBEPODS_RULE = ("upstream node_container_manager_test.go: kubepods memory.max = capacity − 200Mi (reserves, not the "
                  "eviction threshold), cpu.weight from capacity − 200m")
 
@@ -116,6 +123,40 @@ def test_kubepods_is_capacity_minus_the_reserves(node: Node, oracle: Oracle, enf
     memory = (facts.memory_capacity - (200 << 20)) // facts.page_size * facts.page_size
     assert_matches("kubepods under the reserves (upstream)", seed_files("", "", got, {
         "memory.max": str(memory), "cpu.weight": str(_linear_weight(facts.cpu_capacity_milli - 200))}, KUBEPODS_RULE))
+
+
+def _kubepods_limits_applicable(facts: NodeFacts, controller: str) -> None:
+    """Skip, with the reason, where the kubelet has no such limit to write on kubepods."""
+    if controller not in facts.cgroup_controllers:
+        pytest.skip(f"the node's cgroup v2 root offers no {controller} controller: the kubelet writes no {controller} "
+                    "limit on kubepods")
+    if controller == "pids" and facts.pid_capacity is None:
+        pytest.skip("the node's kernel.pid_max / threads-max could not be read: no `pid` capacity")
+    if controller == "hugetlb" and not facts.hugepages:
+        pytest.skip("the node's kernel offers no huge page size (/sys/kernel/mm/hugepages empty)")
+
+
+@pytest.mark.parametrize("controller", ["pids", "hugetlb"])
+def test_kubepods_pids_and_hugepages_are_the_allocatable(node: Node, oracle: Oracle, enforced: KubeletConfig,
+                                                         controller: str) -> None:
+    """kubepods pids.max / hugetlb.<size>.max are the oracle's under both reserves (createNodeAllocatableCgroups,
+    enforceNodeAllocatableCgroups → getCgroupConfig), and upstream's MaxPID − 1738 / each size's whole capacity
+    (0 for a size with no page); not applicable without the controller."""
+    facts = oracle.facts
+    _kubepods_limits_applicable(facts, controller)
+    expectation = oracle.expect([], enforced)
+    path = kubepods(enforced.cgroup_driver)
+    want = {name: e for name, e in expectation.node_limits.get(path, {}).items() if name.startswith(controller)}
+    got = _read(node, expectation, path)
+    if controller == "pids":
+        assert facts.pid_capacity is not None  # _kubepods_limits_applicable
+        reserved = int(RESERVES[SYSTEM][PID]) + int(RESERVES[KUBE][PID])
+        literal, rule = {"pids.max": str(facts.pid_capacity - reserved)}, PIDS_RULE
+    else:
+        literal, rule = {hugetlb_file(size): str(total) for size, total in facts.hugepages}, HUGETLB_RULE
+    assert_matches(f"kubepods {controller} limits under the reserves", [
+        *(compare_value("", "", path, name, e, got.get(name)) for name, e in want.items()),
+        *seed_files("", "", got, literal, rule)])
 
 
 def test_a_process_in_system_reserved_is_held_to_its_memory_max(node: Node, oracle: Oracle,

@@ -41,6 +41,7 @@ PIDS = "suites/upstream/test_pids.py"
 OOM_GROUP = "suites/upstream/test_oom_group.py"
 HUGEPAGES = "suites/upstream/test_hugepages.py"
 ALLOCATABLE = "suites/upstream/test_node_allocatable.py"
+KUBEPODS_LIMITS = f"{ALLOCATABLE}::test_kubepods_pids_and_hugepages_are_the_allocatable"
 OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of pod "oom-group"', 'was "1"; expected "0"')
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
 # use-case-1 (swap "0" on a pod whose memory request equals its limit, which LimitedSwap also gives 0).
@@ -111,8 +112,9 @@ CASES = {
     # "max" where the kubelet writes 0 for every size a pod does not request and the request (4Mi) for the size it
     # does; so the pod holding 2 MiB pages touches all 3 it tries, none refused, no hugetlb.2MB.events max. The
     # container level passes: "max" there is containerd's documented deviation (its default config drops the CRI
-    # hugepage limits). The pods themselves are admitted and their other values right.
-    "hugetlb-ignored": FaultCase("hugetlb=ignore", (HUGEPAGES,), {
+    # hugepage limits). The pods themselves are admitted and their other values right. kubepods keeps "max" too where
+    # the kubelet writes the pool (8 pages of 2 MiB, none reserved); its pids.max is right.
+    "hugetlb-ignored": FaultCase("hugetlb=ignore", (HUGEPAGES, KUBEPODS_LIMITS), {
         "test_unrequested_sizes_are_limited_to_zero[vm-pod]": (
             'value of cgroup "hugetlb.2MB.max" for pod "hugepages"', 'was "max"; expected "0"', "maybeSetHugetlb"),
         "test_requested_size_is_the_limit[vm-pod]": (
@@ -122,6 +124,9 @@ CASES = {
             'value of measurement "2 MiB pages touched of 3"', 'was "3"; expected "2"',
             'value of measurement "page 3 refused (not refused)"', 'was "no"; expected "yes"',
             'value of measurement "hugetlb.2MB.events max grew"'),
+        "test_kubepods_pids_and_hugepages_are_the_allocatable[vm-hugetlb]": (
+            'value of cgroup "hugetlb.2MB.max" for the node', f'was "max"; expected "{16 << 20}"',
+            "getCgroupConfig HugePageLimits"),
     }),
     # A node that never makes nor writes the reserve cgroups (upstream e2e_node node_container_manager_test.go): each
     # reserve cgroup's values are absent, the oracle's and upstream's alike, so no process can be held to its

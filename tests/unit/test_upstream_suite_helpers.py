@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import CgroupFiles
 from nodeconf.semantics.cgroup_paths import reserved_cgroup
 from suites.upstream.resize_table import (
@@ -17,7 +18,14 @@ from suites.upstream.resize_table import (
     expect_pod_level_restart,
     expect_restart,
 )
-from suites.upstream.test_node_allocatable import KUBE, SYSTEM, _at_max, _linear_weight, _names
+from suites.upstream.test_node_allocatable import (
+    KUBE,
+    SYSTEM,
+    _at_max,
+    _kubepods_limits_applicable,
+    _linear_weight,
+    _names,
+)
 from suites.upstream.test_psi import EXPECTED_SHAPE, shape, total
 
 # cpu.pressure of a cgroup on a 6.1 kernel (both lines; cpu "full" is reported for cgroups since 5.13).
@@ -67,3 +75,25 @@ def test_node_allocatable_reserve_names_stay_out_of_systemds_slices() -> None:
     assert _linear_weight(100) == 4  # upstream convertSharesToWeight(MilliCPUToShares(100m))
     events = CgroupFiles("x", {"memory.events": "low 0\nhigh 0\nmax 7\noom 1\noom_kill 1\noom_group_kill 0"})
     assert (_at_max(events), _at_max(CgroupFiles("x", {}))) == (7, 0)
+
+
+GIB = 1 << 30
+BOTH = NodeFacts(memory_capacity=GIB, pid_capacity=100, hugepages=((2 << 20, 0),))
+
+
+@pytest.mark.parametrize(("controller", "facts", "reason"), [
+    ("pids", NodeFacts(memory_capacity=GIB, pid_capacity=100, cgroup_controllers=("memory",)), "no pids controller"),
+    ("hugetlb", NodeFacts(memory_capacity=GIB, hugepages=((2 << 20, 0),), cgroup_controllers=("memory",)),
+     "no hugetlb controller"),
+    ("pids", NodeFacts(memory_capacity=GIB), "no `pid` capacity"),
+    ("hugetlb", NodeFacts(memory_capacity=GIB), "no huge page size"),
+])
+def test_kubepods_limits_not_applicable_without_their_controller(controller: str, facts: NodeFacts,
+                                                                 reason: str) -> None:
+    with pytest.raises(pytest.skip.Exception, match=reason):
+        _kubepods_limits_applicable(facts, controller)
+
+
+@pytest.mark.parametrize("controller", ["pids", "hugetlb"])
+def test_kubepods_limits_applicable_with_controller_and_capacity(controller: str) -> None:
+    _kubepods_limits_applicable(BOTH, controller)
