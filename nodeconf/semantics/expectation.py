@@ -109,8 +109,8 @@ class NodeExpectation:
     metrics: Mapping[str, int]
     warnings: tuple[str, ...] = ()
     # pids.max, hugetlb, memory.oom.group and reserve cgroups by cgroup path, kept apart from `cgroups`/`pods` so the
-    # generic checks do not compare them; pod pids.max, pod/container hugetlb and the reserve cgroups are enforced and
-    # checked by their own suites, kubepods pids.max/hugetlb not yet (semantics.node_limits).
+    # generic checks do not compare them; pod pids.max, pod/container and kubepods hugetlb, kubepods pids.max and the
+    # reserve cgroups are enforced and checked by their own suites (semantics.node_limits).
     node_limits: Mapping[str, Mapping[str, Expected]] = field(default_factory=dict)
 
     def pod(self, name: str, namespace: str = "default") -> PodExpectation:
