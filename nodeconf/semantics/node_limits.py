@@ -77,10 +77,11 @@ def kubepods_files(node: NodeFacts, config: KubeletConfig) -> dict[str, Expected
     """kubepods pids.max and hugetlb.<size>.max: the kubelet's internal capacity (capacity plus `pid`), minus
     systemReserved + kubeReserved when `pods` is enforced, floored at 0 (node_container_manager_linux.go
     createNodeAllocatableCgroups / enforceNodeAllocatableCgroups → getNodeAllocatableInternalAbsolute →
-    getCgroupConfig: PidsLimit from `pid`, HugePageLimits from every `hugepages-<size>` of capacity; every release
-    nodeconf models, 1.34–1.38). `pid` capacity is min(pid_max, threads-max) (container_manager_linux.go
+    getCgroupConfig(…, false) → getCgroupConfigInternal: PidsLimit from `pid`, HugePageLimits from every
+    `hugepages-<size>` of capacity; in every release nodeconf models, 1.34–1.38, and long before: the pre-1.20
+    getCgroupConfig sets both already). `pid` capacity is min(pid_max, threads-max) (container_manager_linux.go
     NewContainerManager internalCapacity, stats/pidlimit Stats). Nothing without the controller; no pids.max when
-    the reserve takes all pids (PidsLimit 0 is "not set" to libcontainer: not modelled)."""
+    the reserve takes every pid: not modelled (runc's libcontainer has taken a PidsLimit of 0 as "not set")."""
     pods = _enforced(config, "pods")
     scope = "capacity − system/kube reserved" if pods else "capacity (`pods` not enforced)"
     files: dict[str, Expected] = {}
