@@ -138,12 +138,23 @@ def test_keep_keeps_the_cluster_when_the_driver_does_not_open(tools: FakeTools) 
 
 def test_the_real_opener_waits_bounded_for_a_ready_node_then_the_cluster_goes(
         tools: FakeTools, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fake kubeconfig points at a closed port: no node ever becomes Ready; the cluster is still deleted."""
-    monkeypatch.setattr(provision, "READY_TIMEOUT", 0.2)
-    started = time.monotonic()
-    with pytest.raises(NodeError, match=f"context {CONTEXT}: no Ready node within 0.2 s"):
+    """The fake kubeconfig points at a closed port: no node ever becomes Ready; the cluster is still deleted.
+
+    The wait runs on a fake clock that only the poll interval advances, so the bound is counted, not timed."""
+    now = [0.0]
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        now[0] += seconds
+
+    real_wait = provision.wait_ready
+    monkeypatch.setattr(provision, "READY_TIMEOUT", 3.0)
+    monkeypatch.setattr(provision, "wait_ready", lambda context, kubeconfig, timeout: real_wait(
+        context, kubeconfig, timeout, sleep=sleep, clock=lambda: now[0]))
+    with pytest.raises(NodeError, match=f"context {CONTEXT}: no Ready node within 3 s"):
         open_kind_node(None, kubelet_config_path=None, keep=False, profile=None, progress=lambda _: None)
-    assert time.monotonic() - started < 20
+    assert sleeps == [2.0, 2.0]
     assert tools.calls()[-1][1:3] == ["delete", "cluster"] and tools.clusters() == []
 
 
