@@ -94,8 +94,10 @@ def main() -> int:
     parser.add_argument("variants", nargs="*", default=list(DEFAULT_VARIANTS), help="e.g. sid-systemd-runc")
     parser.add_argument("--reports", type=Path, default=Path("reports/variant-matrix"))
     parser.add_argument("--json", action="store_true", help="print the entries as JSON instead of the table")
-    args, pytest_args = parser.parse_known_args()
-    pytest_args = [a for a in pytest_args if a != "--"]
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    pytest_args = argv[split + 1:]
     variants = [variant_of(label) for label in args.variants]
     results_file = args.reports / "variant-matrix.json"
     entries: dict[str, dict[str, Any]] = json.loads(results_file.read_text()) if results_file.is_file() else {}
