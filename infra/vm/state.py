@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -98,18 +99,34 @@ def qemu_pid_alive(pid: int, directory: Path) -> bool:
     return state != "Z" and str(directory).encode() in cmdline
 
 
-def terminate_pid(pid: int, directory: Path, grace: float = 5.0) -> None:
-    """SIGTERM this VM's qemu, then SIGKILL after the grace period; no-op when it is already gone."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, grace)):
-        if not qemu_pid_alive(pid, directory):
+def has_exited(pid: int) -> bool:
+    """True once pid is gone or a zombie. Its command line empties while it is still exiting (its memory is freed
+    first), so a test of the command line alone can answer "gone" before the process has exited."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
+def _signal_until_exited(pid: int, is_ours: Callable[[], bool], grace: float) -> None:
+    """SIGTERM, then SIGKILL after the grace period, each sent only while is_ours() still holds; then wait (up to the
+    grace period) until the process has really exited."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if has_exited(pid) or not is_ours():
             return
         try:
             os.kill(pid, sig)
         except ProcessLookupError:
             return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and qemu_pid_alive(pid, directory):
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and not has_exited(pid):
             time.sleep(0.05)
+
+
+def terminate_pid(pid: int, directory: Path, grace: float = 5.0) -> None:
+    """Stop this VM's qemu (SIGTERM, then SIGKILL after the grace period); no-op when it is already gone."""
+    _signal_until_exited(pid, lambda: qemu_pid_alive(pid, directory), grace)
 
 
 def vm_directory(name: str, cache_dir: Path | None = None) -> Path:
@@ -181,14 +198,5 @@ def untracked_qemus(cache_dir: Path | None = None) -> list[int]:
 
 
 def terminate_qemu(pid: int, cache_dir: Path | None = None, grace: float = 5.0) -> None:
-    """SIGTERM then SIGKILL an untracked qemu of this cache, re-checking its command line before each signal."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if not is_our_qemu(pid, cache_dir):
-            return
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and is_our_qemu(pid, cache_dir):
-            time.sleep(0.05)
+    """Stop an untracked qemu of this cache (SIGTERM, then SIGKILL), re-checking its command line before each signal."""
+    _signal_until_exited(pid, lambda: is_our_qemu(pid, cache_dir), grace)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from infra.vm.state import (
     VmState,
+    has_exited,
     list_states,
     prune_stale,
     qemu_pid_alive,
@@ -66,3 +70,13 @@ def test_prune_stale_removes_only_dead_records(tmp_path: Path) -> None:
     state_in(dead, "dead", pid=os.getpid()).write()
     assert prune_stale(tmp_path) == ["dead"]
     assert not dead.exists() and booting.exists()
+
+
+def test_a_process_has_exited_only_once_it_is_gone_or_a_zombie() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert not has_exited(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped: a zombie
+    assert has_exited(proc.pid)
+    proc.wait()
+    assert has_exited(proc.pid)
