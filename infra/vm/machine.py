@@ -277,6 +277,11 @@ class VirtualMachine:
             raise VmError(f"VM {self.name}: qemu exited with status {self._proc.returncode}: "
                           f"{self._qemu_stderr() or self._console_tail()}")
 
+    def exit_summary(self) -> str:
+        """How qemu ended: its exit status, and its stderr or the console's last lines."""
+        status = self._proc.returncode if self._proc is not None else None
+        return f"qemu exit status {status}; {self._qemu_stderr() or 'console: ' + self._console_tail()}"
+
     def _kill_qemu(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
@@ -305,11 +310,13 @@ def _stop_all() -> None:
         machine.stop()
 
 
-def lost_machines() -> list[str]:
-    """Names of the VMs this process started and has not stopped whose qemu has exited (crashed or killed)."""
+def lost_machines() -> dict[str, str]:
+    """The VMs this process started and has not stopped whose qemu has exited (crashed or killed), by name, each with
+    its exit status and the console's last lines (a guest panic reboots, and -no-reboot makes qemu exit)."""
     with _live_lock:
         machines = list(_live)
-    return sorted(machine.name for machine in machines if machine.qemu_exited)
+    return {machine.name: machine.exit_summary() for machine in sorted(machines, key=lambda m: m.name)
+            if machine.qemu_exited}
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
