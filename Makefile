@@ -32,7 +32,7 @@ lint: venv
 	$(BIN)/mypy
 
 test: setup lint
-	$(BIN)/pytest tests
+	$(BIN)/pytest --durations=25 tests
 
 run: setup
 	$(BIN)/nodeconf run
