@@ -153,11 +153,13 @@ class AgentCore:
         self.expected[cgroup.path] = cgroup
         if tree.needs_process(cgroup.path) and not tree.exists(cgroup.path):
             return []
+        changed = {f: e.value for f, e in cgroup.files.items() if self.written.get((cgroup.path, f)) != e.value}
+        if not changed and tree.exists(cgroup.path):
+            return []  # nothing to write: no walk of its ancestors' marks (every pod's cgroups, on every run)
         try:
             tree.ensure(cgroup.path)
         except ForeignCgroup as err:
             return [str(err)]
-        changed = {f: e.value for f, e in cgroup.files.items() if self.written.get((cgroup.path, f)) != e.value}
         problems = []
         try:
             tree.set_properties(cgroup.path, changed)

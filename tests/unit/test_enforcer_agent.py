@@ -362,3 +362,22 @@ def test_cgroup_driver_switch(agent: Agent) -> None:
     assert status["cgroup"] == f"kubepods/burstable/pod{agent.pods['default/res-demo'].pod.uid}"
     agent.reset()
     assert agent.tree.owned_roots() == ["kubepods.slice"] and not agent.pods
+
+
+def test_a_run_does_not_revisit_unchanged_cgroups_of_earlier_pods(agent: Agent,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run ensures only the cgroups it writes: the count stays flat as pods accumulate (it grew with them)."""
+    ensured: list[str] = []
+    real = agent.tree.ensure
+
+    def counted(path: str) -> None:
+        ensured.append(path)
+        real(path)
+
+    monkeypatch.setattr(agent.tree, "ensure", counted)
+    counts = []
+    for i in range(6):
+        ensured.clear()
+        agent.run_pod(pod_manifest(container("app", requests={"cpu": "100m", "memory": "32Mi"}), name=f"p-{i}"))
+        counts.append(len(ensured))
+    assert counts[1:] == [counts[1]] * 5
