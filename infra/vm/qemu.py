@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,12 +18,25 @@ KERNEL_ARGS = (
 )
 # systemd as PID 1: the unified (cgroup v2 only) hierarchy, said explicitly (systemd < 256 also knows hybrid).
 SYSTEMD_ARGS = ("systemd.unified_cgroup_hierarchy=1",)
+CONFIG_LSM = re.compile(r'^CONFIG_LSM="([^"]*)"$', re.MULTILINE)
 
 
 def kernel_cmdline(extra: tuple[str, ...] = (), init: str = "minimal") -> str:
     """The guest kernel command line: cgroup v2 only, PSI on, serial console, PID 1 of the given init."""
     path, init_args = (SYSTEMD_PATH, SYSTEMD_ARGS) if init == "systemd" else (GUEST_INIT_PATH, ())
     return " ".join((*(arg.format(init=path) for arg in KERNEL_ARGS), *init_args, *extra))
+
+
+def lsm_without_bpf(kernel_config: str) -> tuple[str, ...]:
+    """`lsm=` with the kernel's own LSM order minus bpf, or nothing when bpf is not in it (init=systemd only).
+
+    With the BPF LSM active, systemd loads its RestrictFileSystems= program at every start (≈0.8 s under TCG);
+    nothing on the node uses it. Source: kernel-parameters.txt `lsm=`, security/Kconfig CONFIG_LSM, systemd
+    src/core/bpf-restrict-fs.c (supported only when "bpf" is in /sys/kernel/security/lsm).
+    """
+    found = CONFIG_LSM.search(kernel_config)
+    names = found.group(1).split(",") if found else []
+    return (f"lsm={','.join(n for n in names if n != 'bpf')}",) if "bpf" in names else ()
 
 
 @dataclass(frozen=True)
