@@ -27,7 +27,7 @@ from infra.vm.apt import HOST_LISTS, Apt, AptError, apt_for
 from infra.vm.bootfiles import build_boot
 from infra.vm.hostrun import ImageBuildError, run_tool
 from infra.vm.progress import StepPrinter
-from infra.vm.qemu import kernel_cmdline, with_hugepage_pool
+from infra.vm.qemu import kernel_cmdline, lsm_without_bpf, with_hugepage_pool
 from infra.vm.recipe import (
     GUEST_INIT_PATH,
     READY_MARKER,
@@ -208,7 +208,9 @@ def _build(recipe: Recipe, variant: Variant, apt: Apt, versions: dict[str, str],
                     "build_seconds": round(time.monotonic() - started, 1)}
         if not variant.is_reference:
             manifest["variant"] = dataclasses.asdict(variant)
-            manifest["cmdline"] = kernel_cmdline(init=recipe.init)
+            config = work / f"config-{release}"
+            lsm = lsm_without_bpf(config.read_text()) if recipe.init == "systemd" and config.is_file() else ()
+            manifest["cmdline"] = kernel_cmdline(lsm, init=recipe.init)
         (work / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         work.rename(target)
         say(f"image {key} built in {manifest['build_seconds']} s: {target}")

@@ -18,11 +18,11 @@ SYSTEMD_FILES = {
     "nodeconf-swap.service": "system/nodeconf-swap.service",
     "nodeconf-ready.service": "system/nodeconf-ready.service",
     "ssh-nodeconf.conf": "system/ssh.service.d/nodeconf.conf",
-    "journald-nodeconf.conf": "journald.conf.d/nodeconf.conf",
+    "system-nodeconf.conf": "system.conf.d/nodeconf.conf",
 }
 # What a node VM does not need at boot, masked: each unit costs an exec or a mount under TCG (found with
 # systemd-analyze blame / critical-chain; the boot times are in docs/node-variants.md). Names a release lacks are
-# harmless. Kept: systemd itself, journald, dbus (the enforcer's transient units), tmpfiles-setup, sshd.
+# harmless. Kept: systemd itself, dbus (the enforcer's transient units), tmpfiles-setup, sshd.
 SYSTEMD_MASKED = (
     # consoles to log in on, login sessions (sshd runs without PAM), password agents
     "getty.target", "systemd-logind.service",
@@ -40,7 +40,7 @@ SYSTEMD_MASKED = (
     "systemd-tmpfiles-setup-dev-early.service", "systemd-tmpfiles-setup-dev.service",
     # the root is mounted read-write by the kernel; sysctl.d stays at the kernel defaults, as with init=minimal
     "systemd-remount-fs.service", "systemd-sysctl.service",
-    # first boot, /usr updates, entropy, journal flush (volatile journal): the snapshot disk is fixed
+    # first boot, /usr updates, entropy, journal flush: the snapshot disk is fixed
     "systemd-firstboot.service", "systemd-machine-id-commit.service", "systemd-update-done.service",
     "ldconfig.service", "systemd-sysusers.service", "systemd-journal-catalog-update.service",
     "systemd-journal-flush.service", "systemd-random-seed.service",
@@ -48,6 +48,11 @@ SYSTEMD_MASKED = (
     "systemd-pcrmachine.service", "systemd-pcrphase-sysinit.service", "systemd-pcrphase.service",
     "systemd-tpm2-setup-early.service", "systemd-tpm2-setup.service", "systemd-hibernate-clear.service",
     "systemd-pstore.service",
+    # the journal: nothing on the node reads it, and journald's start (≈1.6 s) held back sysinit.target (tmpfiles-setup
+    # is ordered after it). Without its sockets PID 1 logs to the kernel ring buffer (dmesg) and a service's
+    # stdout/stderr go to /dev/null (DefaultStandardOutput=null, systemd/system-nodeconf.conf).
+    "systemd-journald.service", "systemd-journald.socket", "systemd-journald-dev-log.socket",
+    "systemd-journald-audit.socket",
     # socket-activated services a node VM never asks for
     "systemd-creds.socket", "systemd-hostnamed.socket", "systemd-initctl.socket", "systemd-pcrextend.socket",
     "systemd-pcrlock.socket", "systemd-sysext.socket",

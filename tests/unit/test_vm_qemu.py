@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.qemu import QemuSpec, kernel_cmdline, qemu_argv, with_hugepage_pool
+from infra.vm.qemu import QemuSpec, kernel_cmdline, lsm_without_bpf, qemu_argv, with_hugepage_pool
 
 
 def spec(**changes: object) -> QemuSpec:
@@ -32,6 +32,21 @@ def test_cmdline_forces_cgroup2_psi_serial_console_and_our_init() -> None:
 
 def test_cmdline_extra_words_come_last() -> None:
     assert kernel_cmdline(("debug",)).endswith(" debug")
+
+
+# CONFIG_LSM of Debian trixie's 6.12 kernel (its config-6.12.*-amd64), and orders without bpf.
+TRIXIE_LSM = 'CONFIG_LSM="landlock,lockdown,yama,loadpin,safesetid,integrity,apparmor,selinux,smack,tomoyo,bpf,ipe"'
+
+
+@pytest.mark.parametrize(("config", "expected"), [
+    (f"# CONFIG_FOO is not set\n{TRIXIE_LSM}\nCONFIG_BPF_LSM=y\n",
+     ("lsm=landlock,lockdown,yama,loadpin,safesetid,integrity,apparmor,selinux,smack,tomoyo,ipe",)),
+    ('CONFIG_LSM="bpf"\n', ("lsm=",)),
+    ('CONFIG_LSM="lockdown,yama,apparmor"\n', ()),
+    ("CONFIG_BPF_LSM=y\n", ()),
+])
+def test_lsm_without_bpf_keeps_the_kernels_order(config: str, expected: tuple[str, ...]) -> None:
+    assert lsm_without_bpf(config) == expected
 
 
 @pytest.mark.parametrize(

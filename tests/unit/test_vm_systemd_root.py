@@ -40,18 +40,21 @@ def test_units_are_enabled_by_their_wanted_by(root: Path) -> None:
     assert os.readlink(system / "multi-user.target.wants" / "ssh.service") == "/lib/systemd/system/ssh.service"
 
 
-def test_drop_ins_and_journald_config_are_placed(root: Path) -> None:
+def test_drop_ins_and_manager_config_are_placed(root: Path) -> None:
     assert "ExecStartPre=\n" in (root / "etc/systemd/system/ssh.service.d/nodeconf.conf").read_text()
-    assert "Storage=volatile" in (root / "etc/systemd/journald.conf.d/nodeconf.conf").read_text()
+    # No journald: service output goes to /dev/null instead of a failed journal connection per service.
+    assert "DefaultStandardOutput=null\n" in (root / "etc/systemd/system.conf.d/nodeconf.conf").read_text()
 
 
 def test_recipe_masks_are_links_to_dev_null(root: Path) -> None:
     system = root / "etc" / "systemd" / "system"
     assert {p.name for p in system.iterdir() if p.is_symlink() and os.readlink(p) == "/dev/null"} == \
         set(SYSTEMD_MASKED)
-    for kept in ("dbus.service", "dbus.socket", "systemd-journald.service", "ssh.service",
-                 "systemd-tmpfiles-setup.service"):
+    for kept in ("dbus.service", "dbus.socket", "ssh.service", "systemd-tmpfiles-setup.service"):
         assert kept not in SYSTEMD_MASKED
+    # journald and every socket that would start it.
+    assert {"systemd-journald.service", "systemd-journald.socket", "systemd-journald-dev-log.socket",
+            "systemd-journald-audit.socket"} <= set(SYSTEMD_MASKED)
 
 
 def test_every_generator_but_the_kept_ones_is_masked(root: Path) -> None:
