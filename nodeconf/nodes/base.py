@@ -281,6 +281,11 @@ class Node(ABC):
     @abstractmethod
     def metrics(self) -> Metrics: ...
 
+    def cadvisor_metrics(self) -> Metrics:
+        """The kubelet's /metrics/cadvisor (per-container counters such as PSI); drivers that can read it override
+        this."""
+        raise NotApplicable(f"node {self.spec or type(self).__name__} does not serve /metrics/cadvisor")
+
     @abstractmethod
     def logs(self) -> str: ...
 
