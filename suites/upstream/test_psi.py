@@ -45,6 +45,7 @@ HOG_MIB = 96
 FACTOR = 0.05
 HOG = Res(mem_req="16Mi", mem_lim="256Mi")
 _NUMBER = re.compile(r"=(\d+\.\d+|\d+)")
+WIDTH = "the kernel totals read before and after, µs / 1e6"
 # How long a kubelet's cadvisor may serve a sample it took earlier (kubelet --housekeeping-interval 10s; cadvisor
 # --max_housekeeping_interval 15s): the bracket below is polled that long before it counts as failed.
 HOUSEKEEPING_S = 20.0
@@ -165,7 +166,7 @@ def _bracket(deployed: Deployed, node: Node, metrics: tuple[PsiMetric, ...]) -> 
     for metric in metrics:
         what = f"{metric.name} between the kernel's {metric.line} totals (s)"
         band = Band(metric_seconds(pressure_total(before.get(metric.file) or "", metric.line)),
-                    metric_seconds(pressure_total(after.get(metric.file) or "", metric.line)), BRACKET)
+                    metric_seconds(pressure_total(after.get(metric.file) or "", metric.line)), WIDTH)
         value = _series(page, metric.name, labels)
         rows.append(compare_value("psi", "hog", after.path, what, Expected(str(band), BRACKET), None) if value is None
                     else compare_measured("psi", "hog", after.path, what, band, value, BRACKET))

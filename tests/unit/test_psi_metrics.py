@@ -6,7 +6,10 @@ Source: kubernetes pkg/features/kube_features.go (KubeletPSI beta, on from 1.34)
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from enforcer_support import res_demo, running_agent
 
 from nodeconf.enforcer.lifecycle import Faults
 from nodeconf.enforcer.metrics import render_cadvisor
@@ -87,3 +90,19 @@ def test_render_declares_every_family_as_a_counter() -> None:
     text = render_cadvisor(psi_metrics(profile_for("1.38")), [])
     assert [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE")] == list(UPSTREAM)
     assert {line.split()[3] for line in text.splitlines() if line.startswith("# TYPE")} == {"counter"}
+
+
+@pytest.mark.parametrize(("fault", "want"), [((), 2.5), (("psi-metrics=micro",), 2500000.0)], ids=["seconds", "micro"])
+def test_the_agent_serves_its_containers_counters(tmp_path: Path, fault: tuple[str, ...], want: float) -> None:
+    """The agent reads each running container's pressure files (a stand-in tree here) into /metrics/cadvisor."""
+    for agent in running_agent(tmp_path, Faults.parse(fault)):
+        doc = res_demo()
+        hello = next(c for c in agent.run_pod(doc)["status"]["containers"] if c["name"] == "hello")
+        (agent.tree.dir(hello["cgroup"]) / "memory.pressure").write_text(MEMORY + "\n")
+        samples = parse_metrics(agent.cadvisor_metrics()).samples
+        labels = {"container": "hello", "id": "/" + hello["cgroup"],
+                  "image": doc["spec"]["containers"][0]["image"], "name": "", "namespace": "default",
+                  "pod": "res-demo"}
+        key = tuple(sorted(labels.items()))
+        assert samples[("container_pressure_memory_waiting_seconds_total", key)] == want
+        assert ("container_pressure_cpu_waiting_seconds_total", key) not in samples, "no cpu.pressure, no series"
