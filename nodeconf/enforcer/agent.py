@@ -16,7 +16,7 @@ from nodeconf import names
 from nodeconf.cgroup_files import evidence_files
 from nodeconf.enforcer import process, reserved
 from nodeconf.enforcer.agent_core import LOG_FILE, STATE_FILE, TERMINAL, AgentError
-from nodeconf.enforcer.metrics import render
+from nodeconf.enforcer.metrics import render, render_cadvisor
 from nodeconf.enforcer.ownership import foreign_message, is_marked
 from nodeconf.enforcer.patch import patched_pod
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord, PodRecord
@@ -27,6 +27,7 @@ from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.manifest import Pod, object_from_dict
 from nodeconf.semantics.expectation import ContainerExpectation
 from nodeconf.semantics.profile import DEFAULT_VERSION, profile_for
+from nodeconf.semantics.psi import psi_metrics
 from nodeconf.workloads import SLEEPER
 
 
@@ -204,6 +205,24 @@ class Agent(Supervision):
                     if value is not None and value.isdigit():
                         swap.append((record.pod.namespace, record.pod.name, c.name, int(value)))
             return render(expectation.metrics, swap)
+
+    def cadvisor_metrics(self) -> str:
+        """/metrics/cadvisor: the profile's PSI counters of each running container, read from its cgroup's
+        pressure files (labels as the kubelet's containerPrometheusLabelsFunc: container, id, image, name,
+        namespace, pod)."""
+        with self.lock:
+            metrics = psi_metrics(self.profile())
+            files = sorted({m.file for m in metrics})
+            rows = []
+            for record in self.pods.values():
+                for c in record.containers:
+                    if c.kind == PAUSE or record.phase in TERMINAL:
+                        continue
+                    image = next((s.image for s in record.pod.all_containers if s.name == c.name), "")
+                    labels = {"container": c.name, "id": "/" + c.cgroup, "image": image, "name": "",
+                              "namespace": record.pod.namespace, "pod": record.pod.name}
+                    rows.append((labels, {f: self.tree.read(c.cgroup, f) for f in files}))
+            return render_cadvisor(metrics, rows, micro=self.faults.psi_metrics_micro)
 
     def logs(self, ref: str | None = None, container: str | None = None, limit: int = 1 << 20) -> str:
         """The agent's log, or a container's output; the last `limit` bytes."""

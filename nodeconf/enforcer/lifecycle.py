@@ -31,13 +31,15 @@ class Backoff:
 # `single-process-oom-kill=ignore`: as if singleProcessOOMKill were false (container memory.oom.group 1 whatever the
 # config says); `hugetlb=ignore`: no hugetlb.<size>.max written on kubepods, the reserve, pod or container cgroups
 # (they keep max, so a pod's huge pages are unbounded); admission still counts the node's huge pages;
-# `reserved-cgroups=ignore`: as if enforceNodeAllocatable named neither system-reserved nor kube-reserved.
+# `reserved-cgroups=ignore`: as if enforceNodeAllocatable named neither system-reserved nor kube-reserved;
+# `psi-metrics=micro`: the PSI counters of /metrics/cadvisor carry the kernel's µs instead of seconds.
 _SWITCHES = {
     "limited-swap=ignore-explicit": "limited_swap_ignores_explicit",
     "pids-limit=ignore": "pids_limit_ignored",
     "single-process-oom-kill=ignore": "single_process_oom_kill_ignored",
     "hugetlb=ignore": "hugetlb_ignored",
     "reserved-cgroups=ignore": "reserved_cgroups_ignored",
+    "psi-metrics=micro": "psi_metrics_micro",
 }
 
 
@@ -52,12 +54,13 @@ class Faults:
     single_process_oom_kill_ignored: bool = False
     hugetlb_ignored: bool = False
     reserved_cgroups_ignored: bool = False
+    psi_metrics_micro: bool = False
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
         """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1),
         `limited-swap=ignore-explicit`, `pids-limit=ignore`, `single-process-oom-kill=ignore`, `hugetlb=ignore`,
-        `reserved-cgroups=ignore`; ValueError otherwise."""
+        `reserved-cgroups=ignore`, `psi-metrics=micro`; ValueError otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")

@@ -1,8 +1,10 @@
-"""The agent's /metrics text in the Prometheus exposition format (text format 0.0.4)."""
+"""The agent's /metrics and /metrics/cadvisor texts in the Prometheus exposition format (text format 0.0.4)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+
+from nodeconf.semantics.psi import PsiMetric, metric_seconds, pressure_total
 
 # Help texts of the kubelet metrics the oracle computes (pkg/kubelet/metrics/metrics.go).
 HELP = {
@@ -29,3 +31,36 @@ def render(node_metrics: Mapping[str, int],
         labels = f'container="{_escape(container)}",namespace="{_escape(namespace)}",pod="{_escape(pod)}"'
         lines.append(f"{CONTAINER_SWAP}{{{labels}}} {value}")
     return "\n".join(lines) + "\n"
+
+
+def _labels(labels: Mapping[str, str]) -> str:
+    return ",".join(f'{key}="{_escape(labels[key])}"' for key in sorted(labels))
+
+
+Series = tuple[Mapping[str, str], Mapping[str, "str | None"]]
+
+
+def render_cadvisor(metrics: Sequence[PsiMetric], containers: Iterable[Series], micro: bool = False) -> str:
+    """The oracle's PSI counters for each (labels, pressure files) container whose file reads; `micro` (the
+    `psi-metrics=micro` fault) reports the kernel's µs instead of seconds."""
+    rows = list(containers)
+    lines: list[str] = []
+    for metric in metrics:
+        lines += [f"# HELP {metric.name} {metric.line} total of {metric.file}, in seconds (KEP-4205).",
+                  f"# TYPE {metric.name} counter"]
+        for labels, files in rows:
+            total = pressure_total_or_none(files.get(metric.file), metric.line)
+            if total is not None:
+                value = float(total) if micro else metric_seconds(total)
+                lines.append(f"{metric.name}{{{_labels(labels)}}} {value!r}")
+    return "\n".join(lines) + "\n"
+
+
+def pressure_total_or_none(text: str | None, line: str) -> int | None:
+    """The line's total, None when the file is missing or not a pressure file."""
+    if text is None:
+        return None
+    try:
+        return pressure_total(text, line)
+    except ValueError:
+        return None

@@ -67,6 +67,7 @@ OPERATIONS: dict[str, Handler] = {
                                                         float(r.get("timeout", 30))),
     Op.DELETE: lambda agent, r: agent.delete(_text(r, "pod")),
     Op.METRICS: lambda agent, r: {"text": agent.metrics()},
+    Op.CADVISOR_METRICS: lambda agent, r: {"text": agent.cadvisor_metrics()},
     Op.LOGS: lambda agent, r: {"text": agent.logs(r.get("pod"), r.get("container"))},
     Op.RESET: lambda agent, r: agent.reset(),
 }

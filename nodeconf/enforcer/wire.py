@@ -42,6 +42,7 @@ class Op(StrEnum):
     EXEC_NODE = "exec_node"
     DELETE = "delete"
     METRICS = "metrics"
+    CADVISOR_METRICS = "cadvisor_metrics"
     LOGS = "logs"
     RESET = "reset"
     SHUTDOWN = "shutdown"
@@ -55,12 +56,13 @@ ARGUMENTS: Mapping[Op, frozenset[str]] = {
     Op.NODE_CGROUPS: frozenset({"files"}), Op.RESIZE: frozenset({"pod", "patch"}),
     Op.EXEC: frozenset({"pod", "container", "argv", "timeout"}), Op.DELETE: frozenset({"pod"}),
     Op.EXEC_NODE: frozenset({"cgroup", "argv", "timeout"}),
-    Op.METRICS: frozenset(), Op.LOGS: frozenset({"pod", "container"}), Op.RESET: frozenset(),
+    Op.METRICS: frozenset(), Op.CADVISOR_METRICS: frozenset(), Op.LOGS: frozenset({"pod", "container"}),
+    Op.RESET: frozenset(),
     Op.SHUTDOWN: frozenset(),
 }
 # Operations that only read (answered after the agent's lock, in milliseconds); the others start or kill processes.
 READS = frozenset({Op.PING, Op.FACTS, Op.STATUS, Op.PODS, Op.NODE_STATUS, Op.EVIDENCE, Op.NODE_CGROUPS,
-                   Op.METRICS, Op.LOGS, Op.OBJECTS})
+                   Op.METRICS, Op.CADVISOR_METRICS, Op.LOGS, Op.OBJECTS})
 
 
 class WireError(ValueError):

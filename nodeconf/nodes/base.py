@@ -281,6 +281,11 @@ class Node(ABC):
     @abstractmethod
     def metrics(self) -> Metrics: ...
 
+    def cadvisor_metrics(self) -> Metrics:
+        """The kubelet's /metrics/cadvisor (per-container counters such as PSI); drivers that can read it override
+        this."""
+        raise NotApplicable(f"node {self.spec or type(self).__name__} does not serve /metrics/cadvisor")
+
     @abstractmethod
     def logs(self) -> str: ...
 
@@ -296,26 +301,38 @@ class Node(ABC):
 
 
 def parse_metrics(text: str) -> Metrics:
-    """Parse the Prometheus text format (samples only; HELP/TYPE skipped)."""
+    """Parse the Prometheus text format (samples only; HELP/TYPE skipped; a sample's optional timestamp, which
+    cadvisor's collector writes, ignored)."""
     samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
-        head, _, value = line.rpartition(" ")
-        name, _, rest = head.partition("{")
-        labels: list[tuple[str, str]] = []
-        body = rest.rstrip("}")
-        while body:
-            key, _, body = body.partition('="')
-            chars, i = [], 0
-            while body[i] != '"':
-                if body[i] == "\\":
-                    i += 1
-                    chars.append({"n": "\n"}.get(body[i], body[i]))
-                else:
-                    chars.append(body[i])
-                i += 1
-            labels.append((key.lstrip(","), "".join(chars)))
-            body = body[i + 1:]
-        samples[(name, tuple(sorted(labels)))] = float(value)
+        brace = line.find("{")
+        if brace < 0:
+            name, rest = line.split(None, 1)
+            labels: list[tuple[str, str]] = []
+        else:
+            name, (labels, rest) = line[:brace], _labels(line, brace + 1)
+        samples[(name, tuple(sorted(labels)))] = float(rest.split()[0])
     return Metrics(text, samples)
+
+
+def _labels(line: str, i: int) -> tuple[list[tuple[str, str]], str]:
+    """The label pairs from position i (just after `{`) and the text after the closing `}`."""
+    labels: list[tuple[str, str]] = []
+    while line[i] != "}":
+        key_end = line.index('="', i)
+        key, i = line[i:key_end], key_end + 2
+        chars = []
+        while line[i] != '"':
+            if line[i] == "\\":
+                i += 1
+                chars.append({"n": "\n"}.get(line[i], line[i]))
+            else:
+                chars.append(line[i])
+            i += 1
+        labels.append((key, "".join(chars)))
+        i += 1
+        while line[i] in ", ":
+            i += 1
+    return labels, line[i + 1:]

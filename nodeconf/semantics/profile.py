@@ -31,9 +31,10 @@ _GATE_DEFAULTS: Mapping[str, Mapping[str, bool]] = {
     },
 }
 
-# Gates every profile knows, off by default. CustomCPUCFSQuotaPeriod: alpha; kubelet validation refuses a
-# non-default cpuCFSQuotaPeriod without it (pkg/kubelet/apis/config/validation).
-_EVERY_VERSION: Mapping[str, bool] = {"CustomCPUCFSQuotaPeriod": False}
+# Gates every profile knows, with their default. CustomCPUCFSQuotaPeriod: alpha and off; kubelet validation refuses
+# a non-default cpuCFSQuotaPeriod without it (pkg/kubelet/apis/config/validation). KubeletPSI: alpha in 1.33, beta
+# and on from 1.34 (pkg/features/kube_features.go), so on in every supported profile.
+_EVERY_VERSION: Mapping[str, bool] = {"CustomCPUCFSQuotaPeriod": False, "KubeletPSI": True}
 
 # memoryThrottlingFactor when the kubelet config leaves it out: 0.9 through 1.36 (v1beta1
 # DefaultMemoryThrottlingFactor; Memory QoS v1.36 post), null from 1.37 = no memory.high (v1.37 Memory QoS blog).

@@ -1,15 +1,19 @@
-"""PSI (KEP-4205): per-pod and per-container cpu/memory/io.pressure readable, and a memory stall forced by
-memory.high showing up in the stalled container's and its pod's memory.pressure totals.
+"""PSI (KEP-4205): per-pod and per-container cpu/memory/io.pressure readable, a memory stall forced by memory.high
+showing up in the stalled container's and its pod's memory.pressure totals, and the kubelet's PSI counters on
+/metrics/cadvisor following the kernel's totals.
 
 Source: upstream test/e2e_node/container_metrics_test.go and summary_test.go (KEP-4205 "PSI metrics": the kubelet
 reads each pod's and container's cgroup `*.pressure`); kernel Documentation/accounting/psi.rst ("Pressure
 interface": `some`/`full` lines of avg10, avg60, avg300 and `total`, the absolute stall time in µs) and
 Documentation/admin-guide/cgroup-v2.rst (`cpu.pressure`, `memory.pressure`, `io.pressure` in every non-root
-cgroup). The kubelet's own PSI metrics are not checked: the oracle does not model them.
+cgroup). The kubelet's counters mirror container_metrics_test.go ("should report container metrics": the
+container_pressure_* families) and follow nodeconf.semantics.psi (cadvisor metrics/prometheus.go). The Summary API's
+PSI fields (/stats/summary) are not checked: no driver reads that endpoint yet.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -18,12 +22,14 @@ import pytest
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_kubelet_config
-from nodeconf.nodes.base import CgroupFiles, Node
+from nodeconf.nodes.base import CgroupFiles, Metrics, Node
 from nodeconf.semantics.expectation import Expected, QosClass
+from nodeconf.semantics.psi import CONTAINER_LABELS, SOURCE, PsiMetric, metric_seconds, pressure_total, psi_metrics
 from suites.toolkit.checks import Deployed, check_pod, settled_evidence, wait_until
-from suites.toolkit.compare import assert_matches, compare_value
+from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_value
 from suites.toolkit.kubelet import Applied, Oracle
 from suites.toolkit.pods import memhog, workload
+from suites.toolkit.tolerance import Band
 from suites.upstream.shared import Res, container, make_pod, module_kubelet, shared_deployment
 
 pytestmark = [pytest.mark.upstream_e2e, pytest.mark.needs_psi, pytest.mark.min_profile("1.36")]
@@ -39,6 +45,12 @@ HOG_MIB = 96
 FACTOR = 0.05
 HOG = Res(mem_req="16Mi", mem_lim="256Mi")
 _NUMBER = re.compile(r"=(\d+\.\d+|\d+)")
+WIDTH = "the kernel totals read before and after, µs / 1e6"
+# How long a kubelet's cadvisor may serve a sample it took earlier (kubelet --housekeeping-interval 10s; cadvisor
+# --max_housekeeping_interval 15s): the bracket below is polled that long before it counts as failed.
+HOUSEKEEPING_S = 20.0
+BRACKET = ("psi.rst: total never decreases, so a counter read between two reads of the pressure file lies between "
+           "their transforms; " + SOURCE)
 
 
 def shape(text: str | None) -> str | None:
@@ -131,3 +143,62 @@ def test_memory_stall_raises_the_hogs_memory_pressure(deployed: Deployed) -> Non
         compare_value("psi", "", pod.path, "memory.pressure some total grew", Expected("yes", STALL),
                       "yes" if total(pod.get("memory.pressure")) > total(first_pod) else "no"),
     ])
+
+
+def _series(page: Metrics, name: str, labels: dict[str, str]) -> float | None:
+    """The one sample of `name` whose labels include `labels` (a kubelet adds id, image and name); None if absent."""
+    found = [value for (sample, pairs), value in page.samples.items()
+             if sample == name and labels.items() <= dict(pairs).items()]
+    if len(found) > 1:
+        raise AssertionError(f"{len(found)} series of {name} for {labels}; expected one")
+    return found[0] if found else None
+
+
+def _bracket(deployed: Deployed, node: Node, metrics: tuple[PsiMetric, ...]) -> list[ComparedValue]:
+    """Each metric of the hog between the oracle's transform of its pressure file read just before and just
+    after the /metrics/cadvisor read."""
+    pod = deployed.handles[0].pod
+    labels = dict(zip(CONTAINER_LABELS, ("hog", pod.namespace, pod.name), strict=True))
+    before = _files(deployed, "hog")
+    page = node.cadvisor_metrics()
+    after = _files(deployed, "hog")
+    rows = []
+    for metric in metrics:
+        what = f"{metric.name} between the kernel's {metric.line} totals (s)"
+        band = Band(metric_seconds(pressure_total(before.get(metric.file) or "", metric.line)),
+                    metric_seconds(pressure_total(after.get(metric.file) or "", metric.line)), WIDTH)
+        value = _series(page, metric.name, labels)
+        rows.append(compare_value("psi", "hog", after.path, what, Expected(str(band), BRACKET), None) if value is None
+                    else compare_measured("psi", "hog", after.path, what, band, value, BRACKET))
+    return rows
+
+
+def test_kubelet_psi_metric_names_are_the_oracles(deployed: Deployed, node: Node, oracle: Oracle,
+                                                  config: KubeletConfig) -> None:
+    """The container_pressure_* families on /metrics/cadvisor are exactly the profile's (KubeletPSI on: six)."""
+    deployed.handles[0].wait_running()
+    _files(deployed, "hog")
+    want = sorted(m.name for m in psi_metrics(oracle.profile(config)))
+    got = sorted({name for name, _ in node.cadvisor_metrics().samples if name.startswith("container_pressure_")})
+    assert_matches("pod psi kubelet metric names", [
+        compare_value("psi", "", "/metrics/cadvisor", "container_pressure_* names", Expected(",".join(want), SOURCE),
+                      ",".join(got))])
+
+
+def test_kubelet_psi_metrics_follow_the_kernel_counters(deployed: Deployed, node: Node, oracle: Oracle,
+                                                        config: KubeletConfig) -> None:
+    """Once the hog has stalled (memory.pressure some total > 0), each of its PSI counters on /metrics/cadvisor
+    lies between the oracle's transform (µs → s) of the kernel's total read just before and just after."""
+    deployed.handles[0].wait_running()
+    wait_until("the hog's memory.pressure some total is above 0",
+               lambda: total(_files(deployed, "hog").get("memory.pressure")) > 0, timeout=30)
+    metrics = psi_metrics(oracle.profile(config))
+    rows: list[ComparedValue] = []
+
+    def bracketed() -> bool:
+        rows[:] = _bracket(deployed, node, metrics)
+        return all(row.ok for row in rows)
+
+    with contextlib.suppress(AssertionError):
+        wait_until("the kubelet's PSI counters lie between the kernel's totals", bracketed, timeout=HOUSEKEEPING_S)
+    assert_matches("pod psi kubelet metrics", rows)

@@ -41,6 +41,7 @@ PIDS = "suites/upstream/test_pids.py"
 OOM_GROUP = "suites/upstream/test_oom_group.py"
 HUGEPAGES = "suites/upstream/test_hugepages.py"
 ALLOCATABLE = "suites/upstream/test_node_allocatable.py"
+PSI = "suites/upstream/test_psi.py"
 KUBEPODS_LIMITS = f"{ALLOCATABLE}::test_kubepods_pids_and_hugepages_are_the_allocatable"
 OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of pod "oom-group"', 'was "1"; expected "0"')
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
@@ -138,6 +139,13 @@ CASES = {
            for reserve, pids in (("system-reserved", 1000), ("kube-reserved", 738))},
         "test_a_process_in_system_reserved_is_held_to_its_memory_max[vm]": (
             'value of cgroup "memory.max" for the node', f'was (absent); expected "{100 << 20}"'),
+    }),
+    # A node whose PSI counters carry the kernel's µs (cadvisor divides by 10^6): the stalled hog's memory counter is
+    # 10^6 times the seconds, above the kernel total read after it; the names and the pressure files are right.
+    "psi-metrics-micro": FaultCase("psi-metrics=micro", (PSI,), {
+        "test_kubelet_psi_metrics_follow_the_kernel_counters[vm]": (
+            'value of measurement "container_pressure_memory_waiting_seconds_total between the kernel\'s some totals',
+            'for container "hog" of pod "psi"', "µs / 1e6"),
     }),
 }
 

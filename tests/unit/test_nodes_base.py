@@ -45,3 +45,13 @@ def test_parse_metrics() -> None:
     assert metrics.value("container_swap_usage_bytes", container="c2", namespace="default", pod='p "q"') == 4096
     with pytest.raises(KeyError, match="not exposed"):
         metrics.value("kubelet_memory_qos_node_memory_min_bytes")
+
+
+@pytest.mark.parametrize("line", [
+    'c{pod="p",container="a"} 2.5 1764550000000',
+    'c{pod="p",container="a",} 2.5',
+    'c{container="a", pod="p"} 2.5',
+], ids=["timestamp", "trailing-comma", "space-after-comma"])
+def test_parse_metrics_sample_forms(line: str) -> None:
+    """Text format 0.0.4: an optional timestamp after the value (cadvisor writes one), a trailing comma."""
+    assert parse_metrics(line).value("c", container="a", pod="p") == 2.5

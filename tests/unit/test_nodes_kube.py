@@ -48,6 +48,13 @@ kubelet_node_swap_allocated_bytes 1.073741824e+09
 kubelet_memory_qos_node_memory_min_bytes 536870912
 kubelet_container_swap_usage_bytes{container="app",namespace="ns",pod="p"} 4096
 """
+# A kubelet's /metrics/cadvisor series carry container, id, image, name, namespace and pod
+# (pkg/kubelet/server/server.go containerPrometheusLabelsFunc).
+CADVISOR = """\
+# TYPE container_pressure_memory_waiting_seconds_total counter
+container_pressure_memory_waiting_seconds_total{container="app",id="/kubepods.slice/x",image="busybox",\
+name="abc",namespace="ns",pod="p"} 2.5 1764550000000
+"""
 
 
 class FakeClock:
@@ -121,7 +128,7 @@ class FakeKube:
         if self.forbidden_proxy:
             raise KubeApiError(403, f'nodes "{node}" is forbidden: User "dev" cannot get resource "nodes/proxy" '
                                     'in API group "" at the cluster scope', "Forbidden")
-        return {"configz": json.dumps(self.configz), "metrics": METRICS}[path]
+        return {"configz": json.dumps(self.configz), "metrics": METRICS, "metrics/cadvisor": CADVISOR}[path]
 
     def list_pods(self, field_selector: str) -> list[dict[str, Any]]:
         assert field_selector == f"spec.nodeName={NODE}"
@@ -767,6 +774,16 @@ def test_metrics(node: KubeNode) -> None:
     metrics = node.metrics()
     assert metrics.value("kubelet_node_swap_allocated_bytes") == 1073741824
     assert metrics.value("kubelet_container_swap_usage_bytes", container="app", namespace="ns", pod="p") == 4096
+
+
+def test_cadvisor_metrics_come_from_the_kubelets_cadvisor_endpoint(node: KubeNode, fake: FakeKube) -> None:
+    labels = {"container": "app", "id": "/kubepods.slice/x", "image": "busybox", "name": "abc", "namespace": "ns",
+              "pod": "p"}
+    key = ("container_pressure_memory_waiting_seconds_total", tuple(sorted(labels.items())))
+    assert node.cadvisor_metrics().samples[key] == 2.5, "the sample's timestamp is not its value"
+    fake.forbidden_proxy = True
+    with pytest.raises(NotApplicable, match=r"metrics .* cannot be read"):
+        node.cadvisor_metrics()
 
 
 def test_namespace_objects_are_replaced_and_quotas_awaited(node: KubeNode, fake: FakeKube) -> None:

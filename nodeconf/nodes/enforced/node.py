@@ -346,6 +346,9 @@ class EnforcedNode(Node):
     def metrics(self) -> Metrics:
         return parse_metrics(self.client.call(Op.METRICS)["text"])
 
+    def cadvisor_metrics(self) -> Metrics:
+        return parse_metrics(self.client.call(Op.CADVISOR_METRICS)["text"])
+
     def logs(self) -> str:
         if self._client is None:
             return self.final_log

@@ -351,8 +351,15 @@ class KubeNode(Node):
     def metrics(self) -> Metrics:
         """The kubelet's /metrics through the API server's node proxy; NotApplicable without `get` on
         nodes/proxy."""
+        return self._kubelet_metrics("metrics")
+
+    def cadvisor_metrics(self) -> Metrics:
+        """The kubelet's /metrics/cadvisor through the node proxy (same permission as /metrics)."""
+        return self._kubelet_metrics("metrics/cadvisor")
+
+    def _kubelet_metrics(self, path: str) -> Metrics:
         try:
-            return parse_metrics(self.api.node_proxy(self.node, "metrics"))
+            return parse_metrics(self.api.node_proxy(self.node, path))
         except KubeApiError as err:
             if err.status in (401, 403):
                 raise NotApplicable(f"the kubelet metrics of node {self.node} cannot be read ({err}); they need "
