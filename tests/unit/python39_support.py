@@ -14,7 +14,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from nodeconf.nodes.enforced.node import agent_bundle
+from nodeconf.nodes.enforced.bundle import agent_bundle
 
 PY39 = (3, 9)
 # Names a 3.9 standard library does not have, by module (a runtime import of one fails on the node).

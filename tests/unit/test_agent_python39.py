@@ -18,7 +18,8 @@ from enforcer_support import res_demo
 from python39_support import ENUM_CHECK, find_python39, pushed_files, python39_problems, unpack_bundle
 
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.nodes.enforced.node import BUNDLE_MODULES, EnforcedNode, EnforcerSettings
+from nodeconf.nodes.enforced.bundle import BUNDLE_MODULES
+from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.transport.local import LocalTransport
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.profile import profile_for

@@ -159,7 +159,7 @@ def test_imports_sees_every_import_form(tmp_path: Path) -> None:
 
 def test_enforcer_bundle_holds_every_module_the_enforcer_imports() -> None:
     """The agent runs on the node from the bundle alone: every nodeconf module it reaches is pushed there."""
-    from nodeconf.nodes.enforced.node import BUNDLE_MODULES, BUNDLE_PACKAGES
+    from nodeconf.nodes.enforced.bundle import BUNDLE_MODULES, BUNDLE_PACKAGES
 
     bundled = {f"nodeconf.{m.removesuffix('.py')}" for m in BUNDLE_MODULES if m != "__init__.py"}
     reached: set[str] = set()

@@ -18,7 +18,8 @@ from nodeconf.enforcer.server import OPERATIONS
 from nodeconf.enforcer.wire import Op
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.agent_client import ANSWER_BOUNDS, EXEC_MARGIN, READ_BOUND, AgentClient
-from nodeconf.nodes.enforced.node import MARKER_FILE, EnforcedNode
+from nodeconf.nodes.enforced.bundle import MARKER_FILE
+from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.transport.local import LocalTransport
 
 
