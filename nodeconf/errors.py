@@ -27,6 +27,14 @@ def _cut(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+def _cut_path(path: str, limit: int) -> str:
+    """A long path cut in its middle: its start and its file name stay readable."""
+    if len(path) <= limit:
+        return path
+    head = limit // 3
+    return path[:head] + "..." + path[len(path) - (limit - head - 3):]
+
+
 class NodeconfError(Exception):
     """Every error nodeconf raises on purpose."""
 
@@ -52,7 +60,8 @@ class InputError(UsageError):
 
     def __str__(self) -> str:
         """One line of at most MAX_MESSAGE characters: each part cut so the problem still shows."""
-        where = [_cut(part, 80) for part in (self.source, self.obj, self.field) if part]
+        where = [_cut_path(self.source, 80)] if self.source else []
+        where += [_cut(part, 80) for part in (self.obj, self.field) if part]
         return _cut(": ".join([*where, _cut(self.problem, MAX_MESSAGE)]), MAX_MESSAGE - len("nodeconf: "))
 
     def within(self, *, source: str = "", obj: str = "") -> InputError:

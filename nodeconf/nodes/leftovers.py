@@ -11,7 +11,8 @@ import shlex
 from typing import Any
 
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced.node import AgentTransport, EnforcerSettings, agent_bundle
+from nodeconf.nodes.enforced.bundle import agent_bundle
+from nodeconf.nodes.enforced.node import AgentTransport, EnforcerSettings
 from nodeconf.nodes.kube.pods import MANAGED_BY
 from nodeconf.nodes.shield import signals_deferred
 from nodeconf.nodes.ssh_login import SshLogin

@@ -15,7 +15,8 @@ import pytest
 from infra.vm.machine import VirtualMachine
 from nodeconf.enforcer.ownership import OWNER_XATTR, foreign_message
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced.node import REMOTE_DIR, STATE_DIR, EnforcedNode, EnforcerSettings
+from nodeconf.nodes.enforced.bundle import REMOTE_DIR, STATE_DIR
+from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.transport.ssh import SshTransport
 
 pytestmark = pytest.mark.vm

@@ -16,7 +16,7 @@ from infra.vm.machine import DEFAULT_SWAP_MIB
 from infra.vm.variant import Variant
 from nodeconf.enforcer.wire import facts_from_dict
 from nodeconf.node_facts import NodeFacts
-from nodeconf.nodes.enforced.node import agent_bundle
+from nodeconf.nodes.enforced.bundle import agent_bundle
 from nodeconf.nodes.transport.ssh import SshTransport
 
 pytestmark = pytest.mark.vm
