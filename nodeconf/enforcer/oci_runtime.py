@@ -105,16 +105,21 @@ class OciRuntime:
         """Run a runtime command; `output` takes its (and a started container's) stdout and stderr, which must not
         be pipes: the container keeps them open."""
         argv = [self.binary, "--root", str(self.root), *(["--systemd-cgroup"] if self.systemd_cgroup else []), *args]
-        if output is None:
-            done = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, cwd=cwd,
-                                  timeout=COMMAND_TIMEOUT, check=False)
-            detail = done.stderr.decode(errors="replace")
-        else:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            start = output.stat().st_size if output.exists() else 0
-            with open(output, "ab") as out:
-                done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd,
+        try:
+            if output is None:
+                done = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, cwd=cwd,
                                       timeout=COMMAND_TIMEOUT, check=False)
+                detail = done.stderr.decode(errors="replace")
+            else:
+                output.parent.mkdir(parents=True, exist_ok=True)
+                start = output.stat().st_size if output.exists() else 0
+                with open(output, "ab") as out:
+                    done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd,
+                                          timeout=COMMAND_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired:  # killed by subprocess.run; a StartError, never an agent error
+            raise RuntimeCommandError(f"`{self.name} {' '.join(args)}` did not return within "
+                                      f"{COMMAND_TIMEOUT:g} s and was killed") from None
+        if output is not None:
             with open(output, "rb") as written:
                 written.seek(start)
                 detail = written.read()[-2000:].decode(errors="replace")

@@ -26,6 +26,7 @@ case "$1" in
   kill) kill -9 "$(cat "$FAKE_DIR/$2.pid")";;
   delete) [ -f "$FAKE_DIR/$3.pid" ] || { echo "container $3 does not exist" >&2; exit 1; }
           kill -9 "$(cat "$FAKE_DIR/$3.pid")" 2>/dev/null; rm "$FAKE_DIR/$3.pid";;
+  hang) exec sleep 30;;
   list) for f in "$FAKE_DIR"/*.pid; do [ -e "$f" ] && basename "$f" .pid; done;;
   *) echo "unknown command $1" >&2; exit 1;;
 esac
@@ -102,3 +103,11 @@ def test_a_systemd_cgroup_runtime_gets_the_global_flag_and_a_slice_path(runtime:
     assert spec["linux"]["cgroupsPath"] == "kubepods-besteffort-pod1.slice:cri-containerd:abc"
     proc.stop()
     assert [line.split()[2] for line in calls(tmp_path)] == ["--systemd-cgroup"] * 3
+
+
+def test_a_runtime_command_that_hangs_is_killed_and_reported(runtime: OciRuntime,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call past its bound ends as a RuntimeCommandError naming the command (a StartError for the pod)."""
+    monkeypatch.setattr("nodeconf.enforcer.oci_runtime.COMMAND_TIMEOUT", 0.2)
+    with pytest.raises(RuntimeCommandError, match=r"`runc hang` did not return within 0\.2 s and was killed"):
+        runtime._run("hang")
