@@ -65,10 +65,13 @@ EXPLICIT_SWAP_EXAMPLES = ("limits-memory-unset", "limits-memory-lt-swap", "limit
 
 CASES = {
     # Linear weights (SEMANTICS.md CPU): 250m → 10 instead of 35 (the article's table), 500m → 20 instead of 59;
-    # containers without a cpu request have 2 shares, weight 1 in both formulas, so memory-only pods pass.
-    "other-cpu-weight-formula": FaultCase("cpu-weight-formula=linear", (RES_DEMO, HIGH), {
+    # containers without a cpu request have 2 shares, weight 1 in both formulas, so memory-only pods pass. Against
+    # the pod-level resources suite (upstream pod_level_resources.go): exactly the container cgroup step of every
+    # case with a cpu request or a pod-level cpu limit fails; QoS and pod cgroup steps pass.
+    "other-cpu-weight-formula": FaultCase("cpu-weight-formula=linear", (RES_DEMO, HIGH, *POD_LEVEL_SELECTION), {
         "test_res_demo_container_pod_and_pause[vm]": (CPU_WEIGHT, 'was "10"; expected "35"', "(rule: "),
         "test_qos_class_slice_and_oom_score_adj[vm-guaranteed]": (CPU_WEIGHT, 'was "20"; expected "59"', "(rule: "),
+        **{f"test_container_cgroups[vm-{case}]": (CPU_WEIGHT, "(rule: ") for case in POD_LEVEL_CPU_CASES},
     }),
     # Throttling factor 0.5 whatever the config says: every written memory.high differs (the suite's factors are
     # 0.9, 0.6, 0.3); request == limit keeps max. Under profile 1.38 the factor is unset by default, so the
@@ -79,11 +82,6 @@ CASES = {
            for ratio in RATIOS_WITH_HIGH for factor in (0.9, 0.6, 0.3)},
         "test_qos_class_slice_and_oom_score_adj[vm-burstable]": (*MEMORY_HIGH[:2], '; expected "max"'),
         "test_qos_class_slice_and_oom_score_adj[vm-besteffort]": (*MEMORY_HIGH[:2], '; expected "max"'),
-    }),
-    # The same fault against the pod-level resources suite (upstream pod_level_resources.go): exactly the container
-    # cgroup step of every case with a cpu request or a pod-level cpu limit fails; QoS and pod cgroup steps pass.
-    "other-cpu-weight-formula-pod-level": FaultCase("cpu-weight-formula=linear", POD_LEVEL_SELECTION, {
-        f"test_container_cgroups[vm-{case}]": (CPU_WEIGHT, "(rule: ") for case in POD_LEVEL_CPU_CASES
     }),
     # LimitedSwap that ignores explicit limits (KEP-5359 "workload swap wins"): on LimitedSwap nodes, every row
     # that sets limits.swap (container, pod, or "0") gets the calculated share instead; other modes are untouched.
