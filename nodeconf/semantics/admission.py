@@ -9,6 +9,7 @@ from fractions import Fraction
 from nodeconf.manifest import CPU, MEMORY, Container, LimitRange, LimitRangeItem, Pod, ResourceQuota, Resources
 from nodeconf.quantity import Quantity, format_amount
 from nodeconf.semantics.expectation import QosClass
+from nodeconf.semantics.hugepages import PREFIX as HUGEPAGES_PREFIX
 from nodeconf.semantics.pod_resources import aggregate_containers, pod_limits, pod_requests, with_api_defaults
 from nodeconf.semantics.profile import Profile, profile_for
 from nodeconf.semantics.qos import pod_qos
@@ -141,7 +142,8 @@ def limit_range_errors(pod: Pod, ranges: Sequence[LimitRange]) -> list[str]:
 
 
 def quota_usage(pod: Pod, profile: Profile) -> Amounts:
-    """What one pod charges to a quota (quota/v1/evaluator/core/pods.go PodUsageFunc), zeros removed."""
+    """What one pod charges to a quota (quota/v1/evaluator/core/pods.go PodUsageFunc, podComputeUsageHelper), zeros
+    removed; hugepages are charged as `hugepages-<size>` and `requests.hugepages-<size>`, never as limits."""
     usage: Amounts = {"pods": Fraction(1), "count/pods": Fraction(1)}
     requests, limits = pod_requests(pod, profile), pod_limits(pod, profile)
     for name in _COMPUTE:
@@ -149,6 +151,9 @@ def quota_usage(pod: Pod, profile: Profile) -> Amounts:
             usage[name] = usage[f"requests.{name}"] = requests[name]
         if limits.get(name):
             usage[f"limits.{name}"] = limits[name]
+    for name, amount in requests.items():  # requestedResourcePrefixes: hugepages-<size> counts as a request only
+        if name.startswith(HUGEPAGES_PREFIX) and amount:
+            usage[name] = usage[f"requests.{name}"] = amount
     return usage
 
 

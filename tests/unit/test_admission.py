@@ -181,3 +181,15 @@ def test_admit_below_terminating_quota_limit() -> None:
         'pods "d2" is forbidden: exceeded quota: quota-terminating, requested: pods=1, used: pods=1, '
         "limited: pods=1",)
     assert admit(replace(plain, name="p2"), quotas, [deadline]).admitted
+
+
+def test_hugepages_are_charged_as_requests_to_a_quota() -> None:
+    """Upstream quota/v1/evaluator/core/pods.go podComputeUsageHelper (requestedResourcePrefixes): a hugepages
+    limit, defaulted to the request, is charged as `hugepages-2Mi` and `requests.hugepages-2Mi`; nothing as limits."""
+    quota = ResourceQuota("huge", "ns", hard={"requests.hugepages-2Mi": q("6Mi"), "hugepages-2Mi": q("6Mi")})
+    first = pod("h1", "ns", ({}, {"memory": "64Mi", "hugepages-2Mi": "4Mi"}))
+    admitted = admit(first, [quota], []).pod
+    assert quota_used(quota, [admitted], profile_for()) == {"requests.hugepages-2Mi": 4 * MI, "hugepages-2Mi": 4 * MI}
+    assert admit(replace(first, name="h2"), [quota], [admitted]).errors == (
+        'pods "h2" is forbidden: exceeded quota: huge, requested: hugepages-2Mi=4Mi,requests.hugepages-2Mi=4Mi, '
+        "used: hugepages-2Mi=4Mi,requests.hugepages-2Mi=4Mi, limited: hugepages-2Mi=6Mi,requests.hugepages-2Mi=6Mi",)
