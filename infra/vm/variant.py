@@ -17,6 +17,7 @@ SYSTEMD_FILES = {
     "nodeconf-network.service": "system/nodeconf-network.service",
     "nodeconf-swap.service": "system/nodeconf-swap.service",
     "nodeconf-ready.service": "system/nodeconf-ready.service",
+    "nodeconf.slice": "system/nodeconf.slice",
     "ssh-nodeconf.conf": "system/ssh.service.d/nodeconf.conf",
     "system-nodeconf.conf": "system.conf.d/nodeconf.conf",
 }

@@ -47,16 +47,12 @@ OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of po
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
 # use-case-1 (swap "0" on a pod whose memory request equals its limit, which LimitedSwap also gives 0).
 POD_LEVEL = "suites/upstream/test_pod_level_resources.py"
-# Upstream's two entries whose containers' limits add up above the pod-level limit depend on the oracle's
-# pod-level limit rule (upstream validatePodResourceConsistency compares each container's limit, not their sum);
-# they are left out so this case judges the fault alone.
-POD_LEVEL_SELECTION = (POD_LEVEL, "-k",
-                       "not guaranteed-pod-and-container-resources and not burstable-container-resources")
 # Pod-level cases whose containers carry a cpu request or inherit a pod-level cpu limit (shares 20..102): their
 # runtime weight differs between the formulas; mixed-pod-memory-limit has no cpu request or limit anywhere in its
 # containers (2 shares → weight 1 in both), and pod cgroups are written by the kubelet with the linear formula.
 POD_LEVEL_CPU_CASES = ("guaranteed-container-resources", "guaranteed-no-container-resources",
-                       "guaranteed-1-container-with-resources", "burstable-no-container-resources",
+                       "guaranteed-pod-and-container-resources", "guaranteed-1-container-with-resources",
+                       "burstable-no-container-resources", "burstable-container-resources",
                        "burstable-1-container-with-resources", "mixed-pod-limits-only")
 EXPLICIT_SWAP_EXAMPLES = ("limits-memory-unset", "limits-memory-lt-swap", "limits-memory-eq-swap",
                           "limits-memory-gt-swap", "limits-only-model", "guaranteed-with-swap",
@@ -68,7 +64,7 @@ CASES = {
     # containers without a cpu request have 2 shares, weight 1 in both formulas, so memory-only pods pass. Against
     # the pod-level resources suite (upstream pod_level_resources.go): exactly the container cgroup step of every
     # case with a cpu request or a pod-level cpu limit fails; QoS and pod cgroup steps pass.
-    "other-cpu-weight-formula": FaultCase("cpu-weight-formula=linear", (RES_DEMO, HIGH, *POD_LEVEL_SELECTION), {
+    "other-cpu-weight-formula": FaultCase("cpu-weight-formula=linear", (RES_DEMO, HIGH, POD_LEVEL), {
         "test_res_demo_container_pod_and_pause[vm]": (CPU_WEIGHT, 'was "10"; expected "35"', "(rule: "),
         "test_qos_class_slice_and_oom_score_adj[vm-guaranteed]": (CPU_WEIGHT, 'was "20"; expected "59"', "(rule: "),
         **{f"test_container_cgroups[vm-{case}]": (CPU_WEIGHT, "(rule: ") for case in POD_LEVEL_CPU_CASES},

@@ -33,7 +33,8 @@ def root(tmp_path: Path) -> Path:
 def test_units_are_enabled_by_their_wanted_by(root: Path) -> None:
     system = root / "etc" / "systemd" / "system"
     for unit, target in (("nodeconf-network.service", "multi-user.target"),
-                         ("nodeconf-ready.service", "multi-user.target"), ("nodeconf-swap.service", "swap.target")):
+                         ("nodeconf-ready.service", "multi-user.target"), ("nodeconf-swap.service", "swap.target"),
+                         ("nodeconf.slice", "multi-user.target")):
         assert (system / unit).read_text() == RECIPE.scripts[f"systemd/system/{unit}"]
         assert os.readlink(system / f"{target}.wants" / unit) == f"../{unit}"
     assert os.readlink(system / "default.target") == "/lib/systemd/system/multi-user.target"
