@@ -72,13 +72,17 @@ class VmState:
         return ""
 
 
+def _stat_fields(pid: int) -> list[str]:
+    """proc(5) stat fields from field 3 (state) on, after the command name; empty when the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return []
+
+
 def process_start(pid: int) -> int:
     """The start time of a process in clock ticks since boot (proc(5) stat field 22); 0 when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0
-    fields = stat.rsplit(")", 1)[-1].split()
+    fields = _stat_fields(pid)
     return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else 0
 
 
@@ -90,30 +94,21 @@ def process_alive(pid: int, start: int) -> bool:
 
 def qemu_pid_alive(pid: int, directory: Path) -> bool:
     """True when pid is a live (not zombie) process whose command line names this VM directory."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        status = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    state = status.rsplit(")", 1)[-1].split()[0]
-    return state != "Z" and str(directory).encode() in cmdline
+    return not has_exited(pid) and str(directory).encode() in b"\0".join(_cmdline(pid))
 
 
 def has_exited(pid: int) -> bool:
     """True once pid is gone or a zombie. Its command line empties while it is still exiting (its memory is freed
     first), so a test of the command line alone can answer "gone" before the process has exited."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in ("Z", "X")
+    fields = _stat_fields(pid)
+    return not fields or fields[0] in ("Z", "X")
 
 
 def _signal_until_exited(pid: int, is_ours: Callable[[], bool], grace: float) -> None:
     """SIGTERM, then SIGKILL after the grace period, each sent only while is_ours() still holds; then wait (up to the
     grace period) until the process has really exited."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        if has_exited(pid) or not is_ours():
+        if not is_ours():  # also false once it is gone or a zombie
             return
         try:
             os.kill(pid, sig)
@@ -160,10 +155,7 @@ def prune_stale(cache_dir: Path | None = None) -> list[str]:
 
 def parent_pid(pid: int) -> int:
     """The parent pid of a process (proc(5) stat field 4); 0 when it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-    except OSError:
-        return 0
+    fields = _stat_fields(pid)
     return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
 
 

@@ -28,7 +28,7 @@ def render(node_metrics: Mapping[str, int],
     lines += [f"# HELP {CONTAINER_SWAP} Current swap usage of the container (memory.swap.current).",
               f"# TYPE {CONTAINER_SWAP} gauge"]
     for namespace, pod, container, value in container_swap:
-        labels = f'container="{_escape(container)}",namespace="{_escape(namespace)}",pod="{_escape(pod)}"'
+        labels = _labels({"container": container, "namespace": namespace, "pod": pod})
         lines.append(f"{CONTAINER_SWAP}{{{labels}}} {value}")
     return "\n".join(lines) + "\n"
 
@@ -49,14 +49,14 @@ def render_cadvisor(metrics: Sequence[PsiMetric], containers: Iterable[Series], 
         lines += [f"# HELP {metric.name} {metric.line} total of {metric.file}, in seconds (KEP-4205).",
                   f"# TYPE {metric.name} counter"]
         for labels, files in rows:
-            total = pressure_total_or_none(files.get(metric.file), metric.line)
+            total = _total_or_none(files.get(metric.file), metric.line)
             if total is not None:
                 value = float(total) if micro else metric_seconds(total)
                 lines.append(f"{metric.name}{{{_labels(labels)}}} {value!r}")
     return "\n".join(lines) + "\n"
 
 
-def pressure_total_or_none(text: str | None, line: str) -> int | None:
+def _total_or_none(text: str | None, line: str) -> int | None:
     """The line's total, None when the file is missing or not a pressure file."""
     if text is None:
         return None

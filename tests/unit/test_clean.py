@@ -19,7 +19,7 @@ import pytest
 
 from infra.vm import paths
 from infra.vm.image import remove_leftover_builds
-from infra.vm.state import VmState, is_our_qemu, process_start, untracked_qemus
+from infra.vm.state import VmState, has_exited, is_our_qemu, process_start, untracked_qemus
 from nodeconf.cli import clean
 from nodeconf.nodes.kube.pods import MANAGED_BY
 from nodeconf.nodes.leftovers import clean_kube
@@ -44,11 +44,7 @@ def fake_qemu(directory: Path, orphan: bool) -> int:
 
 
 def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    return not has_exited(pid)
 
 
 def record(cache: Path, name: str, pid: int, owner: int, persistent: bool = False) -> VmState:
