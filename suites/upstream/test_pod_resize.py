@@ -51,10 +51,12 @@ RESTART_WAIT = 15.0
 
 @dataclass
 class Resizable:
-    """A module's running pod, the spec the node last applied (restored before a check if one left it), and per
-    container the spec it last started with (None once a restore after a failed check left that unknown)."""
+    """A module's running pod, the oracle's expectation for its first deployment, the spec the node last applied
+    (restored before a check if one left it), and per container the spec it last started with (None once a restore
+    after a failed check left that unknown)."""
 
     handle: PodHandle
+    deployed: PodExpectation
     original: Pod
     current: Pod
     kubelet: Kubelet
@@ -70,8 +72,8 @@ def _module_pod(node: Node, oracle: Oracle, base: KubeletConfig, applied: Applie
     kubelet = module_kubelet(node, oracle, base, applied)
     with shared_deployment(node, oracle, kubelet, [pod]) as deployed:
         handle = deployed.handle(pod.name)
-        check_pod(handle, deployed.expected(pod.name))
-        yield Resizable(handle, pod, pod, kubelet, dict.fromkeys(POLICIES, pod))
+        handle.wait_running()  # its first deployment is judged by test_table_pod_deployed, a check of its own
+        yield Resizable(handle, deployed.expected(pod.name), pod, pod, kubelet, dict.fromkeys(POLICIES, pod))
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +99,14 @@ def pod_level_only(node: Node, oracle: Oracle, base_config: KubeletConfig,
                    _applied: Applied) -> Iterator[Resizable]:
     yield from _module_pod(node, oracle, base_config, _applied,
                            table_pod("resize-plr-only", dict.fromkeys(POLICIES), PLR_ORIGINAL))
+
+
+@pytest.mark.parametrize("table", ["guaranteed", "burstable", "pod_level", "pod_level_only"])
+def test_table_pod_deployed(request: pytest.FixtureRequest, table: str) -> None:
+    """Each table pod as first deployed, before any resize: every cgroup value as the oracle says. A mismatch here
+    fails this check (and shows again in each resize check's rows), never the module's set-up."""
+    pod: Resizable = request.getfixturevalue(table)
+    check_pod(pod.handle, pod.deployed)
 
 
 def _restart_counts(handle: PodHandle) -> dict[str, int]:
