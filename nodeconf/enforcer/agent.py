@@ -128,16 +128,17 @@ class Agent(Supervision):
         with self.lock:
             record = self._record(ref)
             files = tuple(evidence_files(extra_files))
-            read = {path: self.tree.read_many(path, files) for path in [*_ancestors(record.cgroup), record.cgroup]}
-            for c in record.containers:  # where the runtime put the process (crun: a sub-cgroup of its scope)
-                read[c.cgroup] = self.tree.read_many(self.tree.process_cgroup(c.cgroup), files)
+            where = {c.name: self.tree.process_cgroup(c.cgroup) for c in record.containers}
+            paths = [*_ancestors(record.cgroup), record.cgroup, *(c.cgroup for c in record.containers), *where.values()]
+            read = {path: self.tree.read_many(path, files) for path in dict.fromkeys(paths)}
             cgroups = {path: found for path, found in read.items() if found is not None}
             processes = {}
-            for c in record.containers:
-                procs = (cgroups.get(c.cgroup) or {}).get("cgroup.procs") or ""
+            for c in record.containers:  # where the runtime put the process (crun: a sub-cgroup of its scope)
+                procs = (cgroups.get(where[c.name]) or {}).get("cgroup.procs") or ""
                 pids = [int(p) for p in procs.split()] if self.tree.kernel else ([c.pid] if c.pid else [])
                 processes[c.name if c.kind != PAUSE else "POD"] = {
                     "pids": pids, "oomScoreAdj": {str(p): process.read_oom_score_adj(p) for p in pids},
+                    "cgroup": where[c.name],
                 }
             return {"status": record.to_dict(), "cgroups": cgroups, "processes": processes}
 

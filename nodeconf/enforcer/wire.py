@@ -173,8 +173,11 @@ class PodStatusDoc(TypedDict):
 
 
 class ProcessesDoc(TypedDict):
+    """A container's pids, their oom_score_adj, and the cgroup they run in (crun: a sub-cgroup of its scope)."""
+
     pids: list[int]
     oomScoreAdj: dict[str, int]
+    cgroup: str
 
 
 class EvidenceDoc(TypedDict):

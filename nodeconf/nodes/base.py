@@ -120,12 +120,15 @@ class PodStatus:
 
 @dataclass(frozen=True)
 class ContainerEvidence:
-    """One container's cgroup files, its pids and each pid's oom_score_adj."""
+    """One container's cgroup files (where its processes run and the runtime wrote its values), its pids and each
+    pid's oom_score_adj; `scope` is the runtime's cgroup above that one when the runtime runs the processes in a
+    sub-cgroup of it (crun's `container` in its systemd scope): a kubelet's cadvisor reports the scope's counters."""
 
     name: str
     cgroup: CgroupFiles
     pids: tuple[int, ...]
     oom_score_adj: Mapping[int, int | None]
+    scope: CgroupFiles | None = None
 
 
 @dataclass(frozen=True)

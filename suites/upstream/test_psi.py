@@ -39,6 +39,7 @@ STALL = ("kernel mm/memcontrol.c reclaim_high and mem_cgroup_handle_over_high ru
          "so a task above memory.high stalls; psi.rst: total is the cumulative stall time in µs (never decreases), "
          "counted in the task's cgroup and every ancestor")
 RESOURCES = ("cpu", "memory", "io")
+PRESSURE_FILES = tuple(f"{r}.pressure" for r in RESOURCES)
 HOG_MIB = 96
 # memory.high = request + factor × (limit − request) = 16Mi + 0.05 × 240Mi = 28Mi, far below the hog's 96 MiB, so
 # every further page it touches is reclaimed for or throttled (Memory QoS, SEMANTICS.md).
@@ -92,13 +93,17 @@ def deployed(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: A
         yield running
 
 
-def _files(deployed: Deployed, name: str) -> CgroupFiles:
-    """The pod's cgroup (name "") or a container's, with its three pressure files; skip without PSI."""
-    evidence = deployed.handles[0].evidence(tuple(f"{r}.pressure" for r in RESOURCES))
-    files = evidence.pod_cgroup if not name else evidence.container(name).cgroup
+def _with_psi(files: CgroupFiles) -> CgroupFiles:
+    """The files, or a skip when the kernel exposes no pressure file."""
     if "cpu.pressure" not in files:
         pytest.skip("the node's kernel exposes no PSI files (CONFIG_PSI off or booted with psi=0)")
     return files
+
+
+def _files(deployed: Deployed, name: str) -> CgroupFiles:
+    """The pod's cgroup (name "") or a container's, with its three pressure files; skip without PSI."""
+    evidence = deployed.handles[0].evidence(PRESSURE_FILES)
+    return _with_psi(evidence.pod_cgroup if not name else evidence.container(name).cgroup)
 
 
 def test_pod_matches_the_oracle(deployed: Deployed) -> None:
@@ -154,14 +159,21 @@ def _series(page: Metrics, name: str, labels: dict[str, str]) -> float | None:
     return found[0] if found else None
 
 
+def _counted(deployed: Deployed) -> CgroupFiles:
+    """The hog's cgroup a kubelet's cadvisor reports: the runtime's scope when the runtime runs the processes in a
+    sub-cgroup of it (crun), else the container cgroup; skip without PSI."""
+    container = deployed.handles[0].evidence(PRESSURE_FILES).container("hog")
+    return _with_psi(container.scope or container.cgroup)
+
+
 def _bracket(deployed: Deployed, node: Node, metrics: tuple[PsiMetric, ...]) -> list[ComparedValue]:
     """Each metric of the hog between the oracle's transform of its pressure file read just before and just
-    after the /metrics/cadvisor read."""
+    after the /metrics/cadvisor read (the cgroup cadvisor reads: _counted)."""
     pod = deployed.handles[0].pod
     labels = dict(zip(CONTAINER_LABELS, ("hog", pod.namespace, pod.name), strict=True))
-    before = _files(deployed, "hog")
+    before = _counted(deployed)
     page = node.cadvisor_metrics()
-    after = _files(deployed, "hog")
+    after = _counted(deployed)
     rows = []
     for metric in metrics:
         what = f"{metric.name} between the kernel's {metric.line} totals (s)"

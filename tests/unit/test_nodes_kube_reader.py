@@ -236,6 +236,11 @@ def test_pod_evidence_discovers_every_level(node: FakeNode, layout: Layout) -> N
                             "memory.swap.max": "0"}
     assert app["pids"] == [102, 103]
     assert app["oomScoreAdj"] == {"102": 963, "103": 963}
+    if layout.sub:  # crun: the scope a kubelet's cadvisor reports is read as well, with its own values
+        assert app["scope"] == {"path": layout.scope(CID_APP), "files": {
+            "cpu.weight": "35", "memory.max": "134217728", "memory.swap.max": "134217728"}}
+    else:
+        assert app["scope"] is None
     assert got["containers"]["side"]["oomScoreAdj"] == {"104": 999}
     if layout.pause:
         assert [s["path"] for s in got["sandboxes"]] == [layout.container(CID_SANDBOX)]

@@ -114,10 +114,12 @@ class EnforcedPod(PodHandle):
         for c in status["containers"]:
             key = "POD" if c["kind"] == "pause" else c["name"]
             procs = doc["processes"][key]
+            where = procs["cgroup"]
             evidence = ContainerEvidence(
-                name=c["name"], cgroup=cgroups.get(c["cgroup"], CgroupFiles(c["cgroup"], {})),
+                name=c["name"], cgroup=cgroups.get(where, CgroupFiles(where, {})),
                 pids=tuple(procs["pids"]),
                 oom_score_adj={int(pid): adj for pid, adj in procs["oomScoreAdj"].items()},
+                scope=cgroups.get(c["cgroup"]) if where != c["cgroup"] else None,
             )
             if c["kind"] == "pause":
                 pause = evidence

@@ -80,8 +80,10 @@ class Framed:
         return CgroupFiles(path, dict(doc.get("files") or {}))
 
     def container(self, name: str, doc: Mapping[str, Any]) -> ContainerEvidence:
+        scope = doc.get("scope")
         return ContainerEvidence(name=name, cgroup=self.cgroup(doc), pids=tuple(doc.get("pids") or ()),
-                                 oom_score_adj={int(p): adj for p, adj in (doc.get("oomScoreAdj") or {}).items()})
+                                 oom_score_adj={int(p): adj for p, adj in (doc.get("oomScoreAdj") or {}).items()},
+                                 scope=self.cgroup(scope) if scope else None)
 
 
 class KubePod(PodHandle):

@@ -224,7 +224,10 @@ def pod_evidence(host: Host, pod_uid: str, container_ids: dict[str, str], names:
         leaf = next((entry for entry in leaves if is_container_leaf(entry, cid)), None)
         if leaf is not None:
             matched.add(leaf)
-            containers[name] = host.processes(host.process_cgroup(f"{pod_path}/{leaf}"), names)
+            scope = f"{pod_path}/{leaf}"
+            where = host.process_cgroup(scope)
+            containers[name] = {**host.processes(where, names),
+                                "scope": host.cgroup(scope, names) if where != scope else None}
     # The sandbox (pause) is the other cgroup with processes; CRI-O often runs none (drop_infra_ctr).
     others = [host.process_cgroup(f"{pod_path}/{leaf}") for leaf in leaves
               if leaf not in matched and not is_conmon(leaf)]
