@@ -216,3 +216,24 @@ def test_an_agent_runs_pods_in_units_and_containers_in_scopes(tmp_path: Path) ->
         assert not (root / pod_slice).exists()
     finally:
         agent.shutdown()
+
+
+def test_evidence_reads_crun_s_sub_cgroup_and_the_scope_above_it(tmp_path: Path) -> None:
+    """crun runs the process in a `container` sub-cgroup of the scope and writes the OCI values there: the
+    container's files are that sub-cgroup's, and the scope (what cadvisor reports) is read as well."""
+    agent, _ = systemd_agent(tmp_path)
+    try:
+        agent.run_pod(res_demo())
+        hello = next(c for c in agent.pods["default/res-demo"].containers if c.name == "hello")
+        sub = tmp_path / "cgroup" / hello.cgroup / "container"
+        sub.mkdir()
+        (sub / "cpu.weight").write_text("10")  # crun's linear formula; the scope keeps systemd's 35
+        assert isinstance(agent.tree, SystemdTree)
+        agent.tree.adopt(hello.cgroup)  # as after `crun --systemd-cgroup run`
+        doc = agent.evidence("default/res-demo")
+        assert doc["processes"]["hello"]["cgroup"] == f"{hello.cgroup}/container"
+        assert doc["cgroups"][f"{hello.cgroup}/container"]["cpu.weight"] == "10"
+        assert doc["cgroups"][hello.cgroup]["cpu.weight"] == "35"
+        assert doc["processes"]["POD"]["cgroup"] != doc["processes"]["hello"]["cgroup"]
+    finally:
+        agent.shutdown()
