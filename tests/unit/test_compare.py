@@ -240,3 +240,35 @@ def test_no_pause_rows_when_the_runtime_runs_none() -> None:
 
 def _with_pause_rows(rows: list[ComparedValue]) -> list[ComparedValue]:
     return [r for r in rows if r.container == PAUSE]
+
+
+def _under_crun_scope(scope_files: dict[str, str]) -> PodEvidence:
+    """The article's res-demo with hello in crun's `container` sub-cgroup, its scope above it read as well."""
+    from nodeconf.nodes.base import CgroupFiles
+
+    evidence = _article_evidence("35")
+    hello = evidence.container("hello")
+    scope = hello.cgroup.path
+    moved = replace(hello, cgroup=CgroupFiles(f"{scope}/container", {**hello.cgroup, "memory.swap.max": "0"}),
+                    scope=CgroupFiles(scope, scope_files))
+    return replace(evidence, containers={"hello": moved})
+
+
+def test_a_scope_that_caps_no_lower_adds_passing_rows() -> None:
+    """crun's scope with its memory+swap as MemorySwapMax (128Mi + 0 swap) caps nothing below hello's values."""
+    rows = compare_pod(_res_demo_expectation(), _under_crun_scope({"memory.max": "134217728",
+                                                                   "memory.swap.max": "134217728"}))
+    capped = [r for r in rows if "in effect" in r.file]
+    assert [(r.file, r.actual, r.ok) for r in capped] == [
+        ("memory.max in effect (lower of container and scope)", "134217728", True),
+        ("memory.swap.max in effect (lower of container and scope)", "0", True)]
+
+
+def test_a_scope_with_a_lower_limit_fails_naming_the_scope() -> None:
+    rows = compare_pod(_res_demo_expectation(), _under_crun_scope({"memory.max": "67108864",
+                                                                   "memory.swap.max": "max"}))
+    bad = [r for r in rows if not r.ok and r.actual is not None]
+    assert [(r.file, r.expected, r.actual) for r in bad] == [
+        ("memory.max in effect (lower of container and scope)", "134217728", "67108864")]
+    assert bad[0].cgroup_path.endswith("cri-containerd-70e2.scope") and "MemorySwapMax" in bad[0].rule
+    assert bad[0].line().startswith('value of measurement "memory.max in effect')
