@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import time
@@ -24,7 +25,12 @@ from infra.vm.image import MANIFEST, ImageBuildError, ensure_image
 from infra.vm.progress import StepPrinter
 from nodeconf.node_variant import Variant
 
-DEFAULT_VARIANTS = ("sid-systemd-runc", "sid-systemd-crun", "bullseye-systemd-runc", "trixie-systemd-crun")
+# Every Debian release with systemd and each runtime, then the defaults (issue 13 item 6).
+DEFAULT_VARIANTS = (*(f"{debian}-systemd-{runtime}" for debian in ("bullseye", "bookworm", "trixie", "sid")
+                      for runtime in ("runc", "crun")), "bookworm-minimal-direct")
+# What a non-pass is about: the start of its first mismatch line (STYLE.md: `value of cgroup "cpu.weight"` …).
+_ABOUT = re.compile(r'^(value of [a-z ]+ "[^"]+"|path|event "[^"]+")')
+_AT = re.compile(r" at \S+ was ")  # the cgroup path, long and in every line
 
 
 def variant_of(label: str) -> Variant:
@@ -72,6 +78,19 @@ def measure(variant: Variant, reports: Path, pytest_args: list[str]) -> dict[str
     return entry
 
 
+def grouped(non_pass: list[dict[str, str]]) -> str:
+    """The non-passes grouped by what their first mismatch is about, each group with its count and one example."""
+    groups: dict[str, list[dict[str, str]]] = {}
+    for n in non_pass:
+        about = _ABOUT.match(n["why"])
+        groups.setdefault(f"{n['status']} {about[1] if about else n['why'][:120]}", []).append(n)
+    def example(n: dict[str, str]) -> str:
+        return f"{n['id']}: {_AT.sub(' was ', n['why'])[:300]}"
+
+    return "; ".join(f"{len(found)} × {key} (e.g. {example(found[0])})"
+                     for key, found in sorted(groups.items(), key=lambda kv: -len(kv[1]))) or "–"
+
+
 def table(entries: list[dict[str, Any]]) -> str:
     """The Markdown table of docs/node-variants.md."""
     rows = ["| variant | kernel | runtime | cold build | checks run | wall | passed / failed / skipped "
@@ -82,7 +101,7 @@ def table(entries: list[dict[str, Any]]) -> str:
                  f"{counts.get('skipped', '–')}" if counts else f"no result: {e.get('error', '')}"
         name = e["variant"].split("-")[2]
         runtime = f"{name} {e.get('installed', {}).get(name, '')}".strip()
-        reasons = "; ".join(f"{n['status']} {n['id']}: {n['why']}" for n in e.get("non_pass", [])) or "–"
+        reasons = grouped(e.get("non_pass", []))
         checks = " ".join(e["pytest_args"]) or "default suites"
         rows.append(f"| {e['variant']} | {e['kernel_release']} | {runtime} | {e['cold_build_s']} s | "
                     f"{checks} | {e['run_wall_s']} s | {result} | {reasons} |")
