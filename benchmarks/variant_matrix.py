@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -73,17 +74,33 @@ def measure(variant: Variant, reports: Path, pytest_args: list[str]) -> dict[str
     summary = json.loads(summary_path.read_text())
     entry["counts"] = summary["counts"]
     entry["run"] = summary["run"]
-    entry["non_pass"] = [{"id": c["id"], "status": c["status"], "why": c["first_mismatch"] or c["message"]}
+    lines = mismatch_lines(out / "junit.xml")
+    entry["non_pass"] = [{"id": c["id"], "status": c["status"], "why": c["first_mismatch"] or c["message"],
+                          "about": sorted({m[1] for m in map(_ABOUT.match, lines.get(c["id"], [])) if m})}
                          for c in summary["checks"] if c["status"] != "passed"]
     return entry
 
 
-def grouped(non_pass: list[dict[str, str]]) -> str:
-    """The non-passes grouped by what their first mismatch is about, each group with its count and one example."""
-    groups: dict[str, list[dict[str, str]]] = {}
+def mismatch_lines(junit: Path) -> dict[str, list[str]]:
+    """Every mismatch line of each failed check (STYLE.md: one line per mismatch), by check id (module#name)."""
+    if not junit.is_file():
+        return {}
+    found: dict[str, list[str]] = {}
+    for case in ET.parse(junit).iter("testcase"):
+        text = "\n".join(f"{f.get('message') or ''}\n{f.text or ''}" for f in case if f.tag in ("failure", "error"))
+        lines = [line.removeprefix("E").strip() for line in text.splitlines()]
+        found[f"{case.get('classname')}#{case.get('name')}"] = [line for line in lines if _ABOUT.match(line)]
+    return found
+
+
+def grouped(non_pass: list[dict[str, Any]]) -> str:
+    """The non-passes grouped by what each of their mismatches is about (a check may count in several groups),
+    each group with its count and one example."""
+    groups: dict[str, list[dict[str, Any]]] = {}
     for n in non_pass:
-        about = _ABOUT.match(n["why"])
-        groups.setdefault(f"{n['status']} {about[1] if about else n['why'][:120]}", []).append(n)
+        first = _ABOUT.match(n["why"])
+        for about in n.get("about") or [first[1] if first else n["why"][:120]]:
+            groups.setdefault(f"{n['status']} {about}", []).append(n)
     def example(n: dict[str, str]) -> str:
         return f"{n['id']}: {_AT.sub(' was ', n['why'])[:300]}"
 
@@ -94,7 +111,7 @@ def grouped(non_pass: list[dict[str, str]]) -> str:
 def table(entries: list[dict[str, Any]]) -> str:
     """The Markdown table of docs/node-variants.md."""
     rows = ["| variant | kernel | runtime | cold build | checks run | wall | passed / failed / skipped "
-            "| non-pass (first line) |", "|---|---|---|---|---|---|---|---|"]
+            "| non-pass (by what each mismatch is about) |", "|---|---|---|---|---|---|---|---|"]
     for e in entries:
         counts = e.get("counts", {})
         result = f"{counts.get('passed', '–')} / {counts.get('failed', 0) + counts.get('broken', 0)} / " \
