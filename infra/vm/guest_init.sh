@@ -7,6 +7,12 @@ export PATH
 # /dev (devtmpfs) was moved here by the initramfs; the rest, cgroup2 included, is in /etc/fstab.
 mount -a
 swapon -a
+# One cgroup for the whole boot with a memory cgroup and a CPU quota, so the kernel's static keys that the first or
+# last such cgroup flips (memcg_sockets_enabled_key: mm/memcontrol.c mem_cgroup_css_alloc/free; __cfs_bandwidth_used:
+# kernel/sched/core.c tg_set_cfs_bandwidth) stay on: each 0<->1 step patches kernel text through int3, which qemu's
+# multi-threaded TCG can leave another vCPU executing (docs/node-variants.md). No process runs here; no check reads it.
+echo "+cpu +memory" >/sys/fs/cgroup/cgroup.subtree_control
+mkdir /sys/fs/cgroup/nodeconf.pin && echo "200000 100000" >/sys/fs/cgroup/nodeconf.pin/cpu.max
 read -r name </etc/hostname && echo "$name" >/proc/sys/kernel/hostname
 ip -batch - <<'NET'
 link set lo up

@@ -150,7 +150,7 @@ class VirtualMachine:
                 raise VmError(f"VM {self.name}: {err}") from err
             except TransportError as err:
                 if time.monotonic() >= deadline:
-                    raise VmError(f"VM {self.name}: {err}") from err
+                    raise VmError(f"VM {self.name}: {err}; console: {self._console_tail()}") from err
                 self._check_alive()
                 time.sleep(0.2)
 
