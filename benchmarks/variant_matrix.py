@@ -29,7 +29,7 @@ from nodeconf.node_variant import Variant
 # Every Debian release with systemd and each runtime, then the defaults (issue 13 item 6).
 DEFAULT_VARIANTS = (*(f"{debian}-systemd-{runtime}" for debian in ("bullseye", "bookworm", "trixie", "sid")
                       for runtime in ("runc", "crun")), "bookworm-minimal-direct")
-# What a non-pass is about: the start of its first mismatch line (STYLE.md: `value of cgroup "cpu.weight"` …).
+# What a mismatch line is about: its start (STYLE.md: `value of cgroup "cpu.weight"` …).
 _ABOUT = re.compile(r'^(value of [a-z ]+ "[^"]+"|path|event "[^"]+")')
 _AT = re.compile(r" at \S+ was ")  # the cgroup path, long and in every line
 
@@ -101,6 +101,7 @@ def grouped(non_pass: list[dict[str, Any]]) -> str:
         first = _ABOUT.match(n["why"])
         for about in n.get("about") or [first[1] if first else n["why"][:120]]:
             groups.setdefault(f"{n['status']} {about}", []).append(n)
+
     def example(n: dict[str, str]) -> str:
         return f"{n['id']}: {_AT.sub(' was ', n['why'])[:300]}"
 
