@@ -25,7 +25,7 @@ import pytest
 
 from fixtures.node import Deploy
 from nodeconf.manifest import MEMORY, SWAP, Pod
-from nodeconf.nodes.base import ContainerState, NodeError, PodHandle, Terminated
+from nodeconf.nodes.base import ContainerState, NodeError, PodEvidence, PodHandle, Terminated
 from nodeconf.semantics.expectation import Expected
 from suites.toolkit.checks import check_admission, check_qos, deploy_pods
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_value
@@ -158,6 +158,11 @@ def test_swap_under_pressure(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, c
 REACHED_RULE = "KEP-5359: memory.swap.max is the swap ceiling; beyond memory + swap the OOM killer"
 
 
+def _readable(evidence: PodEvidence, hog: str) -> bool:
+    """True while the hog's cgroup was read (a container that ended may have taken its cgroup with it)."""
+    return {"memory.swap.max", "memory.swap.current"} <= evidence.container(hog).cgroup.raw.keys()
+
+
 def _wait_swap_full(handle: PodHandle, hog: str, timeout: float = 120.0) -> Watched:
     """Poll until the hog's memory.swap.current is within FULL_SLACK of its binding memory.swap.max (the hog then
     waits for its trigger file, so the value is at rest), or the hog ended (the check then fails on its outcome)."""
@@ -170,10 +175,12 @@ def _wait_swap_full(handle: PodHandle, hog: str, timeout: float = 120.0) -> Watc
             if "memory.swap.current" in files:
                 peaks[files.path] = max(peaks.get(files.path, 0), files.number("memory.swap.current"))
         watched = Watched(evidence, {hog: evidence.status.container(hog)}, peaks)
+        state = watched.states[hog]
+        if state.state == "terminated" or state.last_terminated is not None or not _readable(evidence, hog):
+            return watched
         ceiling = _ceiling(watched, (hog,), "memory.swap.max")
         swapped = evidence.container(hog).cgroup.number("memory.swap.current")
-        state = watched.states[hog]
-        if swapped >= ceiling - FULL_SLACK or state.state == "terminated" or state.last_terminated is not None:
+        if swapped >= ceiling - FULL_SLACK:
             return watched
         if time.monotonic() > deadline:
             raise NodeError(f"pod {handle.pod.ref}: swap of {hog} at {swapped} bytes, not within {FULL_SLACK} of "
@@ -193,12 +200,16 @@ def test_swap_fills_to_its_limit_then_oom_kills(deploy: Deploy, oracle: Oracle, 
     check_admission(handle, expected)
     check_qos(handle, expected, None)
     full = _wait_swap_full(handle, "app")
-    rest = full.evidence.container("app").cgroup
-    ceiling = _ceiling(full, ("app",), "memory.swap.max")
-    rows = [compare_measured(workload.name, "app", rest.path, "memory.swap.current with swap full, at rest",
-                             Band(ceiling - FULL_SLACK, ceiling,
-                                  f"at memory.swap.max {ceiling}, less at most {FULL_SLACK} reclaim skipped"),
-                             rest.number("memory.swap.current"), REACHED_RULE)]
+    rest, at_rest = full.evidence.container("app").cgroup, "memory.swap.current with swap full, at rest"
+    if _readable(full.evidence, "app"):
+        ceiling = _ceiling(full, ("app",), "memory.swap.max")
+        rows = [compare_measured(workload.name, "app", rest.path, at_rest,
+                                 Band(ceiling - FULL_SLACK, ceiling,
+                                      f"at memory.swap.max {ceiling}, less at most {FULL_SLACK} reclaim skipped"),
+                                 rest.number("memory.swap.current"), REACHED_RULE)]
+    else:  # the hog ended before its swap was full: the outcome row below says how
+        rows = [compare_value(workload.name, "app", rest.path, at_rest,
+                              Expected("at memory.swap.max, the hog waiting for its trigger", REACHED_RULE), None)]
     if full.states["app"].running:
         handle.exec("app", ["python3", "-c", f"open({trigger!r}, 'x').close()"])
     watched = watch_hogs(handle, ("app",), 96)
