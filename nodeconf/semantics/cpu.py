@@ -27,6 +27,12 @@ MIN_QUOTA_PERIOD = 1000
 # cgroup v2 cpu.weight range (kernel Documentation/admin-guide/cgroup-v2.rst "cpu.weight").
 MIN_WEIGHT = 1
 MAX_WEIGHT = 10_000
+# systemd keeps CPUQuota as a whole percent: 10 ms of CPU per second (opencontainers/cgroups systemd addCPUQuota).
+SYSTEMD_QUOTA_STEP_USEC = 10_000
+USEC_PER_SEC = 1_000_000
+SYSTEMD_ROUNDING = ("opencontainers/runc#4622: under the systemd cgroup driver runc >= 1.3.2 (opencontainers/cgroups "
+                    "v0.0.4 addCPUQuota) writes the quota rounded up to 10 ms per second to cpu.max too; upstream e2e "
+                    "(GetCPULimitCgroupExpectations) accepts both values")
 
 
 def milli_cpu_to_shares(milli_cpu: int) -> int:
@@ -102,6 +108,27 @@ def cpu_max(quota: int, period: int) -> str:
     return f"{quota if quota > 0 else 'max'} {period}"
 
 
+def systemd_rounded_quota(quota: int, period: int) -> int:
+    """opencontainers/cgroups systemd/common.go addCPUQuota: quota·10⁶/period µs per second, rounded up to a
+    multiple of 10 000, converted back to the period (the value cgroups ≥ v0.0.4 also writes to cpu.max)."""
+    per_second = quota * USEC_PER_SEC // period
+    if per_second % SYSTEMD_QUOTA_STEP_USEC:
+        per_second = (per_second // SYSTEMD_QUOTA_STEP_USEC + 1) * SYSTEMD_QUOTA_STEP_USEC
+    return per_second * period // USEC_PER_SEC
+
+
+def quota_expected(quota: int, period: int, rule: str, config: KubeletConfig) -> Expected:
+    """cpu.max for a quota; under the systemd cgroup driver, systemd's rounded quota is an accepted deviation.
+
+    Seed and SEMANTICS give MilliCPUToQuota exactly, which stays the expected value; the rounding is the runtime's
+    (cgroupfs driver: none, so a rounded value there fails)."""
+    value = cpu_max(quota, period)
+    rounded = systemd_rounded_quota(quota, period) if quota > 0 else quota
+    if config.cgroup_driver != "systemd" or rounded == quota:
+        return Expected(value, rule)
+    return Expected(value, rule, accepted={cpu_max(rounded, period): SYSTEMD_ROUNDING})
+
+
 def container_shares(pod: Pod, container: Container, profile: Profile) -> int:
     """kuberuntime_container_linux.go calculateLinuxResources: the request's shares; the limit's (pod-level
     limit standing in for a missing one) only when no request is given at all, so an explicit `0` gives 2."""
@@ -136,7 +163,7 @@ def container_files(
             f"{node.cpu_weight_formula} shares→weight of MilliCPUToShares(request)={shares} "
             f"(runtime formula for containers, seed requests-limits-qos cgroup table){runtime_note(node)}",
         ),
-        "cpu.max": Expected(cpu_max(quota, period), quota_rule),
+        "cpu.max": quota_expected(quota, period, quota_rule, config),
     }
 
 
@@ -163,7 +190,7 @@ def pod_files(pod: Pod, qos: QosClass, config: KubeletConfig, profile: Profile) 
         rule = "ResourceConfigForPod: MilliCPUToQuota(sum of limits) when every container has a cpu limit"
         if not config.cpu_cfs_quota:
             quota, rule = 0, "cpuCFSQuota: false → quota -1 (ResourceConfigForPod)"
-        files["cpu.max"] = Expected(cpu_max(quota, period), rule)
+        files["cpu.max"] = quota_expected(quota, period, rule, config)
     else:
         files["cpu.max"] = Expected(
             cpu_max(0, QUOTA_PERIOD), "ResourceConfigForPod: a container without cpu limit → no pod quota"

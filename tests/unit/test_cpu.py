@@ -100,6 +100,22 @@ def test_pod_level_limit_gives_shares_to_a_container_without_request() -> None:
     assert cpu.container_shares(p, p.containers[0], PROFILE) == 1024
 
 
+# kubernetes test/e2e/framework/pod GetCPULimitCgroupExpectations (opencontainers/runc#4622): 15m → 1500 or 2000,
+# 20m → 2000 only; 25m is systemd's 3000 measured on sid + systemd + runc 1.3.6 after a resize.
+@pytest.mark.parametrize(("milli", "accepted"), [(15, {"2000 100000"}), (20, set()), (25, {"3000 100000"}),
+                                                 (1234, {"124000 100000"}), (1000, set())])
+def test_systemd_driver_accepts_the_rounded_quota(milli: int, accepted: set[str]) -> None:
+    p = with_api_defaults(pod(ctr("a", {"cpu": f"{milli}m"}, {"cpu": f"{milli}m", "memory": "64Mi"})))
+    node = NodeFacts(memory_capacity=4 * GI)
+    for config, extra in ((CONFIG, accepted), (KubeletConfig(cgroup_driver="cgroupfs"), set())):
+        container = cpu.container_files(p, p.containers[0], node, config, PROFILE)["cpu.max"]
+        pod_level = cpu.pod_files(p, QosClass.GUARANTEED, config, PROFILE)["cpu.max"]
+        for expected in (container, pod_level):
+            assert expected.value == f"{milli * 100} 100000"
+            assert set(expected.accepted) == extra
+            assert all("runc#4622" in issue for issue in expected.accepted.values())
+
+
 def test_cpu_cfs_quota_off() -> None:
     p = with_api_defaults(RES_DEMO)
     config = KubeletConfig(cpu_cfs_quota=False)
