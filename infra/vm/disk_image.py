@@ -229,7 +229,7 @@ def open_image_node(path: Path, *, memory_mib: int = DEFAULT_MEMORY_MIB, cpus: i
     machine = boot_image(path, memory_mib=memory_mib, cpus=cpus, swap_mib=swap_mib, uefi=uefi, progress=progress)
     try:
         node = EnforcedNode(machine.ssh(), settings or EnforcerSettings(), spec=spec or f"vm?image={path}",
-                            after_close=(machine.stop,))
+                            after_close=(machine.stop,), describe_host=machine.console_report)
         return node.start()
     except BaseException:
         machine.stop()

@@ -294,6 +294,10 @@ class VirtualMachine:
         except OSError:
             return ""
 
+    def console_report(self) -> str:
+        """One line for a guest that stopped answering: the VM's name and its console's last lines."""
+        return f"VM {self.name} console: {self._console_tail()}"
+
     def _console_tail(self) -> str:
         try:
             lines = self.console_log.read_text(errors="replace").strip().splitlines()

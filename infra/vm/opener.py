@@ -58,7 +58,8 @@ def open_vm_node(spec: NodeSpec) -> Node:
             settings=enforcer_settings(spec), spec=spec.display)
     machine = boot_vm(spec.vm)
     try:
-        node = EnforcedNode(machine.ssh(), enforcer_settings(spec), spec=spec.display, after_close=(machine.stop,))
+        node = EnforcedNode(machine.ssh(), enforcer_settings(spec), spec=spec.display, after_close=(machine.stop,),
+                            describe_host=machine.console_report)
         return node.start()
     except BaseException:
         machine.stop()

@@ -57,7 +57,8 @@ def machine() -> Iterator[VirtualMachine]:
 
 @pytest.fixture(scope="module")
 def node(machine: VirtualMachine) -> Iterator[EnforcedNode]:
-    enforced = EnforcedNode(machine.ssh(), EnforcerSettings(backoff=BACKOFF_SECONDS), spec="vm").start()
+    enforced = EnforcedNode(machine.ssh(), EnforcerSettings(backoff=BACKOFF_SECONDS), spec="vm",
+                            describe_host=machine.console_report).start()
     try:
         enforced.configure(CONFIG)
         yield enforced

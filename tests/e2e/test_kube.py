@@ -199,7 +199,7 @@ def reader_argv(request: dict[str, Any]) -> list[str]:
 def test_reader_finds_an_enforced_pod_on_a_real_kernel(reference_vm: Any) -> None:
     """The reader's discovery from /proc/<pid>/cgroup on the reference VM's kernel agrees with the enforcer,
     which knows its paths: same cgroups, same files, same pids and oom_score_adj."""
-    node = EnforcedNode(reference_vm.ssh()).start()
+    node = EnforcedNode(reference_vm.ssh(), describe_host=reference_vm.console_report).start()
     try:
         pod = res_demo()
         handle = node.run(pod)

@@ -90,6 +90,16 @@ def test_an_unanswered_request_fails_within_its_bound_and_later_ones_at_once() -
         stream.close()
 
 
+def test_an_unanswered_request_names_what_the_host_shows() -> None:
+    stream = LocalTransport().open_stream(["sh", "-c", "cat >/dev/null"], timeout=60)
+    client = AgentClient(stream, bounds={Op.PING: 0.2}, describe_host=lambda: "VM n1 console: rcu stall")
+    try:
+        with pytest.raises(NodeError, match=r"within 0\.2 s .*; VM n1 console: rcu stall$"):
+            client.call(Op.PING)
+    finally:
+        stream.close()
+
+
 def test_each_operation_has_a_bound() -> None:
     client = AgentClient(LocalTransport().open_stream(["true"]))
     try:

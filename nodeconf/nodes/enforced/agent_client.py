@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from nodeconf.enforcer.wire import READS, Op, decode_reply, encode_request
@@ -35,11 +35,14 @@ class Stream(Protocol):
 
 class AgentClient:
     """JSON-lines requests to the agent over one stream; one request at a time, each answered within its bound
-    (`last_agent_ms`: time the agent spent on the last answer, the rest of a call's time is transport)."""
+    (`last_agent_ms`: time the agent spent on the last answer, the rest of a call's time is transport;
+    `describe_host` adds what the host shows, e.g. a VM's console tail, to a missed answer)."""
 
-    def __init__(self, stream: Stream, bounds: Mapping[str, float] = ANSWER_BOUNDS) -> None:
+    def __init__(self, stream: Stream, bounds: Mapping[str, float] = ANSWER_BOUNDS,
+                 describe_host: Callable[[], str] | None = None) -> None:
         self.stream = stream
         self.bounds = bounds
+        self.describe_host = describe_host
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
         self.last_agent_ms = 0.0
@@ -65,8 +68,9 @@ class AgentClient:
                 # A late answer would pair with the next request: the stream is given up.
                 self.failed = (f"it did not answer {name!r} within {bound:g} s, the bound for {name!r}: "
                                f"{err or 'timeout'}")
+                host = f"; {self.describe_host()}" if self.describe_host else ""
                 raise NodeError(f"the enforcer did not answer {name!r} within {bound:g} s (the bound for {name!r}): "
-                                f"{err or 'timeout'}") from None
+                                f"{err or 'timeout'}{host}") from None
         if not line:
             raise NodeError(f"the enforcer closed the connection during {name!r} (see its log)")
         reply = decode_reply(line)

@@ -170,11 +170,13 @@ class EnforcedNode(Node):
     """A node whose kubelet is the bundled enforcer, started by `start()` and removed by `close()`."""
 
     def __init__(self, transport: AgentTransport, settings: EnforcerSettings = EnforcerSettings(), *,
-                 spec: str = "", after_close: Sequence[Callable[[], None]] = ()) -> None:
+                 spec: str = "", after_close: Sequence[Callable[[], None]] = (),
+                 describe_host: Callable[[], str] | None = None) -> None:
         self.spec = spec
         self.transport = transport
         self.settings = settings
         self.after_close = tuple(after_close)
+        self.describe_host = describe_host
         self._client: AgentClient | None = None
         self._facts: NodeFacts | None = None
         self._closed = False
@@ -224,7 +226,8 @@ class EnforcedNode(Node):
             if started.rc != 0:
                 raise NodeError(f"the enforcer did not start: {_text(started.stderr)}")
             bridge = self._agent_argv("bridge", "--socket", self.socket)
-            self._client = AgentClient(self.transport.open_stream(bridge, timeout=READ_BOUND))
+            self._client = AgentClient(self.transport.open_stream(bridge, timeout=READ_BOUND),
+                                       describe_host=self.describe_host)
             self.client.call(Op.PING)
         except BaseException:
             self.close()
