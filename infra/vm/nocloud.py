@@ -1,8 +1,7 @@
 """The NoCloud seed of a vendor image boot: an ISO 9660 volume `cidata` with meta-data and user-data.
 
 The user-data installs nodeconf's client key for root, turns password login off, installs a host key made here
-(so it is pinned before the guest boots), turns on the swap disk nodeconf attaches and starts one idle unit that
-holds a cpuset, a memory cgroup and a CPU quota for the whole boot (PIN_UNIT).
+(so it is pinned before the guest boots) and turns on the swap disk nodeconf attaches.
 Source: cloud-init docs, "NoCloud" datasource (volume label cidata, files meta-data and user-data) and the
 modules "SSH" (ssh_keys, ssh_deletekeys, ssh_genkeytypes, disable_root, ssh_authorized_keys), "Set Passwords"
 (ssh_pwauth), "Bootcmd".
@@ -17,16 +16,6 @@ from pathlib import Path
 
 SEED_VOLUME_ID = "cidata"
 SWAP_LABEL = "nodeconf-swap"
-PIN_UNIT = "nodeconf-pin.service"
-# One idle unit with a cpuset, a memory cgroup and a CPU quota for the whole boot, as nodeconf.slice does on the
-# reference image: the kernel's static keys cpusets_enabled_key, memcg_sockets_enabled_key and __cfs_bandwidth_used
-# then never step 0↔1 per container. Each step patches kernel text through int3, which under qemu's multi-threaded
-# TCG can leave another vCPU in the int3 (a panic on trixie + systemd + runc; a guest that stops answering during
-# the first CPU-limited pod on this image, CI). Started without blocking and without default dependencies: bootcmd
-# runs before sysinit.target, which a default transient unit would wait for. Nothing nodeconf checks reads it.
-PIN_COMMAND = ["systemd-run", "--no-block", f"--unit={PIN_UNIT}", "--property=DefaultDependencies=no",
-               "--property=AllowedCPUs=0", "--property=MemoryAccounting=yes", "--property=CPUQuota=200%",
-               "sleep", "infinity"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +42,7 @@ def make_keys(directory: Path) -> SeedKeys:
 
 
 def user_data(keys: SeedKeys, *, swap: bool) -> str:
-    """The #cloud-config: root's key, no passwords, our host key only, the pin unit and the swap disk at boot."""
+    """The #cloud-config: root's key, no passwords, our host key only, the swap disk on at boot."""
     config: dict[str, object] = {
         "disable_root": False,
         "users": [],
@@ -64,7 +53,8 @@ def user_data(keys: SeedKeys, *, swap: bool) -> str:
         "ssh_genkeytypes": ["ed25519"],
         "ssh_keys": {"ed25519_private": keys.host_private_key, "ed25519_public": keys.host_public_key},
     }
-    config["bootcmd"] = [PIN_COMMAND, *([["swapon", "-L", SWAP_LABEL]] if swap else [])]
+    if swap:
+        config["bootcmd"] = [["swapon", "-L", SWAP_LABEL]]
     # JSON is YAML: no YAML writer needed, and the private key's newlines survive as escapes.
     return "#cloud-config\n" + json.dumps(config, indent=2) + "\n"
 

@@ -75,12 +75,16 @@ def option_value(path: Path) -> str:
     return str(path).replace(",", ",,")
 
 
-def machine_argv(binary: str, accel: str, memory_mib: int, cpus: int, console_log: Path) -> list[str]:
-    """The qemu binary, accelerator, q35 machine and size, no default devices, serial console to a file."""
+def machine_argv(binary: str, accel: str, memory_mib: int, cpus: int, console_log: Path, *,
+                 tcg_thread: str = "multi") -> list[str]:
+    """The qemu binary, accelerator, q35 machine and size, no default devices, serial console to a file.
+
+    Under TCG each vCPU gets its own host thread (`thread=multi`) unless `tcg_thread="single"` runs them all in one.
+    """
     if accel == "kvm":
         accel_args = ["-accel", "kvm", "-cpu", "host"]
     elif accel == "tcg":
-        accel_args = ["-accel", "tcg,thread=multi", "-cpu", "max"]
+        accel_args = ["-accel", f"tcg,thread={tcg_thread}", "-cpu", "max"]
     else:
         raise ValueError(f"accelerator must be 'kvm' or 'tcg', not {accel!r}")
     return [

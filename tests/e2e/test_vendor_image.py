@@ -19,7 +19,6 @@ from infra.vendor_image.build import ensure_vendor_image
 from infra.vendor_image.recipe import VendorRecipe
 from infra.vm.disk_image import boot_image, open_image_node
 from infra.vm.machine import VmError
-from infra.vm.nocloud import PIN_UNIT
 from infra.vm.state import vm_directory
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_objects
@@ -58,14 +57,6 @@ def test_the_node_is_the_image_own_kernel_with_cgroup2_and_swap(node: EnforcedNo
     facts = node.facts()
     assert facts.kernel_version.startswith("6.12."), facts.kernel_version
     assert facts.swap_capacity > 0, "the attached swap disk was not turned on by cloud-init's bootcmd"
-
-
-def test_the_pin_unit_holds_a_cpu_quota_and_a_cpuset_for_the_whole_boot(node: EnforcedNode) -> None:
-    """bootcmd's idle unit keeps the kernel's CFS bandwidth and cpuset static keys on (see nocloud.PIN_COMMAND)."""
-    unit = f"/sys/fs/cgroup/system.slice/{PIN_UNIT}"
-    result = node.transport.run(["cat", f"{unit}/cpu.max", f"{unit}/cpuset.cpus", f"{unit}/memory.current"])
-    cpu_max, cpus, memory = result.check().text.split("\n")[:3]
-    assert (cpu_max, cpus) == ("200000 100000", "0") and int(memory) >= 0, result.text
 
 
 def test_res_demo_reads_back_equal_to_the_oracle(node: EnforcedNode) -> None:

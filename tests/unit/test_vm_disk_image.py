@@ -48,6 +48,12 @@ def test_bios_boots_the_image_snapshot_with_seed_and_swap() -> None:
     assert option(words, "-nic")[0].endswith("hostfwd=tcp:127.0.0.1:40022-:22")
 
 
+def test_under_tcg_the_vcpus_share_one_host_thread() -> None:
+    """No multi-threaded TCG for a kernel nodeconf did not build (its static-key text patching races there)."""
+    words = argv(BIOS)
+    assert option(words, "-accel") == ["tcg,thread=single"] and option(words, "-smp") == ["2"]
+
+
 def test_uefi_adds_ovmf_code_read_only_and_the_vm_own_vars() -> None:
     drives = option(argv(UEFI), "-drive")
     assert drives[0] == "if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd"

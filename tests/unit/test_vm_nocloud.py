@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from infra.vm.nocloud import PIN_COMMAND, SWAP_LABEL, make_keys, meta_data, user_data, write_seed_iso
+from infra.vm.nocloud import SWAP_LABEL, make_keys, meta_data, user_data, write_seed_iso
 
 
 def iso_file(iso: Path, name: str, tmp_path: Path) -> str:
@@ -37,9 +37,9 @@ def test_seed_iso_holds_cloud_config_with_our_keys(tmp_path: Path) -> None:
     assert config["ssh_keys"] == {"ed25519_private": (tmp_path / "host_ed25519").read_text(),
                                   "ed25519_public": (tmp_path / "host_ed25519.pub").read_text().strip()}
     assert config["ssh_genkeytypes"] == ["ed25519"] and config["ssh_deletekeys"] is True
-    assert config["bootcmd"] == [PIN_COMMAND, ["swapon", "-L", SWAP_LABEL]]
+    assert config["bootcmd"] == [["swapon", "-L", SWAP_LABEL]]
     assert not list(tmp_path.glob("seed.d"))
 
 
-def test_no_swap_only_the_pin(tmp_path: Path) -> None:
-    assert yaml.safe_load(user_data(make_keys(tmp_path), swap=False))["bootcmd"] == [PIN_COMMAND]
+def test_no_swap_no_bootcmd(tmp_path: Path) -> None:
+    assert "bootcmd" not in yaml.safe_load(user_data(make_keys(tmp_path), swap=False))
