@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING
 from infra.vm.accel import AccelChoice
 from infra.vm.disk_probe import DiskFacts, inspect_image
 from infra.vm.image import VmImage
-from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine, VmError
+from infra.vm.machine import (
+    DEFAULT_CPUS,
+    DEFAULT_MEMORY_MIB,
+    DEFAULT_SWAP_MIB,
+    VirtualMachine,
+    VmError,
+    console_summary,
+)
 from infra.vm.nocloud import make_keys, meta_data, user_data, write_seed_iso
 from infra.vm.qemu import machine_argv, option_value, swap_and_network_argv
 from nodeconf.nodes.ssh_login import SshTarget
@@ -205,8 +212,7 @@ class DiskMachine(VirtualMachine):
             text = console_text(self.console_log.read_bytes())
         except OSError:
             return "(no console log)"
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        return " | ".join(lines[-3:]) if lines else "(empty)"
+        return console_summary([line.strip() for line in text.splitlines() if line.strip()])
 
 
 def boot_image(path: Path, *, memory_mib: int = DEFAULT_MEMORY_MIB, cpus: int = DEFAULT_CPUS,

@@ -33,6 +33,8 @@ DEFAULT_CPUS = 2
 BOOT_TIMEOUT = {"tcg": 180.0, "kvm": 30.0}
 SSH_LOGIN_TIMEOUT = 30.0
 PORT_ATTEMPTS = 3
+# Console lines that name a kernel fault; the first ones are shown before the tail, which may only say "panic".
+FAULT_MARKS = ("Oops", "BUG:", "general protection fault", "RIP:", "self-detected stall", "blocked for more than")
 PR_SET_PDEATHSIG = 1
 
 _names = itertools.count(1)
@@ -303,7 +305,16 @@ class VirtualMachine:
             lines = self.console_log.read_text(errors="replace").strip().splitlines()
         except OSError:
             return "(no console log)"
-        return " | ".join(lines[-3:]) if lines else "(empty)"
+        return console_summary(lines)
+
+
+def console_summary(lines: list[str]) -> str:
+    """One line: the console's first two kernel-fault lines (FAULT_MARKS), if any, then its last three lines."""
+    if not lines:
+        return "(empty)"
+    tail = lines[-3:]
+    faults = [line for line in lines[:-3] if any(mark in line for mark in FAULT_MARKS)][:2]
+    return " | ".join([*faults, "…", *tail] if faults else tail)
 
 
 def _stop_all() -> None:

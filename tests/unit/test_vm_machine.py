@@ -13,7 +13,7 @@ import pytest
 
 from infra.vm.accel import AccelChoice
 from infra.vm.image import VmImage
-from infra.vm.machine import VirtualMachine, VmError, free_loopback_port
+from infra.vm.machine import VirtualMachine, VmError, console_summary, free_loopback_port
 from infra.vm.qemu import QemuSpec
 from infra.vm.state import VmState, qemu_pid_alive, vm_directory
 
@@ -141,3 +141,12 @@ def test_a_vm_whose_qemu_exits_mid_run_is_reported_lost(tmp_path: Path, monkeypa
     finally:
         machine.stop()
     assert "lost" not in lost_machines()
+
+
+def test_console_summary_shows_the_first_fault_lines_before_the_tail() -> None:
+    lines = ["[ 1.0] booting", "[90.1] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI", "[90.1] RIP: 0010:__alloc_pages+0x1",
+             "[90.2] RIP: 0010:again", "[93.1] Shutting down cpus with NMI", "[93.1] Kernel Offset: 0x3640",
+             "[93.2] ---[ end Kernel panic - not syncing: Fatal exception in interrupt ]---"]
+    assert console_summary(lines) == " | ".join([*lines[1:3], "…", *lines[-3:]])
+    assert console_summary(["a", "b", "c", "d"]) == "b | c | d"
+    assert console_summary([]) == "(empty)"
