@@ -128,3 +128,17 @@ def test_bridge_without_an_agent_says_so(tmp_path: Path) -> None:
                                    str(tmp_path / "none.sock")])
     assert result.rc == 1
     assert result.stderr_text.startswith(f"nodeconf bridge: cannot reach the agent at {tmp_path / 'none.sock'}")
+
+
+def test_a_hung_agent_log_is_read_from_its_file_once(tmp_path: Path, local_node: EnforcedNode) -> None:
+    """Once the agent misses an answer, its log comes from the file over the transport, read once."""
+    client = local_node.client
+    client.failed = "it did not answer 'run' within 120 s"
+    log = Path(local_node.settings.state_dir) / "agent.log"
+    log.write_text("INFO run pod default/res-demo\nINFO waiting for the runtime\n")
+    first = local_node.logs()
+    assert first.startswith(f"(read from {log}: the enforcer no longer answers)\n")
+    assert first.endswith("INFO waiting for the runtime")
+    log.write_text("later\n")
+    assert local_node.logs() == first
+    client.failed = ""

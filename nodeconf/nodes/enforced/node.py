@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from nodeconf.enforcer.agent_core import LOG_FILE
 from nodeconf.enforcer.wire import (
     ALREADY_RUNNING,
     FOREIGN_TREE,
@@ -54,6 +55,9 @@ from nodeconf.nodes.enforced.bundle import (
     agent_bundle,
 )
 from nodeconf.semantics.expectation import Event
+
+# The end of the agent's log read over the transport once the agent no longer answers.
+LOG_TAIL_BYTES = 200_000
 
 
 class AgentTransport(Protocol):
@@ -183,6 +187,7 @@ class EnforcedNode(Node):
         self._pushed = False
         self.token = secrets.token_hex(16)
         self.final_log = ""
+        self._stranded_log = ""
 
     @property
     def running(self) -> bool:
@@ -287,10 +292,22 @@ class EnforcedNode(Node):
         return parse_metrics(self.client.call(Op.CADVISOR_METRICS)["text"])
 
     def logs(self) -> str:
+        """The agent's log: through the agent, or read from its file over the transport once the agent no longer
+        answers (the log then says why it hangs); tried once, as a lost host answers nothing at all."""
         if self._client is None:
             return self.final_log
-        text: str = self.client.call(Op.LOGS)["text"]
-        return text
+        if not self._client.failed:
+            text: str = self.client.call(Op.LOGS)["text"]
+            return text
+        if not self._stranded_log:
+            path = f"{self.settings.state_dir}/{LOG_FILE}"
+            try:
+                read = self.transport.run(["tail", "-c", str(LOG_TAIL_BYTES), path], timeout=READ_BOUND)
+                self._stranded_log = (f"(read from {path}: the enforcer no longer answers)\n{_text(read.stdout)}"
+                                      if read.rc == 0 else f"could not read {path}: {_text(read.stderr)}")
+            except Exception as error:
+                self._stranded_log = f"could not read {path}: {type(error).__name__}: {error}"
+        return self._stranded_log
 
     def reset(self) -> None:
         """Delete every pod and namespace object; back to the default kubelet configuration."""
