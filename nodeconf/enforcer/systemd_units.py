@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from nodeconf.semantics.cpu import systemd_quota_per_second
+
 # busctl(1) `call` of the systemd manager; `--` ends busctl's options (a unit name may start with `-`: `-.slice`).
 MANAGER = ("busctl", "call", "--", "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
            "org.freedesktop.systemd1.Manager")
 # USEC_INFINITY / CGROUP_LIMIT_MAX: `max` as a property value (uint64 all ones).
 INFINITY = 2**64 - 1
-# systemd persists CPUQuotaPerSecUSec as a whole percent, so runc/crun round it up to 10 ms per second.
-QUOTA_STEP_USEC = 10_000
 DEFAULT_PERIOD_USEC = 100_000
 ROOT_SLICE = "-.slice"
 # The job mode runc's startUnit uses: replace a queued conflicting job.
@@ -130,10 +130,7 @@ def cpu_quota_properties(quota: int, period: int) -> list[Property]:
     """CPUQuotaPeriodUSec and CPUQuotaPerSecUSec = quota·1s/period rounded up to 10 ms (quota ≤ 0: infinity)."""
     if period <= 0:
         raise ValueError(f"cpu period {period} must be positive")
-    per_second = INFINITY
-    if quota > 0:
-        per_second = -(-quota * 1_000_000 // period)
-        per_second = -(-per_second // QUOTA_STEP_USEC) * QUOTA_STEP_USEC
+    per_second = systemd_quota_per_second(quota, period) if quota > 0 else INFINITY
     return [uint("CPUQuotaPeriodUSec", period), uint("CPUQuotaPerSecUSec", per_second)]
 
 

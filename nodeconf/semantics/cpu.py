@@ -108,13 +108,16 @@ def cpu_max(quota: int, period: int) -> str:
     return f"{quota if quota > 0 else 'max'} {period}"
 
 
-def systemd_rounded_quota(quota: int, period: int) -> int:
-    """opencontainers/cgroups systemd/common.go addCPUQuota: quota·10⁶/period µs per second, rounded up to a
-    multiple of 10 000, converted back to the period (the value cgroups ≥ v0.0.4 also writes to cpu.max)."""
+def systemd_quota_per_second(quota: int, period: int) -> int:
+    """opencontainers/cgroups systemd/common.go addCPUQuota: CPUQuotaPerSecUSec = quota·10⁶/period (integer
+    division), rounded up to a multiple of 10 000 µs; quota > 0."""
     per_second = quota * USEC_PER_SEC // period
-    if per_second % SYSTEMD_QUOTA_STEP_USEC:
-        per_second = (per_second // SYSTEMD_QUOTA_STEP_USEC + 1) * SYSTEMD_QUOTA_STEP_USEC
-    return per_second * period // USEC_PER_SEC
+    return -(-per_second // SYSTEMD_QUOTA_STEP_USEC) * SYSTEMD_QUOTA_STEP_USEC
+
+
+def systemd_rounded_quota(quota: int, period: int) -> int:
+    """The rounded quota converted back to the period (the value cgroups ≥ v0.0.4 also writes to cpu.max)."""
+    return systemd_quota_per_second(quota, period) * period // USEC_PER_SEC
 
 
 def quota_expected(quota: int, period: int, rule: str, config: KubeletConfig) -> Expected:
