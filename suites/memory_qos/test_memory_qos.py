@@ -188,8 +188,8 @@ def test_memory_high_events_rise_without_oom_kill(deploy: Deploy, oracle: Oracle
     check_admission(handle, expected)
     check_qos(handle, expected, QosClass.BURSTABLE)
     watched = watch_hogs(handle, ["app"], 52)
-    app = watched.evidence.container("app").cgroup
-    counted = watched.evidence.container("app").scope or app
+    got = watched.evidence.container("app")
+    app, counted = got.cgroup, got.scope or got.cgroup
     events = counted.keyed("memory.events")
     state = watched.states["app"]
     rule = "Memory QoS: memory.high throttles and reclaims, it never kills"
