@@ -113,13 +113,16 @@ class Supervision(StateFile):
 
     def _runtime_spawn(self, c: ContainerRecord, log: Path) -> RuntimeProcess:
         """`run` the container from its bundle in its cgroup, created (and marked) here first: the runtime's
-        `delete` removed it after the previous attempt."""
+        `delete` removed it after the previous attempt. A scope is the runtime's to start, once systemd has removed
+        the previous attempt's scope of the same name."""
         assert self.runtime is not None
         resources = self.resources.get(c.cgroup)
         if resources is None:
             raise RuntimeCommandError(f"no resources computed for {c.cgroup}")
         scope = self.tree.needs_process(c.cgroup)  # a --systemd-cgroup runtime starts the scope itself
         self.tree.ensure(c.cgroup.rsplit("/", 1)[0] if scope else c.cgroup)
+        if scope and isinstance(self.tree, SystemdTree):  # the same unit name as the attempt before
+            self.tree.await_gone(c.cgroup)
         proc = self.runtime.run(container_id(c.cgroup), c.argv, c.oom_score_adj, c.cgroup, resources, log)
         self.sent[c.cgroup] = resources
         if scope and isinstance(self.tree, SystemdTree):

@@ -111,6 +111,12 @@ class SystemdTree(CgroupTree):
             if made.is_dir() and not is_marked(made, self.kernel):
                 self._mark_new(made)
 
+    def await_gone(self, path: str, timeout: float = JOB_TIMEOUT) -> None:
+        """Wait until systemd has removed a stopped scope's cgroup (SystemdCallError after `timeout`). A runtime's
+        `delete` may return before: runc before 1.0.0 waits 1 s for StopUnit and goes on (runc commit 33c9f8b,
+        "a race between removing the cgroup and creating another one with the same name")."""
+        self._await(self.dir(path), exists=False, timeout=timeout)
+
     def process_cgroup(self, path: str) -> str:
         """crun's sub-cgroup of a scope when it made one (there are the process and the values crun wrote),
         else the scope."""

@@ -133,6 +133,14 @@ def test_a_scope_a_runtime_started_is_adopted(tree: SystemdTree, tmp_path: Path)
     assert tree.process_cgroup(SCOPE) == SCOPE
 
 
+def test_a_runtime_reuses_a_scope_name_only_once_systemd_removed_the_old_scope(tree: SystemdTree,
+                                                                                 tmp_path: Path) -> None:
+    tree.await_gone(SCOPE, timeout=0.05)  # never started: nothing to wait for
+    (tmp_path / SCOPE).mkdir(parents=True)  # still being stopped by systemd
+    with pytest.raises(SystemdCallError, match=r"cri-containerd-c1\.scope go away within 0\.05 s"):
+        tree.await_gone(SCOPE, timeout=0.05)
+
+
 def test_crun_s_sub_cgroup_is_adopted_and_holds_the_container(tree: SystemdTree, tmp_path: Path) -> None:
     tree.ensure(POD)
     (tmp_path / SCOPE / "container").mkdir(parents=True)  # what `crun --systemd-cgroup run` leaves
