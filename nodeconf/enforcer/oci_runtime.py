@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import dataclasses
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -32,6 +33,9 @@ PR_SET_CHILD_SUBREAPER = 36
 COMMAND_TIMEOUT = 60.0
 # How long a killed container may take to be reaped.
 STOP_TIMEOUT = 10.0
+# A command slower than this is logged with its time: the agent holds its lock meanwhile, and a client's bound for
+# a read is 30 s (nodeconf/nodes/enforced/agent_client.py READ_BOUND).
+SLOW_COMMAND = 5.0
 # The probe container's request: 250m → 256 shares, weight 10 (linear) or 35 (non-linear) (seed article).
 PROBE_SHARES = 256
 PROBE_CGROUP = "kubepods.slice/nodeconf-runtime-probe.scope"
@@ -105,6 +109,7 @@ class OciRuntime:
         """Run a runtime command; `output` takes its (and a started container's) stdout and stderr, which must not
         be pipes: the container keeps them open."""
         argv = [self.binary, "--root", str(self.root), *(["--systemd-cgroup"] if self.systemd_cgroup else []), *args]
+        started = time.monotonic()
         try:
             if output is None:
                 done = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, cwd=cwd,
@@ -119,6 +124,9 @@ class OciRuntime:
         except subprocess.TimeoutExpired:  # killed by subprocess.run; a StartError, never an agent error
             raise RuntimeCommandError(f"`{self.name} {' '.join(args)}` did not return within "
                                       f"{COMMAND_TIMEOUT:g} s and was killed") from None
+        took = time.monotonic() - started
+        if took > SLOW_COMMAND:
+            logging.getLogger("nodeconf.enforcer").warning("`%s %s` took %.1f s", self.name, " ".join(args), took)
         if output is not None:
             with open(output, "rb") as written:
                 written.seek(start)

@@ -5,7 +5,9 @@ runtimes run in tests/e2e/test_runtimes.py."""
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import time
 from pathlib import Path
 
@@ -111,3 +113,12 @@ def test_a_runtime_command_that_hangs_is_killed_and_reported(runtime: OciRuntime
     monkeypatch.setattr("nodeconf.enforcer.oci_runtime.COMMAND_TIMEOUT", 0.2)
     with pytest.raises(RuntimeCommandError, match=r"`runc hang` did not return within 0\.2 s and was killed"):
         runtime._run("hang")
+
+
+def test_a_slow_command_is_logged_with_its_time(runtime: OciRuntime, monkeypatch: pytest.MonkeyPatch,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """The agent holds its lock during a runtime command: one slower than SLOW_COMMAND leaves a line in its log."""
+    monkeypatch.setattr("nodeconf.enforcer.oci_runtime.SLOW_COMMAND", 0.0)
+    with caplog.at_level(logging.WARNING, logger="nodeconf.enforcer"):
+        runtime.kill("abc")
+    assert re.fullmatch(r"`runc kill abc KILL` took \d+\.\d s", caplog.messages[-1])
