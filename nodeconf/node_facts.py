@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CPU_WEIGHT_FORMULAS = ("linear", "nonlinear")
+# What a probe found when a runtime wrote neither formula's weight (measured, never declarable).
+NEITHER_FORMULA = "neither"
 # Kernel options the suites rely on, reported from the node's kernel config (cgroup v2 memory, swap accounting,
 # cpu weight/max, cpuset, pids, io, hugetlb, PSI) (source: Linux init/Kconfig, mm/Kconfig).
 KERNEL_CONFIG_OPTIONS = (
@@ -58,7 +60,7 @@ class NodeFacts:
     def __post_init__(self) -> None:
         if self.cpu_weight_formula not in CPU_WEIGHT_FORMULAS:
             raise ValueError(f"unknown cpu weight formula {self.cpu_weight_formula!r}")
-        if self.measured_cpu_weight_formula not in ("", *CPU_WEIGHT_FORMULAS):
+        if self.measured_cpu_weight_formula not in ("", *CPU_WEIGHT_FORMULAS, NEITHER_FORMULA):
             raise ValueError(f"unknown measured cpu weight formula {self.measured_cpu_weight_formula!r}")
         if self.page_size <= 0 or self.page_size & (self.page_size - 1):
             raise ValueError(f"page size must be a power of two, got {self.page_size}")

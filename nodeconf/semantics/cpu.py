@@ -6,7 +6,7 @@ import math
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, Container, Pod
-from nodeconf.node_facts import NodeFacts
+from nodeconf.node_facts import NEITHER_FORMULA, NodeFacts
 from nodeconf.semantics.expectation import Expected, QosClass
 from nodeconf.semantics.pod_resources import (
     every_container_limits,
@@ -69,7 +69,9 @@ def nonlinear_weight(shares: int) -> int:
 
 def measured_formula(shares: int, observed_weight: int) -> str:
     """Which shares→weight formula a runtime used, from one container's `cpu.weight` (seed article: 250m → 256
-    shares → 10 linear, 35 non-linear); ValueError when the shares cannot tell them apart or neither matches."""
+    shares → 10 linear, 35 non-linear); NEITHER_FORMULA when it matches neither (measured on bullseye: crun 0.17 under
+    the systemd driver leaves `cpu.weight` at 100), so that exactly the cpu.weight checks fail on such a node.
+    ValueError when the shares cannot tell the formulas apart."""
     linear, nonlinear = linear_weight(shares), nonlinear_weight(shares)
     if linear == nonlinear:
         raise ValueError(f"{shares} shares give weight {linear} under both formulas; probe with another request")
@@ -77,19 +79,22 @@ def measured_formula(shares: int, observed_weight: int) -> str:
         return "nonlinear"
     if observed_weight == linear:
         return "linear"
-    raise ValueError(f"cpu.weight {observed_weight} for {shares} shares matches neither formula "
-                     f"(linear {linear}, non-linear {nonlinear})")
+    return NEITHER_FORMULA
 
 
 def runtime_note(node: NodeFacts) -> str:
     """What the node's runtime was measured doing, for a container cpu.weight rule ("" when not measured)."""
-    if not node.measured_cpu_weight_formula:
+    measured = node.measured_cpu_weight_formula
+    if not measured:
         return ""
     name = node.runtime or "runtime"
     runtime = name if node.runtime_version in ("", name) else f"{name} {node.runtime_version}"
-    note = f"; the node's runtime {runtime} uses the {node.measured_cpu_weight_formula} formula"
-    if node.measured_cpu_weight_formula != node.cpu_weight_formula:
-        note += f" (accept it with --cpu-weight-formula {node.measured_cpu_weight_formula})"
+    if measured == NEITHER_FORMULA:
+        return f"; the node's runtime {runtime} follows neither formula (its probe container's cpu.weight matched " \
+               "neither)"
+    note = f"; the node's runtime {runtime} uses the {measured} formula"
+    if measured != node.cpu_weight_formula:
+        note += f" (accept it with --cpu-weight-formula {measured})"
     return note
 
 

@@ -191,11 +191,23 @@ def test_measured_formula_from_one_container(shares: int, weight: int, formula: 
     assert cpu.measured_formula(shares, weight) == formula
 
 
-def test_measured_formula_refuses_ambiguous_and_foreign_values() -> None:
+def test_measured_formula_refuses_ambiguous_shares_and_names_a_foreign_value() -> None:
     with pytest.raises(ValueError, match="both formulas"):
         cpu.measured_formula(2, 1)
-    with pytest.raises(ValueError, match="matches neither"):
-        cpu.measured_formula(256, 50)
+    # bullseye's crun 0.17 under the systemd driver: the probe's 256 shares leave cpu.weight at its default 100.
+    assert cpu.measured_formula(256, 100) == "neither"
+
+
+def test_a_runtime_that_follows_neither_formula_is_named_without_an_escape() -> None:
+    """Neither formula can be declared acceptable for such a runtime: its container cpu.weight checks fail."""
+    node = NodeFacts(memory_capacity=4 * GI, runtime="crun", runtime_version="0.17",
+                     measured_cpu_weight_formula="neither")
+    note = cpu.runtime_note(node)
+    assert note == "; the node's runtime crun 0.17 follows neither formula (its probe container's cpu.weight " \
+                   "matched neither)"
+    p = with_api_defaults(RES_DEMO)
+    want = cpu.container_files(p, p.containers[0], node, CONFIG, PROFILE)["cpu.weight"]
+    assert (want.value, want.rule.endswith(note)) == ("35", True)
 
 
 # A node whose runtime (bookworm's runc) was measured using the old formula.
