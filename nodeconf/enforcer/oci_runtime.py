@@ -39,6 +39,7 @@ SLOW_COMMAND = 5.0
 # The probe container's request: 250m → 256 shares, weight 10 (linear) or 35 (non-linear) (seed article).
 PROBE_SHARES = 256
 PROBE_CGROUP = "kubepods.slice/nodeconf-runtime-probe.scope"
+logger = logging.getLogger(__name__)  # below the agent's "nodeconf.enforcer"
 
 
 class RuntimeCommandError(Exception):
@@ -126,7 +127,7 @@ class OciRuntime:
                                       f"{COMMAND_TIMEOUT:g} s and was killed") from None
         took = time.monotonic() - started
         if took > SLOW_COMMAND:
-            logging.getLogger("nodeconf.enforcer").warning("`%s %s` took %.1f s", self.name, " ".join(args), took)
+            logger.warning("`%s %s` took %.1f s", self.name, " ".join(args), took)
         if output is not None:
             with open(output, "rb") as written:
                 written.seek(start)
