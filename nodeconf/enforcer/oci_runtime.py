@@ -24,6 +24,7 @@ from typing import Any
 
 from nodeconf.enforcer import oci_bundle
 from nodeconf.enforcer.cgroupfs import CgroupTree
+from nodeconf.enforcer.systemd_tree import SystemdTree
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.cpu import measured_formula
 
@@ -186,9 +187,10 @@ class OciRuntime:
             self.delete(cid)
         return ids
 
-    def measure_weight(self, cgroup_dir: Path) -> int:
+    def measure_weight(self, tree: CgroupTree) -> int:
         """The cpu.weight the runtime writes for PROBE_SHARES: `create` a probe container (its process never
-        starts) in `cgroup_dir`'s cgroup, read the file, delete it."""
+        starts) in PROBE_CGROUP, read the file where the checks read a container's (crun 0.17 writes only in its
+        scope's sub-cgroup: SystemdTree.process_cgroup), delete it."""
         cid = container_id(PROBE_CGROUP)
         bundle = self._bundle(cid, ("true",), 0, PROBE_CGROUP, {"cpu": {"shares": PROBE_SHARES}, "memory": {}})
         pid_file = bundle / "pid"
@@ -199,7 +201,9 @@ class OciRuntime:
             raise
         probe = RuntimeProcess(self, cid, int(pid_file.read_text()))
         try:
-            return int((cgroup_dir / "cpu.weight").read_text())
+            if isinstance(tree, SystemdTree) and tree.needs_process(PROBE_CGROUP):
+                tree.adopt(PROBE_CGROUP)
+            return int((tree.dir(tree.process_cgroup(PROBE_CGROUP)) / "cpu.weight").read_text())
         finally:
             probe.stop()
 
@@ -209,7 +213,7 @@ def runtime_facts(runtime: OciRuntime, tree: CgroupTree, facts: NodeFacts) -> No
     (containers a crashed agent left in the runtime's state are deleted first)."""
     runtime.clear()
     tree.ensure(PROBE_CGROUP.rsplit("/", 1)[0] if tree.needs_process(PROBE_CGROUP) else PROBE_CGROUP)
-    weight = runtime.measure_weight(tree.dir(PROBE_CGROUP))
+    weight = runtime.measure_weight(tree)
     try:
         formula = measured_formula(PROBE_SHARES, weight)
     except ValueError as err:

@@ -69,8 +69,8 @@ def nonlinear_weight(shares: int) -> int:
 
 def measured_formula(shares: int, observed_weight: int) -> str:
     """Which shares→weight formula a runtime used, from one container's `cpu.weight` (seed article: 250m → 256
-    shares → 10 linear, 35 non-linear); NEITHER_FORMULA when it matches neither (measured on bullseye: crun 0.17 under
-    the systemd driver leaves its scope's `cpu.weight` at 100), so that exactly the cpu.weight checks fail there.
+    shares → 10 linear, 35 non-linear); NEITHER_FORMULA when it matches neither, so that exactly the cpu.weight checks
+    fail on such a node instead of all of them.
     ValueError when the shares cannot tell the formulas apart."""
     linear, nonlinear = linear_weight(shares), nonlinear_weight(shares)
     if linear == nonlinear:

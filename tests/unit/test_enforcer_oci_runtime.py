@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from nodeconf.enforcer.oci_runtime import OciRuntime, RuntimeCommandError
+from nodeconf.enforcer.oci_runtime import PROBE_CGROUP, OciRuntime, RuntimeCommandError
+from nodeconf.enforcer.systemd_tree import SystemdTree
 
-# A stand-in `runc`: records each call, runs `run`'s container as a sleeper whose pid it writes to --pid-file.
+# A stand-in `runc`: records each call, runs `run`'s and `create`'s container as a sleeper whose pid it writes to
+# --pid-file; `create` then runs $FAKE_WEIGHTS, the cgroup files a runtime would write.
 FAKE = r"""#!/bin/sh
 [ "$1" = --version ] && { echo "runc version 1.1.5"; echo "commit: v1.1.5"; exit 0; }
 echo "$*" >> "$FAKE_DIR/calls"
@@ -24,6 +26,8 @@ root=$2; shift 2
 case "$1" in
   run) mkdir -p "$root"; [ "$5" = bad ] && { echo "no such file: rootfs/bin/x" >&2; exit 1; }
        sleep 60 </dev/null >/dev/null 2>&1 & echo $! > "$4"; echo $! > "$FAKE_DIR/$5.pid"; echo started;;
+  create) sleep 60 </dev/null >/dev/null 2>&1 & echo $! > "$3"; echo $! > "$FAKE_DIR/$4.pid"
+          [ -z "$FAKE_WEIGHTS" ] || sh -c "$FAKE_WEIGHTS";;
   update) cp "$3" "$FAKE_DIR/update.json";;
   kill) kill -9 "$(cat "$FAKE_DIR/$2.pid")";;
   delete) [ -f "$FAKE_DIR/$3.pid" ] || { echo "container $3 does not exist" >&2; exit 1; }
@@ -122,3 +126,21 @@ def test_a_slow_command_is_logged_with_its_time(runtime: OciRuntime, monkeypatch
     with caplog.at_level(logging.WARNING, logger="nodeconf.enforcer"):
         runtime.kill("abc")
     assert re.fullmatch(r"`runc kill abc KILL` took \d+\.\d s", caplog.messages[-1])
+
+
+def test_the_weight_probe_reads_crun_s_sub_cgroup_not_the_scope(runtime: OciRuntime, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """crun 0.17 under the systemd driver (measured on bullseye): the scope keeps cpu.weight 100, the values are in
+    its `container` sub-cgroup (10 for 256 shares, linear). The probe reads where the checks read."""
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    scope = root / PROBE_CGROUP
+    monkeypatch.setenv("FAKE_WEIGHTS", f"mkdir -p {scope}/container && echo 100 > {scope}/cpu.weight && "
+                                       f"echo 10 > {scope}/container/cpu.weight")
+    runtime.systemd_cgroup = True
+
+    def no_systemd(argv: object) -> str:
+        raise AssertionError(f"no systemd call expected: {argv}")
+
+    assert runtime.measure_weight(SystemdTree(root, owner="nodeconf test", run=no_systemd)) == 10
+    assert [line.split()[3] for line in calls(tmp_path)] == ["create", "kill", "delete"]
