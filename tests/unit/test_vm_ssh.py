@@ -293,6 +293,6 @@ def test_a_dropped_connection_during_a_command_raises(server: Server) -> None:
     threading.Timer(0.3, ssh.close).start()
     started = time.monotonic()
     with pytest.raises(TransportError, match="lost"):
-        transport.run(["sleep", "3"], timeout=10)
-    assert time.monotonic() - started < 2, "a lost connection must not wait for the command's deadline"
+        transport.run(["sleep", "12"], timeout=10)
+    assert time.monotonic() - started < 6, "a lost connection must not wait for the command's deadline (10 s)"
     transport.close()
