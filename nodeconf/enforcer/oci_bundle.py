@@ -31,6 +31,9 @@ CAPABILITIES = (
 USR_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # The node's directories every container sees read-only: programs, libraries, configuration.
 READ_ONLY = ("/usr", "/etc")
+# The node's cgroup tree, writable, at its own place: a workload sees its cgroup and its ancestors as under the
+# direct launcher, and memhog --reclaim writes its own memory.reclaim (no cgroup namespace, as in `NAMESPACES`).
+CGROUP_TREE = "/sys/fs/cgroup"
 NAMESPACES = ("pid", "mount", "ipc", "uts")  # host network, as a hostNetwork pod
 ENV = ("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8")
 
@@ -106,13 +109,14 @@ def config(argv: Sequence[str], oom_score_adj: int, container_cgroup: str, resou
            hostname: str, read_only: Sequence[str], host_root: Path = Path("/"),
            systemd: bool = False) -> dict[str, Any]:
     """config.json: argv as root in an empty read-only rootfs that holds the node's /usr, /etc and the given
-    directories read-only, /proc, /dev and a /tmp; pid, mount, ipc and uts namespaces; oomScoreAdj; cgroup and
-    resources as above."""
+    directories read-only, /proc, /dev, a /tmp and the node's cgroup tree; pid, mount, ipc and uts namespaces;
+    oomScoreAdj; cgroup and resources as above."""
     binds = [*READ_ONLY, *read_only, *(f"/{name}" for name in usr_links(host_root)[1])]
     mounts = [
         {"destination": "/proc", "type": "proc", "source": "proc", "options": ["nosuid", "noexec", "nodev"]},
         {"destination": "/dev", "type": "bind", "source": "/dev", "options": ["rbind", "nosuid"]},
         {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "mode=1777"]},
+        {"destination": CGROUP_TREE, "type": "bind", "source": CGROUP_TREE, "options": ["rbind", "nosuid", "nodev"]},
         *({"destination": d, "type": "bind", "source": d, "options": ["rbind", "ro"]} for d in binds),
     ]
     caps = list(CAPABILITIES)
@@ -152,7 +156,8 @@ def prepare_rootfs(bundle: Path, read_only: Sequence[str], host_root: Path = Pat
     """The bundle's empty rootfs: mount points for every mount of config() and the merged-/usr symlinks."""
     rootfs = bundle / "rootfs"
     links, real = usr_links(host_root)
-    for point in ("proc", "dev", "tmp", *(d.strip("/") for d in (*READ_ONLY, *read_only)), *real):
+    points = ("proc", "dev", "tmp", CGROUP_TREE, *READ_ONLY, *read_only, *real)
+    for point in (p.strip("/") for p in points):
         (rootfs / point).mkdir(parents=True, exist_ok=True)
     for name, target in links.items():
         if not (rootfs / name).is_symlink():

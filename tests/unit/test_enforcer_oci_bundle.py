@@ -125,7 +125,7 @@ def test_config_runs_argv_in_a_read_only_view_of_the_node(tmp_path: Path) -> Non
     read_only = {m["destination"] for m in spec["mounts"] if "ro" in m.get("options", ())}
     assert read_only == {"/usr", "/etc", "/opt/nodeconf", "/lib32"}
     assert {m["destination"]: m["type"] for m in spec["mounts"] if "ro" not in m.get("options", ())} == {
-        "/proc": "proc", "/dev": "bind", "/tmp": "tmpfs"}
+        "/proc": "proc", "/dev": "bind", "/tmp": "tmpfs", "/sys/fs/cgroup": "bind"}
 
 
 def test_rootfs_has_mount_points_and_the_usr_symlinks(tmp_path: Path) -> None:
@@ -136,8 +136,9 @@ def test_rootfs_has_mount_points_and_the_usr_symlinks(tmp_path: Path) -> None:
     rootfs = bundle / "rootfs"
     assert {p.name: str(p.readlink()) for p in rootfs.iterdir() if p.is_symlink()} == {
         "bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
-    assert {p.name for p in rootfs.iterdir() if not p.is_symlink()} == {"proc", "dev", "tmp", "usr", "etc", "opt",
-                                                                         "lib32"}
+    assert {p.name for p in rootfs.iterdir() if not p.is_symlink()} == {"proc", "dev", "tmp", "sys", "usr", "etc",
+                                                                         "opt", "lib32"}
+    assert (rootfs / "sys" / "fs" / "cgroup").is_dir()
     assert (rootfs / "opt" / "nodeconf").is_dir()
 
 

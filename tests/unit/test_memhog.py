@@ -46,3 +46,13 @@ def test_make_room_reports_swap_full(tmp_path: Path) -> None:
     own = cgroup(tmp_path / "c", memory_max=str(32 * MIB), memory_current=str(31 * MIB),
                  memory_swap_max=str(16 * MIB), memory_swap_current=str(16 * MIB))
     assert memhog.make_room([own], MIB) is False
+
+
+def test_reclaim_without_its_cgroup_in_view_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A container without the node's cgroup tree: exit 2 with the path, not a silent race with the OOM killer."""
+    monkeypatch.setattr(memhog, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(memhog, "cgroup_dirs", lambda: [tmp_path / "pod" / "c", tmp_path / "pod", tmp_path])
+    assert memhog.main(["8", "--reclaim"]) == 2
+    assert capsys.readouterr().err == f"memhog: --reclaim needs {tmp_path}/pod/c/memory.reclaim, which this " \
+                                      "process cannot see\n"

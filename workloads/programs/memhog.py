@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     page = mmap.PAGESIZE
     chunks: list[mmap.mmap] = []
     dirs = cgroup_dirs() if args.reclaim else []
+    if dirs and not (dirs[0] / "memory.reclaim").exists():  # else it would race the OOM killer unnoticed
+        print(f"memhog: --reclaim needs {dirs[0]}/memory.reclaim, which this process cannot see", file=sys.stderr)
+        return 2
     started = time.monotonic()
     for i in range(args.mib):
         if dirs and not make_room(dirs, MIB):
