@@ -34,8 +34,8 @@ PR_SET_CHILD_SUBREAPER = 36
 COMMAND_TIMEOUT = 60.0
 # How long a killed container may take to be reaped.
 STOP_TIMEOUT = 10.0
-# A command slower than this is logged with its time: the agent holds its lock meanwhile, and a client's bound for
-# a read is 30 s (nodeconf/nodes/enforced/agent_client.py READ_BOUND).
+# A command slower than this is logged with its time: the agent holds its lock meanwhile, and every client bound
+# allows only a few such commands (nodeconf/nodes/enforced/agent_client.py lock_hold).
 SLOW_COMMAND = 5.0
 # The probe container's request: 250m → 256 shares, weight 10 (linear) or 35 (non-linear) (seed article).
 PROBE_SHARES = 256

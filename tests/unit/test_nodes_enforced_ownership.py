@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from test_nodes_enforced import local_settings
 
+from nodeconf.enforcer.oci_runtime import COMMAND_TIMEOUT
 from nodeconf.enforcer.ownership import foreign_message
 from nodeconf.enforcer.server import OPERATIONS
 from nodeconf.enforcer.wire import Op
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced.agent_client import ANSWER_BOUNDS, EXEC_MARGIN, READ_BOUND, AgentClient
+from nodeconf.nodes.enforced.agent_client import ANSWER_BOUNDS, EXEC_MARGIN, READ_BOUND, AgentClient, lock_hold
 from nodeconf.nodes.enforced.bundle import MARKER_FILE
 from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.transport.local import LocalTransport
@@ -106,6 +107,18 @@ def test_each_operation_has_a_bound() -> None:
         assert client.bound(Op.EVIDENCE, {}) == client.bound(Op.STATUS, {}) == READ_BOUND == 30
         assert client.bound(Op.EXEC, {"timeout": 100}) == 100 + EXEC_MARGIN
         assert client.bound(Op.RUN, {}) > READ_BOUND
+    finally:
+        client.close()
+
+
+def test_with_a_runtime_every_bound_waits_for_five_runtime_commands_more() -> None:
+    """The agent holds its lock while runc or crun starts a pod's containers (a pause and up to four here)."""
+    assert lock_hold("direct") == 0
+    client = AgentClient(LocalTransport().open_stream(["true"]), held=lock_hold("runc"))
+    try:
+        assert lock_hold("runc") == lock_hold("crun") == 5 * COMMAND_TIMEOUT == 300
+        assert client.bound(Op.STATUS, {}) == READ_BOUND + 300
+        assert client.bound(Op.EXEC, {"timeout": 100}) == 100 + EXEC_MARGIN + 300
     finally:
         client.close()
 

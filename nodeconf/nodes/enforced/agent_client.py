@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from nodeconf.enforcer.oci_runtime import COMMAND_TIMEOUT, DIRECT
 from nodeconf.enforcer.wire import READS, Op, decode_reply, encode_request
 from nodeconf.nodes.base import NodeError
 
@@ -21,6 +22,16 @@ EXECS = (Op.EXEC, Op.EXEC_NODE)
 ANSWER_BOUNDS: Mapping[str, float] = {
     op: READ_BOUND if op in READS else WRITE_BOUND for op in Op if op not in EXECS
 }
+# With a runtime (runc, crun) the agent holds its lock while the runtime starts a pod's containers, each `run`
+# bounded by the agent at COMMAND_TIMEOUT; every answer may wait that long. Measured under TCG: runc 1.1.15 took
+# 26-35 s per container of a CPU-limited pod (runc init's CPU is charged to the pod's quota).
+HELD_STARTS = 5  # containers one holding of the lock may start: a pause and four (the suites' largest pod)
+
+
+def lock_hold(runtime: str) -> float:
+    """Seconds the agent may hold its lock on top of its own work: HELD_STARTS runtime commands, none when the
+    agent starts the processes itself."""
+    return 0.0 if runtime == DIRECT else HELD_STARTS * COMMAND_TIMEOUT
 
 
 class Stream(Protocol):
@@ -36,12 +47,14 @@ class Stream(Protocol):
 class AgentClient:
     """JSON-lines requests to the agent over one stream; one request at a time, each answered within its bound
     (`last_agent_ms`: time the agent spent on the last answer, the rest of a call's time is transport;
-    `describe_host` adds what the host shows, e.g. a VM's console tail, to a missed answer)."""
+    `describe_host` adds what the host shows, e.g. a VM's console tail, to a missed answer; `held` is added to
+    every bound, see lock_hold)."""
 
     def __init__(self, stream: Stream, bounds: Mapping[str, float] = ANSWER_BOUNDS,
-                 describe_host: Callable[[], str] | None = None) -> None:
+                 describe_host: Callable[[], str] | None = None, held: float = 0.0) -> None:
         self.stream = stream
         self.bounds = bounds
+        self.held = held
         self.describe_host = describe_host
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
@@ -49,10 +62,10 @@ class AgentClient:
         self.failed = ""
 
     def bound(self, op: Op, args: Mapping[str, Any]) -> float:
-        """Seconds to wait for the answer to op: its bound; an exec's own timeout plus EXEC_MARGIN."""
+        """Seconds to wait for the answer to op: its bound (an exec's own timeout plus EXEC_MARGIN), plus `held`."""
         if op in EXECS:
-            return float(args.get("timeout", READ_BOUND)) + EXEC_MARGIN
-        return self.bounds.get(op, WRITE_BOUND)
+            return float(args.get("timeout", READ_BOUND)) + EXEC_MARGIN + self.held
+        return self.bounds.get(op, WRITE_BOUND) + self.held
 
     def call(self, op: Op, **args: Any) -> Any:
         with self.lock:

@@ -42,7 +42,7 @@ from nodeconf.nodes.base import (
     Terminated,
     parse_metrics,
 )
-from nodeconf.nodes.enforced.agent_client import READ_BOUND, AgentClient, Stream
+from nodeconf.nodes.enforced.agent_client import READ_BOUND, AgentClient, Stream, lock_hold
 from nodeconf.nodes.enforced.bundle import (
     MARKER_FILE,
     PUSH_SCRIPT,
@@ -232,7 +232,7 @@ class EnforcedNode(Node):
                 raise NodeError(f"the enforcer did not start: {_text(started.stderr)}")
             bridge = self._agent_argv("bridge", "--socket", self.socket)
             self._client = AgentClient(self.transport.open_stream(bridge, timeout=READ_BOUND),
-                                       describe_host=self.describe_host)
+                                       describe_host=self.describe_host, held=lock_hold(settings.runtime))
             self.client.call(Op.PING)
         except BaseException:
             self.close()
