@@ -14,7 +14,7 @@ from typing import Any
 
 from nodeconf import names
 from nodeconf.cgroup_files import evidence_files
-from nodeconf.enforcer import process, reserved
+from nodeconf.enforcer import oci_bundle, process, reserved
 from nodeconf.enforcer.agent_core import LOG_FILE, STATE_FILE, TERMINAL, AgentError
 from nodeconf.enforcer.metrics import render, render_cadvisor
 from nodeconf.enforcer.ownership import foreign_message, is_marked
@@ -153,12 +153,15 @@ class Agent(Supervision):
             return {p: found for p, found in read.items() if found is not None}
 
     def exec_in(self, ref: str, container: str, argv: Sequence[str], timeout: float) -> ExecDoc:
-        """Run argv inside a container's cgroup with its oom_score_adj (kubectl exec)."""
+        """Run argv inside a container's cgroup with its oom_score_adj (kubectl exec); in its namespaces when a
+        runtime started it."""
         with self.lock:
             c = self._record(ref).container(container)
-            if c.state != "running":
+            if c.state != "running" or c.proc is None:
                 raise AgentError(f"container {container} of pod {ref} is not running")
             directory, adj = self.tree.dir(self.tree.process_cgroup(c.cgroup)), c.oom_score_adj
+            if self.runtime is not None and _strings(argv):
+                argv = oci_bundle.entered(c.proc.pid, argv)
         return _run(argv, directory, adj, timeout)
 
     def exec_in_reserve(self, path: str, argv: Sequence[str], timeout: float) -> ExecDoc:
@@ -272,9 +275,13 @@ class Agent(Supervision):
             return {"conditions": dict(self.conditions), "events": list(self.node_events)}
 
 
+def _strings(argv: Sequence[str]) -> bool:
+    return bool(argv) and all(isinstance(a, str) for a in argv)
+
+
 def _run(argv: Sequence[str], directory: Path, oom_score_adj: int, timeout: float) -> ExecDoc:
     """argv run to completion in the cgroup directory: its exit code and output."""
-    if not argv or not all(isinstance(a, str) for a in argv):
+    if not _strings(argv):
         raise AgentError("exec needs a non-empty list of strings")
     rc, out, err = process.run_in(argv, directory, oom_score_adj, timeout)
     return {"rc": rc, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")}

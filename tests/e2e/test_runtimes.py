@@ -26,6 +26,7 @@ from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.spec import parse_node_spec
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.profile import profile_for
+from nodeconf.workloads import SLEEPER
 from suites.toolkit.compare import ComparedValue, compare_pod, mismatch_message
 
 pytestmark = pytest.mark.vm
@@ -106,6 +107,20 @@ def test_oom_kill_comes_back_as_oomkilled_137(node: EnforcedNode) -> None:
         last = status.container("eater").last_terminated
         assert last is not None and (last.exit_code, last.reason) == (137, "OOMKilled"), last
         assert any(e.reason == "OOMKilling" for e in status.events)
+    finally:
+        handle.delete()
+
+
+def test_exec_runs_in_the_container_s_namespaces(node: EnforcedNode) -> None:
+    """kubectl exec into a runtime's container sees what the container sees: its pid 1 is the container's process
+    (res-demo's sleeper, not the node's init) and a file it writes in /tmp is in the container's /tmp only."""
+    handle = node.run(manifest("res-demo"))
+    try:
+        handle.wait_running()
+        shown = handle.exec("hello", ["sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline; echo x > /tmp/nodeconf-exec"])
+        assert (shown.rc, shown.stdout.split()) == (0, list(SLEEPER)), shown
+        assert handle.exec("hello", ["cat", "/tmp/nodeconf-exec"]).stdout == "x\n"
+        assert node.transport.run(["test", "-e", "/tmp/nodeconf-exec"], timeout=30).rc == 1, "written on the node"
     finally:
         handle.delete()
 

@@ -158,3 +158,9 @@ def test_facts_carry_the_runtime_over_the_wire() -> None:
 ])
 def test_cgroups_path_for_a_systemd_cgroup_runtime(cgroup: str, path: str) -> None:
     assert oci_bundle.cgroups_path(cgroup, systemd=True) == path
+
+
+def test_an_exec_enters_the_container_s_namespaces() -> None:
+    """kubectl exec through a runtime runs in the container's namespaces: the bundle's, entered by nsenter."""
+    assert oci_bundle.entered(4242, ["cat", "/tmp/x"]) == [
+        "nsenter", "--target=4242", "--pid", "--mount", "--ipc", "--uts", "--", "cat", "/tmp/x"]
