@@ -79,6 +79,12 @@ class CgroupTree:
         """The cgroup below path that holds the container's processes and values: path itself here."""
         return path
 
+    def adopt(self, path: str) -> None:
+        """Mark a scope a runtime started for nodeconf's container; none here (needs_process is always False)."""
+
+    def await_gone(self, path: str) -> None:
+        """Wait until the cgroup's manager has removed a stopped scope; nothing to wait for here."""
+
     def set_properties(self, path: str, files: Mapping[str, str]) -> None:
         """Tell the cgroup's manager the values before they are written (systemd units); nothing here."""
 

@@ -24,7 +24,6 @@ from typing import Any
 
 from nodeconf.enforcer import oci_bundle
 from nodeconf.enforcer.cgroupfs import CgroupTree
-from nodeconf.enforcer.systemd_tree import SystemdTree
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.cpu import measured_formula
 
@@ -201,7 +200,7 @@ class OciRuntime:
             raise
         probe = RuntimeProcess(self, cid, int(pid_file.read_text()))
         try:
-            if isinstance(tree, SystemdTree) and tree.needs_process(PROBE_CGROUP):
+            if tree.needs_process(PROBE_CGROUP):
                 tree.adopt(PROBE_CGROUP)
             return int((tree.dir(tree.process_cgroup(PROBE_CGROUP)) / "cpu.weight").read_text())
         finally:

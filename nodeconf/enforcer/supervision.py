@@ -121,11 +121,11 @@ class Supervision(StateFile):
             raise RuntimeCommandError(f"no resources computed for {c.cgroup}")
         scope = self.tree.needs_process(c.cgroup)  # a --systemd-cgroup runtime starts the scope itself
         self.tree.ensure(c.cgroup.rsplit("/", 1)[0] if scope else c.cgroup)
-        if scope and isinstance(self.tree, SystemdTree):  # the same unit name as the attempt before
+        if scope:  # the same unit name as the attempt before
             self.tree.await_gone(c.cgroup)
         proc = self.runtime.run(container_id(c.cgroup), c.argv, c.oom_score_adj, c.cgroup, resources, log)
         self.sent[c.cgroup] = resources
-        if scope and isinstance(self.tree, SystemdTree):
+        if scope:
             try:
                 self.tree.adopt(c.cgroup)
             except OSError:
