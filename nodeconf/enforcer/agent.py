@@ -160,9 +160,8 @@ class Agent(Supervision):
             if c.state != "running" or c.proc is None:
                 raise AgentError(f"container {container} of pod {ref} is not running")
             directory, adj = self.tree.dir(self.tree.process_cgroup(c.cgroup)), c.oom_score_adj
-            if self.runtime is not None and _strings(argv):
-                argv = oci_bundle.entered(c.proc.pid, argv)
-        return _run(argv, directory, adj, timeout)
+            enter = c.proc.pid if self.runtime is not None else None
+        return _run(argv, directory, adj, timeout, enter)
 
     def exec_in_reserve(self, path: str, argv: Sequence[str], timeout: float) -> ExecDoc:
         """Run argv inside an enforced reserve cgroup this agent made (a system daemon under system-reserved)."""
@@ -275,14 +274,14 @@ class Agent(Supervision):
             return {"conditions": dict(self.conditions), "events": list(self.node_events)}
 
 
-def _strings(argv: Sequence[str]) -> bool:
-    return bool(argv) and all(isinstance(a, str) for a in argv)
-
-
-def _run(argv: Sequence[str], directory: Path, oom_score_adj: int, timeout: float) -> ExecDoc:
-    """argv run to completion in the cgroup directory: its exit code and output."""
-    if not _strings(argv):
+def _run(argv: Sequence[str], directory: Path, oom_score_adj: int, timeout: float,
+         enter: int | None = None) -> ExecDoc:
+    """argv run to completion in the cgroup directory (and in the namespaces of the container whose process is
+    `enter`): its exit code and output."""
+    if not argv or not all(isinstance(a, str) for a in argv):
         raise AgentError("exec needs a non-empty list of strings")
+    if enter is not None:
+        argv = oci_bundle.entered(enter, argv)
     rc, out, err = process.run_in(argv, directory, oom_score_adj, timeout)
     return {"rc": rc, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")}
 
