@@ -194,7 +194,7 @@ def test_measured_formula_from_one_container(shares: int, weight: int, formula: 
 def test_measured_formula_refuses_ambiguous_shares_and_names_a_foreign_value() -> None:
     with pytest.raises(ValueError, match="both formulas"):
         cpu.measured_formula(2, 1)
-    # bullseye's crun 0.17 under the systemd driver: the probe's 256 shares leave cpu.weight at its default 100.
+    # A probe whose 256 shares left cpu.weight at its default 100 (what crun 0.17's scope showed on bullseye).
     assert cpu.measured_formula(256, 100) == "neither"
 
 

@@ -195,8 +195,7 @@ def test_each_scheme_has_an_importable_opener() -> None:
 
 
 # Runs `python -m nodeconf` with an audit hook that records, at exit, every process it started (a Popen by its
-# program and first argument) and whether pytest
-# was imported: what "nothing started" means, counted instead of timed.
+# program and first argument) and whether pytest was imported: what "nothing started" means, counted, not timed.
 WATCHED = """
 import atexit, json, runpy, sys
 started, record = [], sys.argv.pop(1)
