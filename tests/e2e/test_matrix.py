@@ -5,6 +5,7 @@ its own checks only, the VM's pass, and the run exits 2."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.vm import paths
 from infra.vm.state import is_our_qemu, list_states
 
 pytestmark = pytest.mark.vm
@@ -22,19 +24,31 @@ SELECTION = ("-k", "res_demo")
 RUN_TIMEOUT_S = 1500
 
 
-def nodeconf_run(reports: Path, *nodes: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    """A nodeconf cache of this test's own: the real cache's images (and everything else in it) linked in, but a
+    `vms/` directory that only this test's run writes. So what the run leaves is seen exactly, whatever VMs other
+    tests (on the other xdist worker) run meanwhile."""
+    own = tmp_path / "xdg-cache" / "nodeconf"
+    own.mkdir(parents=True)
+    for entry in paths.cache_root().iterdir():
+        if entry.name != "vms":
+            (own / entry.name).symlink_to(entry)
+    return own
+
+
+def nodeconf_run(reports: Path, cache: Path, *nodes: str) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "nodeconf", "run", *(f"--node={node}" for node in nodes), "--reports",
             str(reports), "--", "-p", "no:randomly", *SELECTION]
-    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False,
+                          env={**os.environ, "XDG_CACHE_HOME": str(cache.parent)})
 
 
-def vms_and_qemus() -> set[str]:
-    """The VMs recorded in the cache and the qemu processes of this cache (run under the VM lock: any new one
-    during a test is the test's)."""
-    recorded = {f"vm {state.name}" for state in list_states()}
-    pids = {f"qemu {entry.name}" for entry in Path("/proc").iterdir() if entry.name.isdigit()
-            and is_our_qemu(int(entry.name))}
-    return recorded | pids
+def left_behind(cache: Path) -> list[str]:
+    """The VMs recorded in the cache and the qemu processes naming its `vms/` directory."""
+    return [f"vm {state.name}" for state in list_states(cache)] + [
+        f"qemu {entry.name}" for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and is_our_qemu(int(entry.name), cache)]
 
 
 def junit_suites(reports: Path) -> dict[str, list[str]]:
@@ -49,10 +63,9 @@ def summary(reports: Path) -> dict[str, str]:
     return {check["name"]: check["status"] for check in checks}
 
 
-def test_two_vms_in_parallel(tmp_path: Path) -> None:
-    before = vms_and_qemus()
+def test_two_vms_in_parallel(tmp_path: Path, cache: Path) -> None:
     reports = tmp_path / "reports"
-    run = nodeconf_run(reports, "vm", "vm?name=b")
+    run = nodeconf_run(reports, cache, "vm", "vm?name=b")
     assert run.returncode == 0, run.stdout + run.stderr
     statuses = summary(reports)
     assert statuses and all(status == "passed" for status in statuses.values()), statuses
@@ -67,7 +80,7 @@ def test_two_vms_in_parallel(tmp_path: Path) -> None:
     assert '<th scope="row">kernel</th>' in page
     for name in ("vm", "b"):
         assert "kernel_version=" in (reports / "allure-results" / f"environment-{name}.properties").read_text()
-    assert vms_and_qemus() <= before, "a VM of the run is left"
+    assert left_behind(cache) == [], "a VM of the run is left"
 
 
 @pytest.fixture
@@ -84,10 +97,10 @@ def unreachable_ssh(tmp_path: Path) -> str:
     return f"ssh://root@127.0.0.1:{port}?key={key}&known_hosts={known_hosts}&name=down"
 
 
-def test_a_node_that_cannot_be_opened_breaks_only_its_checks(tmp_path: Path, unreachable_ssh: str) -> None:
-    before = vms_and_qemus()
+def test_a_node_that_cannot_be_opened_breaks_only_its_checks(tmp_path: Path, cache: Path,
+                                                              unreachable_ssh: str) -> None:
     reports = tmp_path / "reports"
-    run = nodeconf_run(reports, "vm", unreachable_ssh)
+    run = nodeconf_run(reports, cache, "vm", unreachable_ssh)
     assert run.returncode == 2, run.stdout + run.stderr
     statuses = summary(reports)
     down = {name: status for name, status in statuses.items() if "[down" in name}
@@ -95,4 +108,4 @@ def test_a_node_that_cannot_be_opened_breaks_only_its_checks(tmp_path: Path, unr
     assert down and set(down.values()) == {"broken"}, statuses
     assert up and set(up.values()) == {"passed"}, statuses
     assert "ERROR" in run.stderr.splitlines()[-1] or "ERROR" in run.stdout.splitlines()[-1]
-    assert vms_and_qemus() <= before, "a VM of the run is left"
+    assert left_behind(cache) == [], "a VM of the run is left"
