@@ -32,7 +32,7 @@ lint: venv
 	$(BIN)/mypy
 
 test: setup lint
-	$(BIN)/pytest --durations=25 tests
+	$(BIN)/pytest -n 2 --dist loadgroup --no-loadscope-reorder --durations=25 tests
 
 run: setup
 	$(BIN)/nodeconf run
