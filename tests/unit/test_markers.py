@@ -146,3 +146,16 @@ def test_disruptive_tests_share_one_xdist_group(pytester: pytest.Pytester) -> No
     _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.disruptive\ndef test_a(request):\n"
                      "    assert request.node.get_closest_marker('xdist_group').args == ('disruptive',)\n")
     pytester.runpytest("-p", "fixtures.markers").assert_outcomes(passed=1)
+
+
+def test_disruptive_tests_run_on_one_xdist_worker(pytester: pytest.Pytester) -> None:
+    """The group is honoured, not only set: each disruptive test writes the worker it ran on. They come first, so
+    a loadgroup that ignored the group would hand the first two to different workers (pytest-xdist#1386)."""
+    tests = "".join(f"@pytest.mark.kep5359\n@pytest.mark.disruptive\ndef test_d{i}(worker_id):\n"
+                    f"    open('ran-on-{i}', 'w').write(worker_id)\n\n" for i in range(4))
+    tests += "".join(f"@pytest.mark.kep5359\ndef test_p{i}():\n    pass\n\n" for i in range(4))
+    _suite(pytester, tests)
+    result = pytester.runpytest_subprocess("-p", "fixtures.markers", "-n", "2", "--dist", "loadgroup")
+    result.assert_outcomes(passed=8)
+    workers = {pytester.path.joinpath(f"ran-on-{i}").read_text() for i in range(4)}
+    assert len(workers) == 1 and workers <= {"gw0", "gw1"}, workers
