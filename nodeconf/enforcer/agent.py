@@ -280,9 +280,12 @@ def _run(argv: Sequence[str], directory: Path, oom_score_adj: int, timeout: floa
     `enter`): its exit code and output."""
     if not argv or not all(isinstance(a, str) for a in argv):
         raise AgentError("exec needs a non-empty list of strings")
+    prefix: Sequence[str] = ()
     if enter is not None:
-        argv = oci_bundle.entered(enter, argv)
-    rc, out, err = process.run_in(argv, directory, oom_score_adj, timeout)
+        if not directory.is_relative_to(oci_bundle.CGROUP_TREE):  # the path the container sees it at
+            raise AgentError(f"{directory} is not under {oci_bundle.CGROUP_TREE}, where containers see cgroups")
+        prefix = oci_bundle.entering(enter)
+    rc, out, err = process.run_in(argv, directory, oom_score_adj, timeout, prefix)
     return {"rc": rc, "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")}
 
 

@@ -138,10 +138,11 @@ def config(argv: Sequence[str], oom_score_adj: int, container_cgroup: str, resou
     }
 
 
-def entered(pid: int, argv: Sequence[str]) -> list[str]:
-    """argv run in the namespaces of a container whose process is pid (NAMESPACES), as the runtime's `exec` runs it:
-    it sees the container's /tmp and processes, not the node's (nsenter from util-linux)."""
-    return ["nsenter", f"--target={pid}", *(f"--{kind}" for kind in NAMESPACES), "--", *argv]
+def entering(pid: int) -> list[str]:
+    """The command prefix that runs what follows it in the namespaces of a container whose process is pid
+    (NAMESPACES), as the runtime's `exec` runs it: it sees the container's /tmp and processes, not the node's
+    (nsenter from util-linux)."""
+    return ["nsenter", f"--target={pid}", *(f"--{kind}" for kind in NAMESPACES), "--"]
 
 
 def usr_links(host_root: Path = Path("/")) -> tuple[dict[str, str], tuple[str, ...]]:

@@ -172,9 +172,12 @@ class OciRuntime:
             self._run("kill", cid, "KILL")
 
     def delete(self, cid: str) -> None:
-        """`delete --force` (kills what still runs, removes the container's cgroup and state) and its bundle."""
-        with contextlib.suppress(RuntimeCommandError):  # never created, or already deleted
+        """`delete --force` (kills what still runs, removes the container's cgroup and state) and its bundle. A
+        failure is logged, not raised: the next `run` of the same id would fail on the container left behind."""
+        try:
             self._run("delete", "--force", cid)
+        except RuntimeCommandError as err:
+            logger.warning("%s", err)
         shutil.rmtree(self.bundles / cid, ignore_errors=True)
 
     def clear(self) -> list[str]:

@@ -42,13 +42,15 @@ def container_argv(command: Sequence[str], args: Sequence[str]) -> tuple[str, ..
     return argv or SLEEPER
 
 
-def _launch(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int, name: str,
+def _launch(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int, name: str, prefix: Sequence[str] = (),
             **popen: Any) -> tuple[subprocess.Popen[bytes], int]:
-    """Start argv through the trampoline; the returned fd becomes readable once it sits in its cgroup."""
+    """Start argv through the trampoline (run by `prefix` when given); the returned fd becomes readable once it
+    sits in its cgroup."""
     ready_read, ready_write = os.pipe()
     try:
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", _TRAMPOLINE, name, str(cgroup_dir / "cgroup.procs"), str(oom_score_adj), *argv],
+            [*prefix, "/bin/sh", "-c", _TRAMPOLINE, name, str(cgroup_dir / "cgroup.procs"), str(oom_score_adj),
+             *argv],
             stdin=ready_write, env=dict(_ENV), start_new_session=True, **popen,
         )
     except BaseException:
@@ -114,10 +116,16 @@ def release(channel: socket.socket) -> None:
         channel.sendall(b"go\n")
 
 
-def run_in(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int,
-           timeout: float) -> tuple[int, bytes, bytes]:
-    """Run argv to completion inside cgroup_dir (an exec into a container); rc 124 on timeout."""
-    proc, ready = _launch(argv, cgroup_dir, oom_score_adj, "nodeconf-exec", stdout=subprocess.PIPE,
+def run_in(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int, timeout: float,
+           prefix: Sequence[str] = ()) -> tuple[int, bytes, bytes]:
+    """Run argv to completion inside cgroup_dir (an exec into a container); rc 124 on timeout.
+
+    `prefix` (nsenter into a container's namespaces) runs the trampoline and waits for it outside the cgroup, as
+    `runc exec` does: a group OOM kill of the container takes what runs inside only. Were the prefix inside, its
+    child in the container's pid namespace would be orphaned to the agent and, never reaped, keep the container's
+    init from exiting (a pid namespace's init waits for every other process of it: pid_namespaces(7)).
+    """
+    proc, ready = _launch(argv, cgroup_dir, oom_score_adj, "nodeconf-exec", prefix, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE)
     await_ready([ready])
     try:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nodeconf.enforcer import oci_bundle
+from nodeconf.enforcer import oci_bundle, process
 from nodeconf.enforcer.oci_bundle import CriResources, cri_resources, linux_resources
 from nodeconf.enforcer.oci_runtime import container_id
 from nodeconf.enforcer.wire import facts_from_dict, facts_to_dict
@@ -162,5 +162,16 @@ def test_cgroups_path_for_a_systemd_cgroup_runtime(cgroup: str, path: str) -> No
 
 def test_an_exec_enters_the_container_s_namespaces() -> None:
     """kubectl exec through a runtime runs in the container's namespaces: the bundle's, entered by nsenter."""
-    assert oci_bundle.entered(4242, ["cat", "/tmp/x"]) == [
-        "nsenter", "--target=4242", "--pid", "--mount", "--ipc", "--uts", "--", "cat", "/tmp/x"]
+    assert oci_bundle.entering(4242) == ["nsenter", "--target=4242", "--pid", "--mount", "--ipc", "--uts", "--"]
+
+
+def test_an_exec_prefix_waits_outside_the_cgroup(tmp_path: Path) -> None:
+    """The prefix (nsenter) runs the trampoline as its child and stays out of the container's cgroup, as `runc
+    exec` does: only the command moves in (the trampoline writes its own pid to cgroup.procs, then execs)."""
+    cgroup, prefix_pid = tmp_path / "cgroup", tmp_path / "prefix.pid"
+    cgroup.mkdir()
+    prefix = ["sh", "-c", 'echo $$ > "$0"; "$@"; exit $?', str(prefix_pid)]  # a child, as nsenter --pid forks
+    rc, out, _ = process.run_in(["sh", "-c", "echo $$"], cgroup, 0, 10, prefix)
+    assert rc == 0
+    assert (cgroup / "cgroup.procs").read_text().split() == out.decode().split()
+    assert prefix_pid.read_text().split() != out.decode().split()
