@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 CPU_WEIGHT_FORMULAS = ("linear", "nonlinear")
 # What a probe found when a runtime wrote neither formula's weight (measured, never declarable).
 NEITHER_FORMULA = "neither"
+NOT_MEASURED = "not measured"  # reported for a node whose formula no probe measured (facts given by hand)
 # Kernel options the suites rely on, reported from the node's kernel config (cgroup v2 memory, swap accounting,
 # cpu weight/max, cpuset, pids, io, hugetlb, PSI) (source: Linux init/Kconfig, mm/Kconfig).
 KERNEL_CONFIG_OPTIONS = (
@@ -82,3 +83,12 @@ class NodeFacts:
             return (int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)) >= (major, minor)
         except (IndexError, ValueError):
             return True
+
+
+def reported_facts(facts: NodeFacts) -> dict[str, object]:
+    """The facts as reports name them (DESIGN.md "Node facts", issue 13 item 4): `cpu_weight_formula` is the
+    formula the node's runtime was measured using. The formula the run accepts is a run entry of its own ("accepted
+    cpu weight formula"), not a fact of the node, so a linear node never reads `cpu_weight_formula=nonlinear`."""
+    measured = facts.measured_cpu_weight_formula or NOT_MEASURED
+    return {key: measured if key == "cpu_weight_formula" else value
+            for key, value in asdict(facts).items() if key != "measured_cpu_weight_formula"}

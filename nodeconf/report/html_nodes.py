@@ -13,8 +13,9 @@ from nodeconf.report.results import Check, RunResults, Status
 from nodeconf.report.verdict import node_verdict
 
 # The layer facts shown above each node's column, in this order, where the node recorded them.
-LAYER_FACTS = (("node", "spec"), ("kernel_version", "kernel"), ("init", "init"), ("runtime", "runtime"),
-               ("runtime_version", "runtime version"), ("debian_release", "Debian release"),
+LAYER_FACTS = (("node", "spec"), ("kernel_version", "kernel"), ("init", "init"), ("init_version", "init version"),
+               ("runtime", "runtime"), ("runtime_version", "runtime version"),
+               ("cpu_weight_formula", "cpu.weight formula"), ("debian_release", "Debian release"),
                ("profile", "profile"))
 
 

@@ -125,6 +125,9 @@ def test_installed_nodeconf_run_records_what_judged_the_node(installed: Installe
     assert started.utcoffset() == timedelta(0) and started <= finished
     assert entries["controller"] == socket.gethostname()
     assert int(entries["memory_capacity"]) > 0 and entries["kernel_version"]
+    # nodeconf's own launcher provides the runtime layer and writes the formula the run accepts (non-linear).
+    assert (entries["runtime"], entries["cpu_weight_formula"]) == ("direct", "nonlinear")
+    assert "measured_cpu_weight_formula" not in entries
 
     attached = [json.loads(path.read_text()) for path in results.glob("*-container.json")]
     kubelet = [a for c in attached for f in c.get("befores", []) for a in f.get("attachments", [])

@@ -37,7 +37,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     record_node_facts(config, NodeFacts(memory_capacity=1073741824, swap_capacity=536870912,
-                                        kernel_version="6.1.0-28-amd64"))
+                                        kernel_version="6.1.0-28-amd64", runtime="runc", runtime_version="1.1.5",
+                                        measured_cpu_weight_formula="linear"))
     record_enforcer_log(config, lambda: "enforcer: wrote memory.high=max for hello\\n")
 '''
 
@@ -187,6 +188,9 @@ def test_run_writes_environment_and_categories(full_run: FullRun) -> None:
     assert entries["command"] == "nodeconf run --node local --profile 1.36 --kubelet-config kubelet.yaml"
     assert entries["started"] <= entries["finished"]
     assert "kernel_version=6.1.0-28-amd64" in environment
+    # The node's formula is the one measured (the oracle's required one stays "nonlinear", a run entry).
+    assert (entries["runtime"], entries["cpu_weight_formula"]) == ("runc", "linear")
+    assert "measured_cpu_weight_formula" not in entries
     assert (results / "categories.json").is_file()
 
 

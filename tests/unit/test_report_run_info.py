@@ -69,10 +69,22 @@ def test_entries_in_order(tmp_path: Path) -> None:
 
 def test_run_header_shows_the_run_entries_escaped() -> None:
     header = run_header([("nodeconf version", "0.1.0"), ("command", "nodeconf run -k 'a<b'"), ("node", "vm"),
-                         ("kernel_version", "6.1")])
+                         ("memory_capacity", "2069446656")])
     assert header.startswith('<dl class="run">')
     assert "<dt>nodeconf version</dt><dd><code>0.1.0</code></dd>" in header
-    assert "a&lt;b" in header and "<dt>node</dt>" in header and "kernel_version" not in header
+    assert "a&lt;b" in header and "<dt>node</dt>" in header and "memory_capacity" not in header
+
+
+def test_run_header_shows_what_the_node_is_after_the_run() -> None:
+    header = run_header([("command", "nodeconf run"), ("node", "vm?debian=trixie&runtime=crun"),
+                         ("memory_capacity", "2069446656"), ("debian_release", "trixie"),
+                         ("kernel_version", "6.12.118+deb13-amd64"), ("init", "systemd"),
+                         ("init_version", "systemd 257"), ("runtime", "crun"), ("runtime_version", "1.21"),
+                         ("cpu_weight_formula", "linear")])
+    terms = [term.split("</dt>")[0] for term in header.split("<dt>")[1:]]
+    assert terms == ["command", "node", "kernel", "init", "init version", "runtime", "runtime version",
+                     "cpu.weight formula", "Debian release"]
+    assert "<dt>cpu.weight formula</dt><dd><code>linear</code></dd>" in header
 
 
 def test_run_header_without_entries_says_so() -> None:

@@ -1,0 +1,23 @@
+"""Node facts as reports name them: the measured cpu.weight formula is the node's, the accepted one the run's."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodeconf.node_facts import NOT_MEASURED, NodeFacts, reported_facts
+
+
+@pytest.mark.parametrize(("measured", "reported"), [("linear", "linear"), ("neither", "neither"),
+                                                    ("nonlinear", "nonlinear"), ("", NOT_MEASURED)])
+def test_the_reported_formula_is_the_measured_one(measured: str, reported: str) -> None:
+    facts = NodeFacts(memory_capacity=1 << 30, cpu_weight_formula="nonlinear", measured_cpu_weight_formula=measured)
+    entries = reported_facts(facts)
+    assert entries["cpu_weight_formula"] == reported
+    assert "measured_cpu_weight_formula" not in entries
+
+
+def test_every_other_fact_is_reported_in_field_order() -> None:
+    facts = NodeFacts(memory_capacity=1 << 30, runtime="crun", runtime_version="1.21", psi=True)
+    entries = reported_facts(facts)
+    assert list(entries)[:3] == ["memory_capacity", "swap_capacity", "cpu_capacity_milli"]
+    assert (entries["runtime"], entries["runtime_version"], entries["psi"]) == ("crun", "1.21", True)
