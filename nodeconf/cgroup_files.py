@@ -15,7 +15,7 @@ OBSERVED_FILES = (
     "cgroup.procs", "cpu.weight", "cpu.max", "cpu.stat",
     "memory.max", "memory.high", "memory.low", "memory.min", "memory.swap.max", "memory.oom.group",
     "memory.current", "memory.swap.current", "memory.peak", "memory.events", "memory.swap.events", "pids.current",
-    "pids.max", "hugetlb.2MB.max", "hugetlb.1GB.max",
+    "pids.max", "hugetlb.2MB.max", "hugetlb.1GB.max", "hugetlb.2MB.rsvd.max", "hugetlb.1GB.rsvd.max",
 )
 
 

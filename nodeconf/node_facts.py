@@ -17,10 +17,12 @@ KERNEL_CONFIG_OPTIONS = (
 )
 # The first kernel release with each cgroup v2 interface the suites read (source: Linux
 # Documentation/admin-guide/cgroup-v2.rst in the named release: memory_recursiveprot mount option 5.7,
+# hugetlb.<size>.rsvd.max 5.7 (the hugetlb reservation accounting; measured present on 5.10 and 6.1),
 # memory.peak 5.19, memory.reclaim 5.19, memory.swap.peak 6.5). Checks needing one are not applicable on an
 # older kernel, with this reason; their expectations do not change.
 KERNEL_FEATURE_SINCE: dict[str, tuple[int, int]] = {
-    "memory_recursiveprot": (5, 7), "memory.peak": (5, 19), "memory.reclaim": (5, 19), "memory.swap.peak": (6, 5),
+    "memory_recursiveprot": (5, 7), "hugetlb.rsvd": (5, 7), "memory.peak": (5, 19), "memory.reclaim": (5, 19),
+    "memory.swap.peak": (6, 5),
 }
 
 

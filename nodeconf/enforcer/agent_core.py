@@ -362,7 +362,8 @@ def with_node_limits(cgroup: CgroupExpectation, limits: Mapping[str, Expected], 
     """A kubepods, pod or container cgroup with the node limits the kubelet writes on it: pids.max unless `pids` is
     off (containers): kubepods' from the allocatable pids, the pod's from podPidsLimit (EnsureExists sets PidsLimit
     when > 0; the oracle's `max` otherwise is a new cgroup's own value, so writing it changes nothing); and, unless
-    `hugetlb` is off (the `hugetlb=ignore` fault), hugetlb.<size>.max of every size (0 for a size not requested).
+    `hugetlb` is off (the `hugetlb=ignore` fault), hugetlb.<size>.max and .rsvd.max of every size (0 for a size not
+    requested; .rsvd.max where the oracle expects it).
     Under systemd pids.max also goes as TasksMax; hugetlb has no unit property (systemd_units.resource_properties)."""
     extra = {name: e for name, e in limits.items()
              if (pids and name in POD_LIMIT_FILES)

@@ -2,7 +2,7 @@
 
 Source: k8s pkg/apis/core/v1/helper HugePageResourceName / HugePageSizeFromResourceName, pkg/kubelet/cadvisor
 util.go CapacityFromMachineInfo (capacity `hugepages-<size>` = reserved pages × size, per size the kernel offers),
-Linux mm/hugetlb_cgroup.c (file names `hugetlb.<size>.max`).
+Linux mm/hugetlb_cgroup.c (file names `hugetlb.<size>.max`, `hugetlb.<size>.rsvd.max`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ def hugetlb_file(size: int) -> str:
     """`hugetlb.2MB.max` for 2 MiB pages (the kernel's hugetlb_cgroup file names, mem_fmt)."""
     count, _, kernel = _unit(size)
     return f"hugetlb.{count}{kernel}.max"
+
+
+def hugetlb_rsvd_file(size: int) -> str:
+    """`hugetlb.2MB.rsvd.max` for 2 MiB pages: the limit on reservations, charged at mmap (hugetlb_cgroup rsvd)."""
+    count, _, kernel = _unit(size)
+    return f"hugetlb.{count}{kernel}.rsvd.max"
 
 
 def is_hugepage_resource(name: str) -> bool:

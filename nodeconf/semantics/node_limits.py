@@ -1,8 +1,8 @@
-"""pids.max, hugetlb.<size>.max, memory.oom.group and the enforced reserve cgroups: the rules of upstream's node e2e
-areas (issue 15), kept apart from `expect()`'s cgroups. The reference enforcer writes the pod's pids.max and the pod
-and container hugetlb.<size>.max (checked by suites/upstream/test_pids.py, test_hugepages.py), kubepods pids.max and
-hugetlb.<size>.max, and creates and writes the enforced reserve cgroups (enforceNodeAllocatable; both checked by
-suites/upstream/test_node_allocatable.py).
+"""pids.max, hugetlb.<size>.max and .rsvd.max, memory.oom.group and the enforced reserve cgroups: the rules of
+upstream's node e2e areas (issue 15), kept apart from `expect()`'s cgroups. The reference enforcer writes the pod's
+pids.max and the pod and container hugetlb limits (checked by suites/upstream/test_pids.py, test_hugepages.py),
+kubepods pids.max and hugetlb limits, and creates and writes the enforced reserve cgroups (enforceNodeAllocatable;
+both checked by suites/upstream/test_node_allocatable.py).
 
 Sources: k8s pkg/kubelet/cm/pod_container_manager_linux.go EnsureExists, helpers_linux.go ResourceConfigForPod,
 node_container_manager_linux.go getCgroupConfigInternal / enforceExistingCgroup, cgroup_manager_linux.go
@@ -21,12 +21,18 @@ from nodeconf.quantity import Quantity
 from nodeconf.semantics import cgroup_paths, cpu, memory
 from nodeconf.semantics.allocatable import reserved
 from nodeconf.semantics.expectation import Expected, PodExpectation
-from nodeconf.semantics.hugepages import hugepage_resource, hugetlb_file
+from nodeconf.semantics.hugepages import hugepage_resource, hugetlb_file, hugetlb_rsvd_file
 from nodeconf.semantics.pod_resources import pod_requests, whole
 from nodeconf.semantics.profile import Profile
 
 PIDS = "pid"  # the node resource name of process ids (pkg/kubelet/stats/pidlimit PIDs)
 UNLIMITED = "max"
+# The kubelet's cgroup manager writes each hugetlb limit twice: opencontainers/cgroups fs2 setHugeTlb writes the
+# value to hugetlb.<size>.max and to hugetlb.<size>.rsvd.max, skipping the latter only where the kernel lacks it
+# (since "libct/cg: support hugetlb rsvd", 2023: runc ≥ 1.2 and every kubelet nodeconf models, 1.34–1.38, which
+# use opencontainers/cgroups; the systemd manager's Set writes the same files). With the reservation limited, a
+# mapping beyond it fails at mmap (ENOMEM) instead of at the fault (SIGBUS).
+RSVD = "and hugetlb.<size>.rsvd.max (opencontainers/cgroups fs2 setHugeTlb)"
 # containerd's default CRI config drops CRI hugepage_limits (disable_hugetlb_controller = true).
 CONTAINERD_DROPS_HUGEPAGES = ("containerd default disable_hugetlb_controller=true drops the CRI hugepage limits "
                               "(internal/cri/config/config_unix.go DefaultConfig, RUNTIME-FACTS.md §1)")
@@ -35,14 +41,18 @@ CONTAINERD_DROPS_HUGEPAGES = ("containerd default disable_hugetlb_controller=tru
 def _hugetlb(limits: Mapping[int, int], node: NodeFacts, rule: str) -> dict[str, Expected]:
     """Every size the node offers: the given bytes floored to whole huge pages (hugetlb_cgroup_write rounds
     down), an omitted size 0 (maybeSetHugetlb "for each page size omitted, limit to 0"); nothing without the
-    hugetlb controller (maybeSetHugetlb returns early)."""
+    hugetlb controller (maybeSetHugetlb returns early). The same limit goes to `hugetlb.<size>.rsvd.max` where
+    the kernel has it (RSVD)."""
     if "hugetlb" not in node.cgroup_controllers:
         return {}
-    return {
-        hugetlb_file(size): Expected(str(limits.get(size, 0) // size * size), rule if size in limits else
-                                     "size not requested: limit 0 (cgroup_manager_linux.go maybeSetHugetlb)")
-        for size, _ in node.hugepages
-    }
+    files: dict[str, Expected] = {}
+    for size, _ in node.hugepages:
+        value = str(limits.get(size, 0) // size * size)
+        why = rule if size in limits else "size not requested: limit 0 (cgroup_manager_linux.go maybeSetHugetlb)"
+        files[hugetlb_file(size)] = Expected(value, why)
+        if node.has_kernel_feature("hugetlb.rsvd"):
+            files[hugetlb_rsvd_file(size)] = Expected(value, f"{why}; {RSVD}")
+    return files
 
 
 def pod_pids_max(config: KubeletConfig) -> Expected:

@@ -1,5 +1,5 @@
-"""Huge pages: hugetlb.<size>.max of the pod cgroup and of its container for every size the node offers, and a pod
-using reserved 2 MiB pages held to its limit.
+"""Huge pages: hugetlb.<size>.max and hugetlb.<size>.rsvd.max (where the kernel has it) of the pod cgroup and of its
+container for every size the node offers, and a pod using reserved 2 MiB pages held to its limit.
 
 Source: upstream test/e2e_node/hugepages_test.go "HugePages" / "start the pod" / "with the resources requests that
 contain only one hugepages resource" / "should set correct hugetlb mount and limit under the container cgroup"
@@ -44,13 +44,15 @@ EVENTS_FILE = "hugetlb.2MB.events"
 STOPPED = ("kernel cgroup-v2.rst HugeTLB / cgroup-v1 hugetlb.rst: hugetlb.<size>.max limits the pages in use by the "
            "cgroup and its descendants, charged at page fault; a fault beyond it fails and the task gets SIGBUS "
            "(mm/hugetlb.c alloc_hugetlb_folio: hugetlb_cgroup_charge_cgroup fails → -ENOSPC → VM_FAULT_SIGBUS). Where "
-           "hugetlb.<size>.rsvd.max is set too, the reservation "
-           "is charged at mmap and mmap fails with ENOMEM instead (hugetlb_reserve_pages; libcontainer fs2 setHugeTlb "
-           "writes both, nodeconf's agent writes .max only): either way no page beyond the limit is touched")
+           "hugetlb.<size>.rsvd.max is set too (the kubelet's opencontainers/cgroups fs2 setHugeTlb writes both, "
+           "as nodeconf's agent does), the reservation is charged at mmap and mmap fails with ENOMEM instead "
+           "(hugetlb_reserve_pages): either way no page beyond the limit is touched")
 # How the page beyond the limit is refused: SIGBUS at the fault (hugetlb.<size>.max), ENOMEM at mmap (.rsvd.max).
 REFUSALS = ("SIGBUS", "ENOMEM")
-EVENTS = ("mm/hugetlb_cgroup.c hugetlb_event: a charge refused by a limit counts `max` in hugetlb.<size>.events of "
-          "the charging task's cgroup and of every ancestor below the root, so the pod cgroup's grows")
+EVENTS = ("mm/hugetlb_cgroup.c __hugetlb_cgroup_charge_cgroup → hugetlb_event: a charge refused by a limit, of a "
+          "fault or of a reservation alike, counts `max` in hugetlb.<size>.events of the charging task's cgroup and of "
+          "every ancestor below the root, so the pod cgroup's grows (measured on 5.10 and 6.1: SIGBUS under .max "
+          "alone and ENOMEM under .rsvd.max each count 1)")
 
 
 def _huge_pod() -> Pod:
@@ -116,7 +118,8 @@ def _path(deployed: Deployed, name: str, level: str, ctr: str) -> str:
 
 
 def _check_limits(deployed: Deployed, name: str, level: str, ctr: str) -> Mapping[str, Expected]:
-    """hugetlb.<size>.max of every size the node offers at one level, against the oracle; the oracle's files."""
+    """hugetlb.<size>.max (and .rsvd.max) of every size the node offers at one level, against the oracle; the
+    oracle's files."""
     path = _path(deployed, name, level, ctr)
     want = deployed.expectation.node_limits[path]
     names = tuple(file for file in want if file.startswith("hugetlb."))

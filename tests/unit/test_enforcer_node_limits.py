@@ -19,7 +19,7 @@ from nodeconf.enforcer.agent_core import POD_LIMIT_FILES
 from nodeconf.enforcer.lifecycle import NO_FAULTS, Faults
 from nodeconf.enforcer.oracle import decide_resize, expect
 from nodeconf.enforcer.systemd_tree import SystemdTree
-from nodeconf.semantics.hugepages import hugetlb_file
+from nodeconf.semantics.hugepages import hugetlb_file, hugetlb_rsvd_file
 from suites.toolkit.builders import container, pod_manifest
 
 CONFIG: dict[str, Any] = {"kind": "KubeletConfiguration", "podPidsLimit": 24, "singleProcessOOMKill": True}
@@ -53,6 +53,8 @@ def test_unset_pod_pids_limit_leaves_max(tmp_path: Path) -> None:
 
 
 HUGE = (2 << 20, 1 << 30)  # the x86-64 sizes
+# Each size's limit and its reservation limit, written alike (opencontainers/cgroups fs2 setHugeTlb).
+HUGE_FILES = tuple(f for size in HUGE for f in (hugetlb_file(size), hugetlb_rsvd_file(size)))
 
 
 @pytest.mark.parametrize(("fault", "expected"), [("", "0"), ("hugetlb=ignore", None)])
@@ -64,12 +66,12 @@ def test_hugetlb_limits_on_pod_and_container(tmp_path: Path, fault: str, expecte
         status = agent.run_pod(res_demo())["status"]
         hello = next(c for c in status["containers"] if c["name"] == "hello")
         for path in (status["cgroup"], hello["cgroup"]):
-            assert [agent.tree.read(path, hugetlb_file(size)) for size in HUGE] == [expected, expected]
+            assert [agent.tree.read(path, f) for f in HUGE_FILES] == [expected] * 4
     finally:
         agent.shutdown()
 
 
-@pytest.mark.parametrize(("fault", "expected"), [("", [str(4 << 20), "0"]), ("hugetlb=ignore", [None, None])])
+@pytest.mark.parametrize(("fault", "expected"), [("", [str(4 << 20)] * 2 + ["0"] * 2), ("hugetlb=ignore", [None] * 4)])
 def test_a_pod_using_the_pool_gets_its_request_as_limit(tmp_path: Path, fault: str,
                                                         expected: list[str | None]) -> None:
     """A node reserving 8 pages of 2 MiB admits a pod asking for 4Mi of them: hugetlb.2MB.max 4Mi, 1GB 0 on pod
@@ -83,13 +85,13 @@ def test_a_pod_using_the_pool_gets_its_request_as_limit(tmp_path: Path, fault: s
         assert status["phase"] != "Failed" and status["containers"], status
         c = next(c for c in status["containers"] if c["name"] == "c")
         for path in (status["cgroup"], c["cgroup"]):
-            assert [agent.tree.read(path, hugetlb_file(size)) for size in HUGE] == expected
+            assert [agent.tree.read(path, f) for f in HUGE_FILES] == expected
     finally:
         agent.shutdown()
 
 
 def test_every_node_limit_file_the_agent_writes_is_read_back() -> None:
-    assert {*POD_LIMIT_FILES, *(hugetlb_file(size) for size in HUGE)} <= set(OBSERVED_FILES)
+    assert {*POD_LIMIT_FILES, *HUGE_FILES} <= set(OBSERVED_FILES)
 
 
 def test_bad_switch_fault_names_the_good_ones() -> None:
@@ -101,16 +103,16 @@ def test_bad_switch_fault_names_the_good_ones() -> None:
 # (node_container_manager_test.go setDesiredConfiguration: pid 1000 + 738, `pods` enforced): kubepods pids.max
 # 32768 − 1738 = 31030, hugetlb.2MB.max the whole pool 8 × 2 MiB = 16777216 (no hugepage reserve), 1GB 0.
 POOL_NODE = dataclasses.replace(ARTICLE_NODE, pid_capacity=32768, hugepages=((2 << 20, 16 << 20), (1 << 30, 0)))
-KUBEPODS_FILES = ("pids.max", "hugetlb.2MB.max", "hugetlb.1GB.max")
+KUBEPODS_FILES = ("pids.max", *HUGE_FILES)
 CGROUPFS: dict[str, Any] = {"kind": "KubeletConfiguration", "cgroupDriver": "cgroupfs"}
 RESERVES: dict[str, Any] = {**CGROUPFS, "enforceNodeAllocatable": ["pods"], "systemReserved": {"pid": "1000"},
                             "kubeReserved": {"pid": "738"}}
 
 
 @pytest.mark.parametrize(("fault", "expected"), [
-    ("", ("31030", "16777216", "0")),
-    ("hugetlb=ignore", ("31030", None, None)),
-    ("pids-limit=ignore", ("31030", "16777216", "0")),
+    ("", ("31030", "16777216", "16777216", "0", "0")),
+    ("hugetlb=ignore", ("31030", None, None, None, None)),
+    ("pids-limit=ignore", ("31030", "16777216", "16777216", "0", "0")),
 ])
 def test_kubepods_gets_the_allocatable_pids_and_hugepages(tmp_path: Path, fault: str,
                                                           expected: tuple[str | None, ...]) -> None:
@@ -142,12 +144,13 @@ def test_kubepods_slice_gets_tasks_max_and_the_hugetlb_files(tmp_path: Path) -> 
         triples = [tuple(call[i:i + 3]) for call in calls for i in range(0, len(call), 3)]
         assert ("TasksMax", "t", "31030") in triples
         assert not [t for t in triples if "hugetlb" in t[0].lower()]
-        assert tuple(agent.tree.read("kubepods.slice", f) for f in KUBEPODS_FILES) == ("31030", "16777216", "0")
+        assert tuple(agent.tree.read("kubepods.slice", f) for f in KUBEPODS_FILES) == (
+            "31030", "16777216", "16777216", "0", "0")
     finally:
         agent.shutdown()
 
 
-@pytest.mark.parametrize(("fault", "expected"), [("", ("0", "0")), ("hugetlb=ignore", (None, None))])
+@pytest.mark.parametrize(("fault", "expected"), [("", ("0",) * 4), ("hugetlb=ignore", (None,) * 4)])
 def test_hugetlb_fault_also_spares_the_reserve_cgroup(tmp_path: Path, fault: str,
                                                       expected: tuple[str | None, ...]) -> None:
     """An enforced system-reserved without hugepages reserved gets 0 for every size (maybeSetHugetlb); the fault

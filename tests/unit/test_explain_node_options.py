@@ -79,7 +79,8 @@ def test_node_limits_section(tmp_path: Path) -> None:
     out = json.loads(done.stdout)
     pod_path = out["pods"][0]["cgroup"]["path"]
     assert out["nodeLimits"][pod_path] == {"pids.max": "512", "hugetlb.2MB.max": str(4 * 2**20),
-                                           "hugetlb.1GB.max": "0"}
+                                           "hugetlb.2MB.rsvd.max": str(4 * 2**20), "hugetlb.1GB.max": "0",
+                                           "hugetlb.1GB.rsvd.max": "0"}
     assert out["nodeLimits"]["kubepods.slice"]["pids.max"] == "32768"
     # The 64 Mi pool is capacity and allocatable hugepages-2Mi and leaves allocatable memory (setters.go MachineInfo).
     assert out["node"]["hugepages"] == {"hugepages-2Mi": {"capacity": 64 * 2**20, "allocatable": 64 * 2**20},

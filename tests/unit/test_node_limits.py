@@ -1,10 +1,11 @@
-"""pids.max, hugetlb.<size>.max, memory.oom.group and enforced reserve cgroups (semantics.node_limits), the oracle
-side of upstream's node e2e areas: test/e2e_node pids_test.go, hugepages_test.go, oomkiller_linux_test.go,
+"""pids.max, hugetlb.<size>.max and .rsvd.max, memory.oom.group and enforced reserve cgroups (semantics.node_limits),
+the oracle side of upstream's node e2e areas: test/e2e_node pids_test.go, hugepages_test.go, oomkiller_linux_test.go,
 node_container_manager_test.go."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -27,6 +28,12 @@ NODE = NodeFacts(memory_capacity=8 * GI, cpu_capacity_milli=4000, pid_capacity=4
 
 def values(files: Mapping[str, Any]) -> dict[str, str]:
     return {name: e.value for name, e in files.items()}
+
+
+def huge(two_mb: int, one_gb: int = 0) -> dict[str, str]:
+    """The hugetlb files of NODE's two sizes: each limit in `.max` and again in `.rsvd.max` (fs2 setHugeTlb)."""
+    return {"hugetlb.2MB.max": str(two_mb), "hugetlb.2MB.rsvd.max": str(two_mb),
+            "hugetlb.1GB.max": str(one_gb), "hugetlb.1GB.rsvd.max": str(one_gb)}
 
 
 @pytest.mark.parametrize(("limit", "expected"), [(-1, "max"), (0, "max"), (1024, "1024")])
@@ -73,8 +80,7 @@ def test_kubepods_limits_are_keyed_by_the_drivers_kubepods(driver: str, path: st
     """expect(): the kubepods node limits under the driver's name (no reserve: pid and hugepage capacity)."""
     result = expect([], NODE, kubelet_config_from_dict({"kind": "KubeletConfiguration", "cgroupDriver": driver}),
                     PROFILE)
-    assert values(result.node_limits[path]) == {"pids.max": "4194304", "hugetlb.2MB.max": str(64 * MI),
-                                                "hugetlb.1GB.max": "0"}
+    assert values(result.node_limits[path]) == {"pids.max": "4194304", **huge(64 * MI)}
 
 
 def test_hugetlb_at_pod_and_container_level() -> None:
@@ -82,11 +88,18 @@ def test_hugetlb_at_pod_and_container_level() -> None:
     the container gets the same through CRI hugepage_limits unless containerd drops them (accepted max)."""
     p = with_api_defaults(pod(ctr("a", {"memory": "64Mi"}, {"memory": "64Mi", "hugepages-2Mi": "6Mi"}),
                               ctr("b", {"memory": "64Mi"}, {"memory": "64Mi", "hugepages-2Mi": "4Mi"})))
-    assert values(node_limits.pod_hugetlb(p, NODE, PROFILE)) == {"hugetlb.2MB.max": str(10 * MI),
-                                                                 "hugetlb.1GB.max": "0"}
+    assert values(node_limits.pod_hugetlb(p, NODE, PROFILE)) == huge(10 * MI)
     files = node_limits.container_hugetlb(p.containers[0], NODE)
-    assert values(files) == {"hugetlb.2MB.max": str(6 * MI), "hugetlb.1GB.max": "0"}
-    assert files["hugetlb.2MB.max"].accepts("max")
+    assert values(files) == huge(6 * MI)
+    assert files["hugetlb.2MB.max"].accepts("max") and files["hugetlb.2MB.rsvd.max"].accepts("max")
+
+
+@pytest.mark.parametrize(("kernel", "rsvd"), [("5.6.19", False), ("5.7.0", True), ("5.10.0-46-amd64", True)])
+def test_the_reservation_limit_is_expected_where_the_kernel_has_it(kernel: str, rsvd: bool) -> None:
+    """fs2 setHugeTlb skips hugetlb.<size>.rsvd.max where the file does not exist (kernels before 5.7)."""
+    p = with_api_defaults(pod(ctr("a", {"memory": "64Mi"}, {"memory": "64Mi", "hugepages-2Mi": "4Mi"})))
+    files = node_limits.pod_hugetlb(p, replace(NODE, kernel_version=kernel), PROFILE)
+    assert ("hugetlb.2MB.rsvd.max" in files, files["hugetlb.2MB.max"].value) == (rsvd, str(4 * MI))
 
 
 def test_hugetlb_floors_to_whole_pages_and_needs_the_controller() -> None:
@@ -102,8 +115,8 @@ def test_kubepods_hugetlb_is_allocatable_hugepages(enforce: tuple[str, ...], two
     """64Mi of 2 MiB pages, 4Mi reserved: 60Mi when `pods` is enforced, else the capacity; the 1 GiB size the
     kernel offers with no page reserved: 0."""
     config = KubeletConfig(system_reserved={"hugepages-2Mi": Quantity.parse("4Mi")}, enforce_node_allocatable=enforce)
-    assert values({k: v for k, v in node_limits.kubepods_files(NODE, config).items() if k.startswith("hugetlb")}) == {
-        "hugetlb.2MB.max": str(two_mb), "hugetlb.1GB.max": "0"}
+    assert values({k: v for k, v in node_limits.kubepods_files(NODE, config).items() if k.startswith("hugetlb")}) == (
+        huge(two_mb))
 
 
 @pytest.mark.parametrize(("single", "expected"), [(False, "1"), (True, "0")])
@@ -138,8 +151,7 @@ def test_enforced_reserve_cgroups() -> None:
     })
     files = node_limits.reserved_cgroup_files(NODE, config)
     assert {path: values(f) for path, f in files.items()} == {
-        "system.slice": {"cpu.weight": "20", "memory.max": str(GI), "pids.max": "1000",
-                         "hugetlb.2MB.max": str(4 * MI), "hugetlb.1GB.max": "0"}}
+        "system.slice": {"cpu.weight": "20", "memory.max": str(GI), "pids.max": "1000", **huge(4 * MI)}}
 
 
 @pytest.mark.parametrize(("driver", "expected"), [
