@@ -20,7 +20,7 @@ from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity
 from nodeconf.semantics import cgroup_paths, cpu, memory
 from nodeconf.semantics.allocatable import reserved
-from nodeconf.semantics.expectation import Expected, PodExpectation
+from nodeconf.semantics.expectation import Expected, PodExpectation, QosClass
 from nodeconf.semantics.hugepages import hugepage_resource, hugetlb_file, hugetlb_rsvd_file
 from nodeconf.semantics.pod_resources import pod_requests, whole
 from nodeconf.semantics.profile import Profile
@@ -33,6 +33,12 @@ UNLIMITED = "max"
 # use opencontainers/cgroups; the systemd manager's Set writes the same files). With the reservation limited, a
 # mapping beyond it fails at mmap (ENOMEM) instead of at the fault (SIGBUS).
 RSVD = "and hugetlb.<size>.rsvd.max (opencontainers/cgroups fs2 setHugeTlb)"
+# Each QoS tier's huge pages are unbounded: 1 << 62 bytes for every size the kernel offers
+# (qos_container_manager_linux.go Start → setHugePagesUnbounded, again each minute through UpdateCgroups →
+# setHugePagesConfig). A whole number of pages of each size and below the kernel's page_counter maximum, so it reads
+# back as written (measured on 6.1).
+QOS_UNBOUNDED = 1 << 62
+BURSTABLE, BEST_EFFORT = QosClass.BURSTABLE, QosClass.BEST_EFFORT
 # containerd's default CRI config drops CRI hugepage_limits (disable_hugetlb_controller = true).
 CONTAINERD_DROPS_HUGEPAGES = ("containerd default disable_hugetlb_controller=true drops the CRI hugepage limits "
                               "(internal/cri/config/config_unix.go DefaultConfig, RUNTIME-FACTS.md §1)")
@@ -68,6 +74,13 @@ def pod_hugetlb(pod: Pod, node: NodeFacts, profile: Profile) -> dict[str, Expect
     limits = {size: whole(requests[hugepage_resource(size)]) for size, _ in node.hugepages
               if hugepage_resource(size) in requests}
     return _hugetlb(limits, node, "pod hugepages requests (ResourceConfigForPod HugePageLimits), whole pages")
+
+
+def qos_hugetlb(node: NodeFacts) -> dict[str, Expected]:
+    """Burstable and BestEffort QoS cgroups: hugetlb.<size>.max (and .rsvd.max) 1 << 62 for every size
+    (QOS_UNBOUNDED)."""
+    return _hugetlb({size: QOS_UNBOUNDED for size, _ in node.hugepages}, node,
+                    "QoS tier unbounded: 1 << 62 (qos_container_manager_linux.go setHugePagesUnbounded)")
 
 
 def container_hugetlb(container: Container, node: NodeFacts) -> dict[str, Expected]:
@@ -159,6 +172,8 @@ def node_limit_files(pods: Sequence[PodExpectation], kubepods: str, node: NodeFa
                      profile: Profile) -> dict[str, dict[str, Expected]]:
     """Every cgroup's pids/hugetlb/oom.group/reserve expectations for the admitted pods, keyed by cgroup path."""
     out: dict[str, dict[str, Expected]] = {kubepods: kubepods_files(node, config)}
+    if qos := qos_hugetlb(node):
+        out.update({cgroup_paths.qos_cgroup(q, config.cgroup_driver): qos for q in (BURSTABLE, BEST_EFFORT)})
     for p in pods:
         if not p.admitted or p.cgroup is None:
             continue

@@ -9,7 +9,8 @@ compares the pod cgroup's hugetlb.2MB.max with the limit). nodeconf keeps upstre
 runs the touching program (Python would take minutes to start at 10m), and adds a behaviour check upstream
 does not have: pages beyond the limit fail. A size the pod does not request is limited to 0
 (cgroup_manager_linux.go maybeSetHugetlb), at pod and container level (where containerd's default config drops the
-CRI hugepage limits, the container's `max` is its documented deviation; the pod's limit still binds it).
+CRI hugepage limits, the container's `max` is its documented deviation; the pod's limit still binds it). The
+QoS tiers above the pods are unbounded (the kubelet's 1 << 62), also checked here.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import CgroupFiles, Node, PodHandle
+from nodeconf.semantics import cgroup_paths
 from nodeconf.semantics.expectation import Expected, QosClass
 from nodeconf.semantics.hugepages import hugepage_resource
 from suites.toolkit.checks import Deployed, check_pod, settled_evidence
@@ -147,6 +149,19 @@ def test_requested_size_is_the_limit(huge: Deployed, level: str) -> None:
     other size 0 (oracle)."""
     want = _check_limits(huge, HUGE_POD, level, TOUCHER)
     assert want["hugetlb.2MB.max"].value == str(LIMIT), f"oracle hugetlb.2MB.max {want['hugetlb.2MB.max'].value}"
+
+
+@pytest.mark.parametrize("qos", [QosClass.BURSTABLE, QosClass.BEST_EFFORT], ids=["burstable", "besteffort"])
+def test_qos_tiers_leave_huge_pages_unbounded(deployed: Deployed, node: Node, base_config: KubeletConfig,
+                                              qos: QosClass) -> None:
+    """The QoS tiers never bound huge pages: hugetlb.<size>.max (and .rsvd.max) of every size is the oracle's
+    1 << 62 on the Burstable and BestEffort cgroups (qos_container_manager_linux.go setHugePagesUnbounded, at start
+    and each minute), so a pod's own limit is what binds it. Not an upstream e2e case: the kubelet's own rule."""
+    path = cgroup_paths.qos_cgroup(qos, base_config.cgroup_driver)
+    want = deployed.expectation.node_limits[path]
+    got = node.node_cgroups(tuple(want)).get(path) or CgroupFiles(path, {})
+    assert_matches(f"{qos.value} QoS hugetlb limits", [
+        compare_value("", "", path, file, expected, got.get(file)) for file, expected in want.items()])
 
 
 def _events_max(handle: PodHandle) -> int:

@@ -108,7 +108,8 @@ CASES = {
     # does; so the pod holding 2 MiB pages touches all 3 it tries, none refused, no hugetlb.2MB.events max. The
     # container level passes: "max" there is containerd's documented deviation (its default config drops the CRI
     # hugepage limits). The pods themselves are admitted and their other values right. kubepods keeps "max" too where
-    # the kubelet writes the pool (8 pages of 2 MiB, none reserved); its pids.max is right.
+    # the kubelet writes the pool (8 pages of 2 MiB, none reserved); its pids.max is right. The QoS tiers keep "max"
+    # where the kubelet writes its unbounded 1 << 62.
     "hugetlb-ignored": FaultCase("hugetlb=ignore", (HUGEPAGES, KUBEPODS_LIMITS), {
         "test_unrequested_sizes_are_limited_to_zero[vm-pod]": (
             'value of cgroup "hugetlb.2MB.max" for pod "hugepages"', 'was "max"; expected "0"', "maybeSetHugetlb"),
@@ -122,6 +123,9 @@ CASES = {
         "test_kubepods_pids_and_hugepages_are_the_allocatable[vm-hugetlb]": (
             'value of cgroup "hugetlb.2MB.max" for the node', f'was "max"; expected "{16 << 20}"',
             "getCgroupConfig HugePageLimits"),
+        **{f"test_qos_tiers_leave_huge_pages_unbounded[vm-{qos}]": (
+            'value of cgroup "hugetlb.2MB.max" for the node', f'was "max"; expected "{1 << 62}"',
+            "setHugePagesUnbounded") for qos in ("burstable", "besteffort")},
     }),
     # A node that never makes nor writes the reserve cgroups (upstream e2e_node node_container_manager_test.go): each
     # reserve cgroup's values are absent, the oracle's and upstream's alike, so no process can be held to its

@@ -129,6 +129,19 @@ def test_kubepods_gets_the_allocatable_pids_and_hugepages(tmp_path: Path, fault:
         agent.shutdown()
 
 
+@pytest.mark.parametrize(("fault", "expected"), [("", [str(1 << 62)] * 4), ("hugetlb=ignore", [None] * 4)])
+def test_qos_tiers_get_unbounded_huge_pages(tmp_path: Path, fault: str, expected: list[str | None]) -> None:
+    """qos_container_manager_linux.go setHugePagesUnbounded on kubepods/burstable and kubepods/besteffort; the
+    fault writes none there either."""
+    agent = make_agent(tmp_path, Faults.parse([fault]) if fault else NO_FAULTS, facts=POOL_NODE)
+    try:
+        agent.configure(CGROUPFS)
+        for path in ("kubepods/burstable", "kubepods/besteffort"):
+            assert [agent.tree.read(path, f) for f in HUGE_FILES] == expected
+    finally:
+        agent.shutdown()
+
+
 def test_kubepods_slice_gets_tasks_max_and_the_hugetlb_files(tmp_path: Path) -> None:
     """systemd driver: pids.max goes as TasksMax in SetUnitProperties of kubepods.slice (and as the file); hugetlb
     has no unit property, so it is written to the cgroup file only."""

@@ -119,6 +119,21 @@ def test_kubepods_hugetlb_is_allocatable_hugepages(enforce: tuple[str, ...], two
         huge(two_mb))
 
 
+@pytest.mark.parametrize(("driver", "paths"), [
+    ("cgroupfs", ("kubepods/burstable", "kubepods/besteffort")),
+    ("systemd", ("kubepods.slice/kubepods-burstable.slice", "kubepods.slice/kubepods-besteffort.slice")),
+])
+def test_qos_tiers_leave_huge_pages_unbounded(driver: str, paths: tuple[str, ...]) -> None:
+    """qos_container_manager_linux.go setHugePagesUnbounded: 1 << 62 for every size on both QoS tiers, whatever the
+    pods ask; nothing without the hugetlb controller."""
+    config = kubelet_config_from_dict({"kind": "KubeletConfiguration", "cgroupDriver": driver})
+    result = expect([pod(ctr("c", {"memory": "64Mi"}, {"memory": "64Mi", "hugepages-2Mi": "4Mi"}))], NODE, config,
+                    PROFILE)
+    assert [values(result.node_limits[path]) for path in paths] == [huge(1 << 62, 1 << 62)] * 2
+    no_controller = replace(NODE, cgroup_controllers=("cpu", "memory", "pids"))
+    assert not set(paths) & set(expect([], no_controller, config, PROFILE).node_limits)
+
+
 @pytest.mark.parametrize(("single", "expected"), [(False, "1"), (True, "0")])
 def test_single_process_oom_kill_decides_memory_oom_group(single: bool, expected: str) -> None:
     """oomkiller_linux_test.go: memory.oom.group 1 (whole container killed) unless singleProcessOOMKill."""
