@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import time
@@ -25,13 +24,11 @@ from typing import Any
 from infra.vm.image import MANIFEST, ImageBuildError, ensure_image
 from infra.vm.progress import StepPrinter
 from nodeconf.node_variant import Variant
+from nodeconf.report.causes import ABOUT, Failure, causes, mismatch_lines
 
 # Every Debian release with systemd and each runtime, then the defaults (issue 13 item 6).
 DEFAULT_VARIANTS = (*(f"{debian}-systemd-{runtime}" for debian in ("bullseye", "bookworm", "trixie", "sid")
                       for runtime in ("runc", "crun")), "bookworm-minimal-direct")
-# What a mismatch line is about: its start (STYLE.md: `value of cgroup "cpu.weight"` …).
-_ABOUT = re.compile(r'^(value of [a-z ]+ "[^"]+"|path|event "[^"]+")')
-_AT = re.compile(r" at \S+ was ")  # the cgroup path, long and in every line
 
 
 def variant_of(label: str) -> Variant:
@@ -74,39 +71,35 @@ def measure(variant: Variant, reports: Path, pytest_args: list[str]) -> dict[str
     summary = json.loads(summary_path.read_text())
     entry["counts"] = summary["counts"]
     entry["run"] = summary["run"]
-    lines = mismatch_lines(out / "junit.xml")
+    lines = junit_mismatches(out / "junit.xml")
     entry["non_pass"] = [{"id": c["id"], "status": c["status"], "why": c["first_mismatch"] or c["message"],
-                          "about": sorted({m[1] for m in map(_ABOUT.match, lines.get(c["id"], [])) if m})}
+                          "about": sorted({m[1] for m in map(ABOUT.match, lines.get(c["id"], [])) if m})}
                          for c in summary["checks"] if c["status"] != "passed"]
     return entry
 
 
-def mismatch_lines(junit: Path) -> dict[str, list[str]]:
+def junit_mismatches(junit: Path) -> dict[str, list[str]]:
     """Every mismatch line of each failed check (STYLE.md: one line per mismatch), by check id (module#name)."""
     if not junit.is_file():
         return {}
     found: dict[str, list[str]] = {}
     for case in ET.parse(junit).iter("testcase"):
         text = "\n".join(f"{f.get('message') or ''}\n{f.text or ''}" for f in case if f.tag in ("failure", "error"))
-        lines = [line.removeprefix("E").strip() for line in text.splitlines()]
-        found[f"{case.get('classname')}#{case.get('name')}"] = [line for line in lines if _ABOUT.match(line)]
+        found[f"{case.get('classname')}#{case.get('name')}"] = mismatch_lines(
+            "\n".join(line.removeprefix("E") for line in text.splitlines()))
     return found
 
 
 def grouped(non_pass: list[dict[str, Any]]) -> str:
-    """The non-passes grouped by what each of their mismatches is about (a check may count in several groups),
-    each group with its count and one example."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for n in non_pass:
-        first = _ABOUT.match(n["why"])
-        for about in n.get("about") or [first[1] if first else n["why"][:120]]:
-            groups.setdefault(f"{n['status']} {about}", []).append(n)
+    """The non-passes grouped by cause (nodeconf.report.causes: what each mismatch is about; a check may count in
+    several groups), each group with its count and one example."""
+    def message(n: dict[str, Any]) -> str:  # the first mismatch line, then the other things it is about
+        first = ABOUT.match(n["why"])
+        return "\n".join([n["why"], *(about for about in n.get("about", []) if not first or about != first[1])])
 
-    def example(n: dict[str, str]) -> str:
-        return f"{n['id']}: {_AT.sub(' was ', n['why'])[:300]}"
-
-    return "; ".join(f"{len(found)} × {key} (e.g. {example(found[0])})"
-                     for key, found in sorted(groups.items(), key=lambda kv: -len(kv[1]))) or "–"
+    found = causes(Failure(n["id"], n["status"], message(n)) for n in non_pass)
+    return "; ".join(f"{len(c.checks)} × {c.status} {c.about} (e.g. {c.checks[0]}: {c.example[:300]})"
+                     for c in found) or "–"
 
 
 def table(entries: list[dict[str, Any]]) -> str:

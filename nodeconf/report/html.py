@@ -1,4 +1,5 @@
-"""The self-contained HTML conformance report: totals, conformance matrix, node facts, evidence, failures first."""
+"""The self-contained HTML conformance report: failures by cause, totals, conformance matrix, node facts, evidence,
+failures first."""
 
 import html
 from collections import Counter
@@ -13,6 +14,7 @@ from nodeconf.report.comparison import COMPARISON_MIME, parse_comparison
 from nodeconf.report.html_nodes import node_facts, node_matrix
 from nodeconf.report.html_run import run_header
 from nodeconf.report.results import STATUS_ORDER, Attachment, Check, RunResults, Status, Step
+from nodeconf.report.summary import run_causes
 from nodeconf.report.verdict import results_verdict
 
 MAX_EMBEDDED_CHARS = 200_000
@@ -250,6 +252,21 @@ def _banner(results: RunResults) -> str:
     )
 
 
+def _causes(results: RunResults) -> str:
+    """Failed and broken checks grouped by cause, largest first, each with one example line and its checks."""
+    found = run_causes(results)
+    if not found:
+        return ""
+    rows = "".join(
+        f'<tr><td class="n {c.status}">{len(c.checks)}</td><td>{_e(c.status)}</td><th>{_e(c.about)}</th>'
+        f"<td><code>{_e(c.example)}</code><details><summary>the checks</summary><ul>"
+        + "".join(f"<li><code>{_e(check)}</code></li>" for check in c.checks)
+        + "</ul></details></td></tr>"
+        for c in found)
+    return ('<section id="causes"><h2>Failures by cause</h2><table class="causes"><thead><tr><th>checks</th>'
+            f"<th>status</th><th>about</th><th>example</th></tr></thead><tbody>{rows}</tbody></table></section>")
+
+
 def render_html(results: RunResults, generated: datetime | None = None) -> str:
     """The whole report as one HTML document with inline CSS and no scripts or external resources."""
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -257,14 +274,16 @@ def render_html(results: RunResults, generated: datetime | None = None) -> str:
     checks = sorted(results.checks, key=_sort_key)
     nodes = node_matrix(results)  # several nodes: node × check above the details
     nodes_link = '<a href="#nodes">nodes</a>' if nodes else ""
+    causes = _causes(results)
+    causes_link = '<a href="#causes">causes</a>' if causes else ""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>nodeconf conformance report</title><style>{css}</style></head><body>"
         f"<header><h1>nodeconf conformance report</h1><p class=\"meta\">generated {_e(when)} from "
         f"<code>{_e(results.results_dir)}</code></p>{_banner(results)}{run_header(results.environment)}"
-        f'<nav>{nodes_link}<a href="#totals">totals</a><a href="#matrix">matrix</a><a href="#node">node</a>'
-        f'<a href="#checks">checks</a></nav></header><main>{nodes}'
+        f'<nav>{causes_link}{nodes_link}<a href="#totals">totals</a><a href="#matrix">matrix</a>'
+        f'<a href="#node">node</a><a href="#checks">checks</a></nav></header><main>{causes}{nodes}'
         '<section id="totals"><h2>Totals</h2><div class="side">'
         f"{_counts_table('per suite', _grouped(checks, 'suite'))}"
         f"{_counts_table('per source', _grouped(checks, 'source'))}</div></section>"

@@ -1,11 +1,14 @@
-"""The short terminal summary of a run: totals, each failure with its first line, where the reports are."""
+"""The short terminal summary of a run: totals, the causes shared by several failures, each failure with its first
+line, where the reports are."""
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from nodeconf.report.causes import Cause, Failure, causes
 from nodeconf.report.results import STATUS_ORDER, Check, RunResults, Status
 
 MAX_LISTED = 20
+MAX_CAUSES = 5
 
 
 def totals_line(results: RunResults) -> str:
@@ -34,6 +37,25 @@ def problem_lines(results: RunResults) -> list[str]:
     return lines
 
 
+def run_causes(results: RunResults) -> list[Cause]:
+    """The failed and broken checks of the run grouped by cause (nodeconf.report.causes)."""
+    return causes(Failure(check_id(c), c.status.value, c.message) for c in results.checks
+                  if c.status in (Status.FAILED, Status.BROKEN))
+
+
+def cause_lines(results: RunResults) -> list[str]:
+    """When several checks fail for one cause: the largest causes, one line each with its count and an example."""
+    found = run_causes(results)
+    if not any(len(cause.checks) > 1 for cause in found):
+        return []
+    lines = [f"  {len(c.checks)} {c.status} on {c.about}"
+             + (f", e.g. {c.example.removeprefix(c.about).strip()}" if c.example != c.about else "")
+             for c in found[:MAX_CAUSES]]
+    if len(found) > MAX_CAUSES:
+        lines.append(f"  ... and {len(found) - MAX_CAUSES} more causes (see the report)")
+    return ["causes:", *lines]
+
+
 def node_lines(results: RunResults) -> list[str]:
     """With several nodes, one `node NAME: counts` line each."""
     names = results.node_names
@@ -49,6 +71,7 @@ def node_lines(results: RunResults) -> list[str]:
 
 def summary_lines(results: RunResults, reports: Sequence[tuple[str, Path]]) -> list[str]:
     """Totals (per node too when there are several), problems, then one `label: path` line per written report."""
-    lines = [f"nodeconf: {totals_line(results)}", *node_lines(results), *problem_lines(results)]
+    lines = [f"nodeconf: {totals_line(results)}", *node_lines(results), *cause_lines(results),
+             *problem_lines(results)]
     lines.extend(f"{label}: {path}" for label, path in reports)
     return lines

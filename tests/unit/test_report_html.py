@@ -324,3 +324,21 @@ def test_allure_analytics_tag_is_removed() -> None:
         "gtag('config', 'G-X', {\"report\": \"awesome\"});\n    </script>\n<script>window.data=1</script></body>"
     )
     assert without_analytics(page) == '<body><div id="app"></div>\n\n<script>window.data=1</script></body>'
+
+
+def test_failures_are_grouped_by_cause_before_the_totals(results_dir: Path) -> None:
+    parser, page = _parse(results_dir)
+    rows = _table(parser, "causes").rows
+    assert [row[:3] for row in rows] == [["checks", "status", "about"],
+                                         ["1", "broken", "ConnectionError: ssh: Connection refused"],
+                                         ["1", "failed", 'value of cgroup "memory.high"']]
+    assert 'value of cgroup "memory.high" was "max"; expected "510025728"' in rows[2][3]
+    assert page.index('id="causes"') < page.index('id="totals"') and 'href="#causes"' in page
+
+
+def test_a_run_without_failures_has_no_causes(tmp_path: Path) -> None:
+    results = tmp_path / "allure-results"
+    results.mkdir()
+    _result(results, "u-pass", "test_swap_limit", "passed", _labels("KEP-5359", "swap", "limited swap", "suites.swap"))
+    page = render_html(load_results(results))
+    assert 'id="causes"' not in page and 'href="#causes"' not in page

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from nodeconf.report.results import Check, RunResults, Status
-from nodeconf.report.summary import check_id, problem_lines
+from nodeconf.report.summary import cause_lines, check_id, problem_lines
 
 
 def _check(name: str, full_name: str) -> Check:
@@ -33,3 +33,21 @@ def test_two_cases_of_one_test_are_told_apart() -> None:
         "  FAILED  suites.s#test_qos[guaranteed]: AssertionError: 1 of 25 differ",
         "  FAILED  suites.s#test_qos[burstable]: AssertionError: 1 of 25 differ",
     ]
+
+
+def _failed(name: str, message: str) -> Check:
+    return Check(name=name, full_name=f"suites.s#{name}", status=Status.FAILED, message=message, trace="", labels=(),
+                 parameters=(), steps=(), attachments=(), fixtures=(), duration_ms=0)
+
+
+WEIGHT = '  value of cgroup "cpu.weight" for container "c" of pod "{}" at kubepods/p was "10"; expected "35" (rule: r)'
+
+
+def test_a_cause_shared_by_several_failures_is_one_line() -> None:
+    checks = tuple(_failed(f"test_{pod}", f"AssertionError: 1 of 9 differ\n{WEIGHT.format(pod)}") for pod in "ab")
+    results = RunResults(results_dir=Path("r"), shared_fixtures=(), environment=(), checks=checks)
+    assert cause_lines(results) == [
+        "causes:", '  2 failed on value of cgroup "cpu.weight", e.g. for container "c" of pod "a" was "10"; '
+                   'expected "35" (rule: r)']
+    single = RunResults(results_dir=Path("r"), shared_fixtures=(), environment=(), checks=checks[:1])
+    assert cause_lines(single) == []
