@@ -2,8 +2,10 @@
 
 Source: issue 17. Schema (version 1): {schema, written_by, verdict, exit_code, reason, counts{total, failed, broken,
 skipped, passed}, run{environment.properties run keys, node; a run without results: this nodeconf's version and
-commit}, checks[{id, name, status, node, suite, source, message, first_mismatch}]}; `source` is the check's source
-marker (kep5359, kep2400, memory_qos, requests_limits) or "".
+commit}, checks[{id, name, status, node, suite, source, message, first_mismatch}], causes[{status, about, count,
+example, checks}]}; `source` is the check's source marker (kep5359, kep2400, memory_qos, requests_limits) or "";
+`causes` groups the failed and broken checks by what their mismatches are about (nodeconf.report.causes), largest
+first (added within version 1: a reader that does not know the key loses nothing it had).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from nodeconf.build_info import commit, version
 from nodeconf.errors import InputError
 from nodeconf.report.results import STATUS_ORDER, Check, RunResults, Status
 from nodeconf.report.run_info import COMMIT_KEY, VERSION_KEY, run_fields
-from nodeconf.report.summary import check_id
+from nodeconf.report.summary import check_id, run_causes
 from nodeconf.report.verdict import Verdict
 from nodeconf.resources import Tree, locate_tree
 
@@ -87,6 +89,8 @@ def summary_document(outcome: Verdict, results: RunResults | None, written_by: s
         "run": {**run_fields(tuple(environment.items())), "node": environment.get("node", "")}
         if results is not None else _this_nodeconf(),
         "checks": [check_entry(check, environment.get("node", "")) for check in checks],
+        "causes": [{"status": c.status, "about": c.about, "count": len(c.checks), "example": c.example,
+                    "checks": list(c.checks)} for c in run_causes(results)] if results is not None else [],
     }
 
 

@@ -73,12 +73,16 @@ def test_document_schema() -> None:
     }
     assert (passed["node"], passed["source"], passed["message"], passed["first_mismatch"]) == (
         "vm?memory=2048", "kep5359", "", "")
+    assert [(c["status"], c["about"], c["count"], c["checks"]) for c in document["causes"]] == [
+        ("failed", f'value of cgroup "{file}"', 1, ["suites.resources.test_res_demo#test_qos[burstable]"])
+        for file in ("cpu.max", "cpu.weight")]
 
 
 def test_a_run_without_results_is_an_error_summary(tmp_path: Path) -> None:
     outcome = Verdict("NOTHING RAN", 2, "no check was collected")
     path = write_summary(tmp_path / "reports" / "summary.json", outcome, None, "nodeconf run")
     document = json.loads(path.read_text(encoding="utf-8"))
-    assert (document["verdict"], document["exit_code"], document["checks"]) == ("NOTHING RAN", 2, [])
+    assert (document["verdict"], document["exit_code"], document["checks"], document["causes"]) == (
+        "NOTHING RAN", 2, [], [])
     assert document["counts"] == {"total": 0, "failed": 0, "broken": 0, "skipped": 0, "passed": 0}
     assert set(document["run"]) == {"nodeconf version", "nodeconf commit"}  # still names who judged
