@@ -1,5 +1,5 @@
-"""Failed and broken checks grouped by cause: what each of their mismatches is about (`value of cgroup "cpu.weight"`),
-so that 80 checks failing for one reason read as one line, with one example that names the reason.
+"""Failed and broken checks grouped by cause: what each of their mismatches is about (`value of cgroup "cpu.weight"
+for container`), so that 80 checks failing for one reason read as one line, with one example that names the reason.
 
 Source: STYLE.md "Failure messages built for triage" (every mismatch on a line of its own:
 `value of cgroup "F" for container "c" of pod "p" at PATH was "a"; expected "b" (rule: …)`).
@@ -11,8 +11,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-# What a mismatch line is about: its start, e.g. `value of cgroup "cpu.weight"`, `value of measurement "…"`.
-ABOUT = re.compile(r'^(value of [a-z ]+ "[^"]+"|path|event "[^"]+")')
+# What a mismatch line is about: its start up to the kind of owner, e.g. `value of cgroup "cpu.weight" for
+# container`, `value of measurement "…" for pod`, `value of cgroup "…" for the node` (suites/toolkit/compare.py
+# ComparedValue.line), so that a container's value and a pod's are two causes.
+ABOUT = re.compile(r'^((?:value of [a-z ]+ "[^"]+"|path|event "[^"]+")'
+                   r'(?: for (?:the node|the pause container|container|pod)\b)?)')
 _AT = re.compile(r" at \S+ was ")  # the cgroup path: long, and in every line of a cause
 MAX_EXAMPLE = 400
 

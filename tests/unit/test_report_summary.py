@@ -47,7 +47,7 @@ def test_a_cause_shared_by_several_failures_is_one_line() -> None:
     checks = tuple(_failed(f"test_{pod}", f"AssertionError: 1 of 9 differ\n{WEIGHT.format(pod)}") for pod in "ab")
     results = RunResults(results_dir=Path("r"), shared_fixtures=(), environment=(), checks=checks)
     assert cause_lines(results) == [
-        "causes:", '  2 failed on value of cgroup "cpu.weight", e.g. for container "c" of pod "a" was "10"; '
+        "causes:", '  2 failed on value of cgroup "cpu.weight" for container, e.g. "c" of pod "a" was "10"; '
                    'expected "35" (rule: r)']
     single = RunResults(results_dir=Path("r"), shared_fixtures=(), environment=(), checks=checks[:1])
     assert cause_lines(single) == []

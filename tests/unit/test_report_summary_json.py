@@ -74,7 +74,7 @@ def test_document_schema() -> None:
     assert (passed["node"], passed["source"], passed["message"], passed["first_mismatch"]) == (
         "vm?memory=2048", "kep5359", "", "")
     assert [(c["status"], c["about"], c["count"], c["checks"]) for c in document["causes"]] == [
-        ("failed", f'value of cgroup "{file}"', 1, ["suites.resources.test_res_demo#test_qos[burstable]"])
+        ("failed", f'value of cgroup "{file}" for container', 1, ["suites.resources.test_res_demo#test_qos[burstable]"])
         for file in ("cpu.max", "cpu.weight")]
 
 
