@@ -44,8 +44,6 @@ def deployed(request: pytest.FixtureRequest, node: Node, oracle: Oracle, base_co
              _applied: Applied) -> Iterator[Deployed]:
     """The sleeping container on a kubelet with singleProcessOOMKill off / on; restartPolicy Always (upstream:
     Never), so that the pod and its cgroup outlive a group kill and its memory.events can be read."""
-    if not oracle.facts.kernel_at_least(5, 17):
-        pytest.skip("memory.events oom_group_kill needs Linux 5.17 (cgroup-v2.rst); this node's kernel is older")
     kubelet = module_kubelet(node, oracle, base_config, _applied)
     kubelet.use(replace(base_config, single_process_oom_kill=request.param))
     pod = make_pod("oom-group", [container(APP, LIMITS)])
@@ -62,6 +60,7 @@ def test_pod_matches_the_oracle(deployed: Deployed) -> None:
     check_pod(deployed.handles[0], deployed.expectation.pods[0], QosClass.GUARANTEED)
 
 
+@pytest.mark.needs_kernel("5.17")  # memory.events oom_group_kill (cgroup-v2.rst); memory.oom.group itself is older
 def test_oom_kills_the_hog_or_the_whole_container(deployed: Deployed) -> None:
     """A hog exec'd beside the container's sleep goes over memory.max: the hog is killed (137) either way; with
     memory.oom.group 1 the sleep dies with it (a group kill: the container ends with 137, upstream's assertion,
