@@ -70,7 +70,8 @@ def node_lines(results: RunResults) -> list[str]:
 
 
 def summary_lines(results: RunResults, reports: Sequence[tuple[str, Path]]) -> list[str]:
-    """Totals (per node too when there are several), problems, then one `label: path` line per written report."""
+    """Totals (per node too when there are several), shared causes, problems, then one `label: path` line per
+    written report."""
     lines = [f"nodeconf: {totals_line(results)}", *node_lines(results), *cause_lines(results),
              *problem_lines(results)]
     lines.extend(f"{label}: {path}" for label, path in reports)
