@@ -46,8 +46,9 @@ def mismatch_lines(message: str) -> list[str]:
     return [line for line in lines if ABOUT.match(line)]
 
 
-def _first_line(message: str) -> str:
-    return next((line.strip() for line in message.splitlines() if line.strip()), "(no message)")
+def first_line(message: str) -> str:
+    """The first non-blank line of a message, stripped ("" for none)."""
+    return next((line.strip() for line in message.splitlines() if line.strip()), "")
 
 
 def causes(failures: Iterable[Failure]) -> list[Cause]:
@@ -63,7 +64,7 @@ def causes(failures: Iterable[Failure]) -> list[Cause]:
             if match:
                 found.setdefault(match[1], line)
         if not lines:
-            first = _first_line(failure.message)
+            first = first_line(failure.message) or "(no message)"
             found[first[:MAX_EXAMPLE]] = first
         for about, line in found.items():
             checks, _ = groups.setdefault((failure.status, about), ([], _AT.sub(" was ", line)[:MAX_EXAMPLE]))

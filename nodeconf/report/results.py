@@ -9,6 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from nodeconf.report.allure_json import ReportError, load_json, mapping, millis, sequence, shown, text
+from nodeconf.report.causes import first_line
 from nodeconf.report.properties import read_properties
 from nodeconf.report.run_state import RUN_CHECK_FULL_NAME, RunState, read_run_state
 
@@ -99,7 +100,7 @@ class Check:
     @property
     def first_line(self) -> str:
         """The first line of the failure or skip message."""
-        return next((line.strip() for line in self.message.splitlines() if line.strip()), "")
+        return first_line(self.message)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,6 @@ RSVD = "and hugetlb.<size>.rsvd.max (opencontainers/cgroups fs2 setHugeTlb)"
 # setHugePagesConfig). A whole number of pages of each size and below the kernel's page_counter maximum, so it reads
 # back as written (measured on 6.1).
 QOS_UNBOUNDED = 1 << 62
-BURSTABLE, BEST_EFFORT = QosClass.BURSTABLE, QosClass.BEST_EFFORT
 # containerd's default CRI config drops CRI hugepage_limits (disable_hugetlb_controller = true).
 CONTAINERD_DROPS_HUGEPAGES = ("containerd default disable_hugetlb_controller=true drops the CRI hugepage limits "
                               "(internal/cri/config/config_unix.go DefaultConfig, RUNTIME-FACTS.md §1)")
@@ -51,12 +50,13 @@ def _hugetlb(limits: Mapping[int, int], node: NodeFacts, rule: str) -> dict[str,
     the kernel has it (RSVD)."""
     if "hugetlb" not in node.cgroup_controllers:
         return {}
+    rsvd = node.has_kernel_feature("hugetlb.rsvd")
     files: dict[str, Expected] = {}
     for size, _ in node.hugepages:
         value = str(limits.get(size, 0) // size * size)
         why = rule if size in limits else "size not requested: limit 0 (cgroup_manager_linux.go maybeSetHugetlb)"
         files[hugetlb_file(size)] = Expected(value, why)
-        if node.has_kernel_feature("hugetlb.rsvd"):
+        if rsvd:
             files[hugetlb_rsvd_file(size)] = Expected(value, f"{why}; {RSVD}")
     return files
 
@@ -173,7 +173,8 @@ def node_limit_files(pods: Sequence[PodExpectation], kubepods: str, node: NodeFa
     """Every cgroup's pids/hugetlb/oom.group/reserve expectations for the admitted pods, keyed by cgroup path."""
     out: dict[str, dict[str, Expected]] = {kubepods: kubepods_files(node, config)}
     if qos := qos_hugetlb(node):
-        out.update({cgroup_paths.qos_cgroup(q, config.cgroup_driver): qos for q in (BURSTABLE, BEST_EFFORT)})
+        out.update({cgroup_paths.qos_cgroup(q, config.cgroup_driver): qos
+                    for q in (QosClass.BURSTABLE, QosClass.BEST_EFFORT)})
     for p in pods:
         if not p.admitted or p.cgroup is None:
             continue

@@ -24,10 +24,10 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import CgroupFiles, Node, PodHandle
 from nodeconf.semantics import cgroup_paths
-from nodeconf.semantics.expectation import Expected, QosClass
+from nodeconf.semantics.expectation import CgroupExpectation, Expected, QosClass
 from nodeconf.semantics.hugepages import hugepage_resource
 from suites.toolkit.checks import Deployed, check_pod, settled_evidence
-from suites.toolkit.compare import assert_matches, compare_value
+from suites.toolkit.compare import assert_matches, compare_node_cgroups, compare_value
 from suites.toolkit.kubelet import Applied, Oracle
 from suites.toolkit.pods import hugetlb_toucher
 from suites.upstream.shared import Res, container, make_pod, module_kubelet, shared_deployment
@@ -159,9 +159,8 @@ def test_qos_tiers_leave_huge_pages_unbounded(deployed: Deployed, node: Node, ba
     and each minute), so a pod's own limit is what binds it. Not an upstream e2e case: the kubelet's own rule."""
     path = cgroup_paths.qos_cgroup(qos, base_config.cgroup_driver)
     want = deployed.expectation.node_limits[path]
-    got = node.node_cgroups(tuple(want)).get(path) or CgroupFiles(path, {})
-    assert_matches(f"{qos.value} QoS hugetlb limits", [
-        compare_value("", "", path, file, expected, got.get(file)) for file, expected in want.items()])
+    assert_matches(f"{qos.value} QoS hugetlb limits", compare_node_cgroups(
+        {path: CgroupExpectation(path, dict(want))}, node.node_cgroups(tuple(want))))
 
 
 def _events_max(handle: PodHandle) -> int:
