@@ -118,6 +118,15 @@ class PodStatus:
             raise KeyError(f"no container {name!r} (have {', '.join(self.containers)})") from None
 
 
+def last_seen(status: PodStatus) -> str:
+    """A pod's phase, each container's state/reason and the newest warning event (why a container did not
+    start: the runtime's error), for a wait that timed out."""
+    warnings = [e for e in status.events if e.type == "Warning"]
+    newest = f"; last warning {warnings[-1].reason}: {warnings[-1].message}" if warnings else ""
+    containers = ", ".join(f"{c.name}={c.state}/{c.reason}" for c in status.containers.values())
+    return f"last status {status.phase}, containers {containers}{newest}"
+
+
 @dataclass(frozen=True)
 class ContainerEvidence:
     """One container's cgroup files (where its processes run and the runtime wrote its values), its pids and each
@@ -234,9 +243,7 @@ class PodHandle(ABC):
             if predicate(status):
                 return status
             if time.monotonic() > deadline:
-                raise NodeError(f"pod {self.pod.ref}: {what} not reached within {timeout:g} s; last status "
-                                f"{status.phase}, containers "
-                                + ", ".join(f"{c.name}={c.state}/{c.reason}" for c in status.containers.values()))
+                raise NodeError(f"pod {self.pod.ref}: {what} not reached within {timeout:g} s; {last_seen(status)}")
             time.sleep(interval)
 
     def wait_running(self, timeout: float = 60.0) -> PodStatus:

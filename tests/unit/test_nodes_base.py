@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from nodeconf.nodes.base import CgroupFiles, parse_metrics
+from nodeconf.nodes.base import CgroupFiles, ContainerState, PodStatus, last_seen, parse_metrics
+from nodeconf.semantics.expectation import Event
 
 FILES = CgroupFiles("kubepods.slice/pod", {
     "memory.max": "134217728", "memory.swap.max": "max", "cpu.max": "50000 100000", "cpu.weight": "35",
@@ -55,3 +56,19 @@ def test_parse_metrics() -> None:
 def test_parse_metrics_sample_forms(line: str) -> None:
     """Text format 0.0.4: an optional timestamp after the value (cadvisor writes one), a trailing comma."""
     assert parse_metrics(line).value("c", container="a", pod="p") == 2.5
+
+
+def test_a_timed_out_wait_names_each_container_and_the_newest_warning() -> None:
+    failed = "Error: failed to start container app: `runc run` did not return within 60 s and was killed"
+    status = PodStatus("Running", "Guaranteed",
+                       {"app": ContainerState("app", "terminated", "StartError", 128),
+                        "forker": ContainerState("forker", "running")},
+                       (Event("Warning", "Failed", "an older start"), Event("Normal", "Started", "forker"),
+                        Event("Warning", "Failed", failed), Event("Normal", "Pulled", "app")))
+    assert last_seen(status) == (
+        f"last status Running, containers app=terminated/StartError, forker=running/; last warning Failed: {failed}")
+
+
+def test_a_timed_out_wait_without_warnings_names_the_containers() -> None:
+    status = PodStatus("Pending", "BestEffort", {"c": ContainerState("c", "waiting", "ContainerCreating")})
+    assert last_seen(status) == "last status Pending, containers c=waiting/ContainerCreating"
