@@ -14,6 +14,7 @@ import pytest
 from fixtures.node import Deploy
 from nodeconf.manifest import MEMORY, SWAP
 from nodeconf.node_facts import NodeFacts
+from nodeconf.nodes.base import last_seen
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_pod, deploy_pods, wait_until
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
@@ -61,7 +62,8 @@ def test_swap_limit_resize_up_at_once_and_down_deferred(deploy: Deploy, oracle: 
                                   Expected(str(page_floor(right_after * MIB, page)), SWAP_RESIZE),
                                   files.get("memory.swap.max")))
     result = handle.exec("app", stop_program("memhog.py"))
-    assert result.rc == 0, f"could not stop the hog: {result.stderr}"
+    assert result.rc == 0, (f"could not stop the hog: exit {result.rc} (1: no memhog.py process was left) "
+                            f"{result.stderr.strip()}; {last_seen(handle.status())}")
     wait_until("the deferred swap decrease applied", lambda: handle.evidence().container("app").cgroup.get(
         "memory.swap.max") == str(8 * MIB), timeout=60)
     final = handle.status().resize
