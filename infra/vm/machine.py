@@ -19,6 +19,7 @@ from types import FrameType, TracebackType
 
 from infra.vm.accel import AccelChoice, detect_accel
 from infra.vm.image import VmImage
+from infra.vm.paths import failed_boots_dir
 from infra.vm.qemu import QemuSpec, qemu_argv
 from infra.vm.state import VmState, process_start, prune_stale, terminate_pid, validate_name, vm_directory
 from nodeconf.errors import InfrastructureError
@@ -272,7 +273,18 @@ class VirtualMachine:
                 return
             self._check_alive()
             time.sleep(0.05)
-        raise VmError(f"VM {self.name}: no readiness line within {timeout:g} s; console: {self._console_tail()}")
+        raise VmError(f"VM {self.name}: no readiness line within {timeout:g} s; console: {self._console_tail()} "
+                      f"(whole console: {self._keep_console()})")
+
+    def _keep_console(self) -> str:
+        """Copy the console log out of the VM directory, which stop() removes: its path, or why not."""
+        kept = failed_boots_dir(self._cache_dir) / f"{self.name}-{time.strftime('%Y%m%dT%H%M%S')}.console.log"
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.console_log, kept)
+        except OSError as err:
+            return f"not kept: {err.strerror}"
+        return str(kept)
 
     def _check_alive(self) -> None:
         if self._proc is not None and self._proc.poll() is not None:

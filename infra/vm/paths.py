@@ -23,3 +23,8 @@ def images_dir(cache_dir: Path | None = None) -> Path:
 def vms_dir(cache_dir: Path | None = None) -> Path:
     """The directory holding one sub-directory per running VM name."""
     return cache_root(cache_dir) / "vms"
+
+
+def failed_boots_dir(cache_dir: Path | None = None) -> Path:
+    """Where the whole console of a boot that never came up is kept (its VM directory is removed)."""
+    return cache_root(cache_dir) / "failed-boots"

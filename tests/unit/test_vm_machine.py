@@ -150,3 +150,22 @@ def test_console_summary_shows_the_first_fault_lines_before_the_tail() -> None:
     assert console_summary(lines) == " | ".join([*lines[1:3], "…", *lines[-3:]])
     assert console_summary(["a", "b", "c", "d"]) == "b | c | d"
     assert console_summary([]) == "(empty)"
+
+
+def test_a_boot_without_readiness_line_keeps_the_whole_console(tmp_path: Path) -> None:
+    machine = VirtualMachine(IMAGE, name="silent", cache_dir=tmp_path, accel=TCG)
+    machine.directory.mkdir(parents=True)
+    console = b"".join(b"[    %d.0] line %d\n" % (n, n) for n in range(8))
+    machine.console_log.write_bytes(console)
+    machine._proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    machine._claimed = True
+    try:
+        with pytest.raises(VmError) as err:
+            machine._wait_ready(0)
+    finally:
+        machine.stop()
+    kept = list((tmp_path / "failed-boots").iterdir())
+    assert [p.read_bytes() for p in kept] == [console]
+    assert str(err.value) == (f"VM silent: no readiness line within 0 s; console: [    5.0] line 5 | [    6.0] line 6"
+                              f" | [    7.0] line 7 (whole console: {kept[0]})")
+    assert kept[0].name.startswith("silent-") and not machine.directory.exists()
