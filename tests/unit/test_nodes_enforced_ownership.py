@@ -116,9 +116,9 @@ def test_with_a_runtime_every_bound_waits_for_five_runtime_commands_more() -> No
     assert lock_hold("direct") == 0
     client = AgentClient(LocalTransport().open_stream(["true"]), held=lock_hold("runc"))
     try:
-        assert lock_hold("runc") == lock_hold("crun") == 5 * COMMAND_TIMEOUT == 300
-        assert client.bound(Op.STATUS, {}) == READ_BOUND + 300
-        assert client.bound(Op.EXEC, {"timeout": 100}) == 100 + EXEC_MARGIN + 300
+        assert lock_hold("runc") == lock_hold("crun") == 5 * COMMAND_TIMEOUT == 600
+        assert client.bound(Op.STATUS, {}) == READ_BOUND + 600
+        assert client.bound(Op.EXEC, {"timeout": 100}) == 100 + EXEC_MARGIN + 600
     finally:
         client.close()
 
