@@ -223,7 +223,8 @@ class VirtualMachine:
         """Start qemu on a free port and wait for the readiness line.
 
         Retried when the port was taken meanwhile, and once when qemu itself died during boot (seen once under
-        TCG here); a guest that stays silent until the deadline is not retried.
+        TCG here); a guest that stays silent until the deadline is not retried. A boot that fails keeps its whole
+        console outside the VM directory (named in the error).
         """
         crashes = 0
         for attempt in range(1, PORT_ATTEMPTS + 1):
@@ -238,7 +239,7 @@ class VirtualMachine:
                 crashes += crashed
                 self._kill_qemu()
                 if not (forward_lost or (crashed and crashes == 1)) or attempt == PORT_ATTEMPTS:
-                    raise
+                    raise VmError(f"{err} (whole console: {self._keep_console()})") from err
                 self._say(f"VM {self.name}: boot attempt {attempt} failed ({err}); trying again")
 
     def _qemu_argv(self, accel: str) -> list[str]:
@@ -273,8 +274,7 @@ class VirtualMachine:
                 return
             self._check_alive()
             time.sleep(0.05)
-        raise VmError(f"VM {self.name}: no readiness line within {timeout:g} s; console: {self._console_tail()} "
-                      f"(whole console: {self._keep_console()})")
+        raise VmError(f"VM {self.name}: no readiness line within {timeout:g} s; console: {self._console_tail()}")
 
     def _keep_console(self) -> str:
         """Copy the console log out of the VM directory, which stop() removes: its path, or why not."""

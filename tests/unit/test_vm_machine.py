@@ -13,7 +13,7 @@ import pytest
 
 from infra.vm.accel import AccelChoice
 from infra.vm.image import VmImage
-from infra.vm.machine import VirtualMachine, VmError, console_summary, free_loopback_port
+from infra.vm.machine import BOOT_TIMEOUT, VirtualMachine, VmError, console_summary, free_loopback_port
 from infra.vm.qemu import QemuSpec
 from infra.vm.state import VmState, qemu_pid_alive, vm_directory
 
@@ -152,20 +152,18 @@ def test_console_summary_shows_the_first_fault_lines_before_the_tail() -> None:
     assert console_summary([]) == "(empty)"
 
 
-def test_a_boot_without_readiness_line_keeps_the_whole_console(tmp_path: Path) -> None:
-    machine = VirtualMachine(IMAGE, name="silent", cache_dir=tmp_path, accel=TCG)
-    machine.directory.mkdir(parents=True)
-    console = b"".join(b"[    %d.0] line %d\n" % (n, n) for n in range(8))
-    machine.console_log.write_bytes(console)
-    machine._proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    machine._claimed = True
-    try:
-        with pytest.raises(VmError) as err:
-            machine._wait_ready(0)
-    finally:
-        machine.stop()
+def test_a_boot_without_readiness_line_keeps_the_whole_console(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    console = "".join(f"[    {n}.0] line {n}\n" for n in range(8))
+    monkeypatch.setattr("infra.vm.machine.qemu_argv", lambda spec: [
+        sys.executable, "-c", f"import pathlib, time; pathlib.Path({str(spec.console_log)!r}).write_text({console!r});"
+        " time.sleep(30)", str(spec.console_log)])
+    monkeypatch.setitem(BOOT_TIMEOUT, "tcg", 1.0)
+    machine = VirtualMachine(IMAGE, name="silent", cache_dir=tmp_path, accel=TCG, swap_mib=0)
+    with pytest.raises(VmError) as err:
+        machine.start()
     kept = list((tmp_path / "failed-boots").iterdir())
-    assert [p.read_bytes() for p in kept] == [console]
-    assert str(err.value) == (f"VM silent: no readiness line within 0 s; console: [    5.0] line 5 | [    6.0] line 6"
+    assert [p.read_text() for p in kept] == [console]
+    assert str(err.value) == (f"VM silent: no readiness line within 1 s; console: [    5.0] line 5 | [    6.0] line 6"
                               f" | [    7.0] line 7 (whole console: {kept[0]})")
-    assert kept[0].name.startswith("silent-") and not machine.directory.exists()
+    assert kept[0].name.startswith("silent-") and not machine.directory.exists() and machine.pid is None
