@@ -80,6 +80,21 @@ def test_wheel_carries_what_a_run_needs(installed: Installed) -> None:
     assert recorded.removesuffix("+modified") == _head()
 
 
+def test_wheel_metadata_names_the_licence_and_only_used_dependencies(installed: Installed) -> None:
+    """Issue 32: Apache-2.0 with its text in the wheel, classifiers and the README as description; no dependency
+    that nothing imports (pytest-testinfra was one, and its plugin added 11 options to every run)."""
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        names = wheel.namelist()
+        (metadata_name,) = [name for name in names if name.endswith(".dist-info/METADATA")]
+        metadata = wheel.read(metadata_name).decode()
+    assert [name for name in names if name.endswith(".dist-info/licenses/LICENSE")]
+    assert "License-Expression: Apache-2.0" in metadata
+    assert "Classifier: Framework :: Pytest" in metadata
+    assert "Description-Content-Type: text/markdown" in metadata
+    requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    assert not [line for line in requires if "testinfra" in line]
+
+
 def test_installed_copy_is_used_outside_a_checkout(installed: Installed) -> None:
     where = installed.run(installed.bin("python"), "-c", "import nodeconf, fixtures, infra; "
                           "print(nodeconf.__file__, fixtures.__file__, infra.__file__)")
