@@ -311,7 +311,7 @@ def prune_images(keep: str, cache_dir: Path | None = None) -> list[str]:
         key = entry.name.removesuffix(".lock")
         if key in (keep, *in_use) or entry.name.startswith("."):
             continue
-        if entry.is_dir():
+        if entry.is_dir() and not entry.is_symlink():  # a link is never followed out of the cache
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(key)
         elif entry.suffix == ".lock":
