@@ -25,6 +25,7 @@ from pathlib import Path
 from infra.vm import paths
 from infra.vm.apt import HOST_LISTS, Apt, AptError, apt_for
 from infra.vm.bootfiles import build_boot
+from infra.vm.cache_files import open_for_writing
 from infra.vm.hostrun import ImageBuildError, run_tool
 from infra.vm.progress import StepPrinter
 from infra.vm.qemu import kernel_cmdline, lsm_without_bpf, with_hugepage_pool
@@ -201,8 +202,7 @@ def _build(recipe: Recipe, variant: Variant, apt: Apt, versions: dict[str, str],
         _customize(recipe, work / "rootfs", work, release)
         installed = installed_versions((work / "rootfs" / "var/lib/dpkg/status").read_text(), recipe.include)
         say(f"making root disk ({recipe.root_disk_mib} MiB ext4)")
-        run_tool(["mkfs.ext4", "-q", "-F", *recipe.mkfs_options, "-L", "nodeconf-root", "-d",
-                  str(work / "rootfs"), str(work / "root.img"), f"{recipe.root_disk_mib}M"])
+        make_root_disk(recipe, work / "rootfs", work / "root.img")
         _remove_tree(work / "rootfs")
         manifest = {"key": key, "kernel_release": release, "versions": versions, "installed": installed,
                     "build_seconds": round(time.monotonic() - started, 1)}
@@ -265,11 +265,7 @@ def _customize(recipe: Recipe, root: Path, work: Path, release: str) -> None:
         shutil.copy2(work / f"config-{release}", root / "boot" / f"config-{release}")
     ssh_dir = root / "etc" / "ssh"
     (ssh_dir / "sshd_config").write_text(recipe.scripts["sshd_config"])
-    for old_key in ssh_dir.glob("ssh_host_*"):
-        old_key.unlink()
-    run_tool(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{recipe.hostname}", "-f",
-              str(ssh_dir / "ssh_host_ed25519_key")])
-    shutil.copy2(ssh_dir / "ssh_host_ed25519_key.pub", work / "ssh_host_ed25519_key.pub")
+    _install_host_key(ssh_dir, recipe.hostname, work)
     dot_ssh = root / "root" / ".ssh"
     dot_ssh.mkdir(mode=0o700, exist_ok=True)
     authorized = dot_ssh / "authorized_keys"
@@ -280,6 +276,25 @@ def _customize(recipe: Recipe, root: Path, work: Path, release: str) -> None:
     (root / "etc" / "hosts").write_text(f"127.0.0.1 localhost\n127.0.1.1 {recipe.hostname}\n")
     (root / "etc" / "fstab").write_text(recipe.scripts["fstab"])
     (root / "usr" / "local" / "bin").mkdir(parents=True, exist_ok=True)
+
+
+def _install_host_key(ssh_dir: Path, hostname: str, work: Path) -> None:
+    """The guest's only host key, ed25519, made here (its public half pinned from `work`): private 0600, public 0644."""
+    for old_key in ssh_dir.glob("ssh_host_*"):
+        old_key.unlink()
+    private = ssh_dir / "ssh_host_ed25519_key"
+    run_tool(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{hostname}", "-f", str(private)])
+    private.chmod(0o600)
+    private.with_suffix(".pub").chmod(0o644)
+    shutil.copy2(private.with_suffix(".pub"), work / "ssh_host_ed25519_key.pub")
+
+
+def make_root_disk(recipe: Recipe, tree: Path, disk: Path) -> None:
+    """The ext4 root disk made from `tree` (mkfs.ext4 -d keeps each file's mode and owner). The disk file is 0600
+    before anything is written into it: whoever can read it can read every file inside, the host private key too."""
+    os.close(open_for_writing(disk))
+    run_tool(["mkfs.ext4", "-q", "-F", *recipe.mkfs_options, "-L", "nodeconf-root", "-d", str(tree), str(disk),
+              f"{recipe.root_disk_mib}M"])
 
 
 def _set_root_shell(passwd: Path, shell: str) -> None:
