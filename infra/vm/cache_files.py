@@ -6,13 +6,17 @@ path only reaches through `..` or a link. Source: issue 26 item 7; open(2) O_NOF
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from infra.vm import paths
+from nodeconf.errors import InfrastructureError
 
 
 def write_atomically(path: Path, data: bytes, mode: int = 0o600) -> None:
@@ -32,6 +36,32 @@ def write_atomically(path: Path, data: bytes, mode: int = 0o600) -> None:
 def open_for_writing(path: Path, mode: int = 0o600) -> int:
     """A write descriptor of `path`, emptied or made with `mode`; OSError (ELOOP) when it is a symbolic link."""
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+
+
+def make_private(path: Path) -> None:
+    """Make a file of this user 0600 (not through a link); a missing file, or one of another user, is left as it is."""
+    with contextlib.suppress(OSError):
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            os.fchmod(handle, 0o600)
+        finally:
+            os.close(handle)
+
+
+@contextlib.contextmanager
+def locked(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_path` (made if missing, never emptied); InfrastructureError when it cannot be
+    opened, a symbolic link there included."""
+    try:
+        handle = os.open(lock_path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as err:
+        raise InfrastructureError(f"cannot lock {lock_path}: {err.strerror} (a symbolic link there is refused)") \
+            from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # closing releases the lock
 
 
 def vm_directory_problem(directory: Path, cache_dir: Path | None = None) -> str:

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +25,7 @@ from pathlib import Path
 from infra.vm import paths
 from infra.vm.apt import HOST_LISTS, Apt, AptError, apt_for
 from infra.vm.bootfiles import build_boot
-from infra.vm.cache_files import open_for_writing
+from infra.vm.cache_files import locked, make_private, open_for_writing, write_atomically
 from infra.vm.hostrun import ImageBuildError, run_tool
 from infra.vm.progress import StepPrinter
 from infra.vm.qemu import kernel_cmdline, lsm_without_bpf, with_hugepage_pool
@@ -42,6 +42,7 @@ from infra.vm.recipe import (
 from infra.vm.state import list_states
 from infra.vm.systemd_root import install_systemd
 from infra.vm.variant import RELEASES, RUNTIMES, Variant, parse_variant, recipe_for
+from nodeconf.errors import InfrastructureError
 from nodeconf.node_variant import INITS
 
 __all__ = ["ImageBuildError", "VmImage", "ensure_image", "prune_images"]
@@ -138,9 +139,7 @@ def cached_versions(recipe: Recipe, images: Path, apt: Apt) -> dict[str, str]:
     versions = resolve_versions(recipe, apt)
     with contextlib.suppress(OSError):
         images.mkdir(parents=True, exist_ok=True)
-        scratch = memo.with_name(f"{memo.name}.{os.getpid()}")
-        scratch.write_text(json.dumps({"signature": signature, "versions": versions}))
-        scratch.replace(memo)
+        write_atomically(memo, json.dumps({"signature": signature, "versions": versions}).encode(), 0o644)
     return versions
 
 
@@ -163,24 +162,14 @@ def ensure_image(cache_dir: Path | None = None, progress: Progress | None = None
     target = images / key
     if (target / MANIFEST).is_file():
         say(f"image {key} cached in {target}")
+        make_private(target / "root.img")  # built before its host key was kept private (issue 26 item 10)
         return VmImage.load(target)
     images.mkdir(parents=True, exist_ok=True)
-    with _locked(images / f"{key}.lock"):
+    with locked(images / f"{key}.lock"):
         if not (target / MANIFEST).is_file():
             check_host()
             _build(recipe, variant, apt, versions, key, target, say)
     return VmImage.load(target)
-
-
-@contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive file lock so concurrent sessions build an image only once."""
-    with open(lock_path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _build(recipe: Recipe, variant: Variant, apt: Apt, versions: dict[str, str], key: str, target: Path,
@@ -377,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.prune:
             for key in prune_images(image.key, args.cache_dir):
                 print(f"nodeconf: removed image {key}", file=sys.stderr)
-    except ImageBuildError as err:
+    except InfrastructureError as err:  # ImageBuildError, or a cache file that cannot be locked
         print(f"nodeconf: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

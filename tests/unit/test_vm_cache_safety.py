@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -16,12 +17,16 @@ from pathlib import Path
 
 import pytest
 
+from infra.vm import image as image_module
 from infra.vm import paths
 from infra.vm.accel import AccelChoice
+from infra.vm.apt import Apt
 from infra.vm.image import VmImage
 from infra.vm.machine import VirtualMachine, VmError
+from infra.vm.recipe import cache_key, default_recipe
 from infra.vm.state import VmState, has_exited, list_states, prune_stale
 from nodeconf.cli import clean, node
+from nodeconf.errors import InfrastructureError
 
 DEAD_PID = 999_999_999
 
@@ -144,3 +149,29 @@ def test_a_vm_start_refuses_a_link_in_place_of_its_directory(cache: Path, canary
         machine.start()
     assert place.is_symlink() and (canary / "precious").read_text() == "keep"
     assert sorted(path.name for path in canary.iterdir()) == ["precious"]
+
+
+def test_image_locks_and_memos_are_never_written_through_links(cache: Path, canary: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A link planted at an image build's lock file or at the version memo's scratch name is not written through."""
+    versions = {"kernel-package": "linux-image-6.1.0-57-amd64", "linux-image-6.1.0-57-amd64": "6.1.192-3"}
+    key = cache_key(default_recipe(), versions)
+    images = paths.images_dir(cache)
+    (images / f"{key}.lock").symlink_to(canary / "precious")
+    (images / f"resolved-versions.json.{os.getpid()}").symlink_to(canary / "precious")
+    monkeypatch.setattr(image_module, "resolve_versions", lambda recipe, apt: dict(versions))
+    monkeypatch.setattr(image_module, "apt_for", lambda *args: Apt((), Path("/nonexistent")))
+    monkeypatch.setattr(image_module, "check_host", lambda: None)
+
+    def build(recipe: object, variant: object, apt: object, found: object, built: str, target: Path,
+              say: object) -> None:
+        target.mkdir()
+        (target / "manifest.json").write_text(json.dumps({"key": built, "kernel_release": "6.1.0-57-amd64"}))
+        (target / "ssh_host_ed25519_key.pub").write_text("ssh-ed25519 AAAA host\n")
+
+    monkeypatch.setattr(image_module, "_build", build)
+    with pytest.raises(InfrastructureError, match=r"cannot lock .*\.lock: Too many levels of symbolic links"):
+        image_module.ensure_image(cache)
+    assert (canary / "precious").read_text() == "keep"
+    (images / f"{key}.lock").unlink()
+    assert image_module.ensure_image(cache).key == key

@@ -131,6 +131,17 @@ def test_the_guest_host_key_in_the_tree_is_private(tmp_path: Path) -> None:
     assert (work / "ssh_host_ed25519_key.pub").read_text() == (ssh / "ssh_host_ed25519_key.pub").read_text()
 
 
+def test_a_root_disk_cached_world_readable_is_made_private(tmp_path: Path, resolver: list[int]) -> None:
+    """Issue 26 item 10: an image built before the fix (root.img 0644) is made 0600 when it is next used."""
+    key = cache_key(default_recipe(), VERSIONS)
+    fake_image(tmp_path / "images" / key, key)
+    disk = tmp_path / "images" / key / "root.img"
+    disk.write_bytes(b"ext4")
+    disk.chmod(0o644)
+    ensure_image(tmp_path)
+    assert stat.S_IMODE(disk.stat().st_mode) == 0o600
+
+
 def test_the_root_disk_holding_the_host_key_is_not_world_readable(tmp_path: Path) -> None:
     """Issue 26 item 10: anyone who can read root.img can read every file in it (debugfs), the host key too."""
     root = tmp_path / "rootfs"
