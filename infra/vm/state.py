@@ -59,10 +59,10 @@ class VmState:
             handle = os.open(directory / STATE_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
             with os.fdopen(handle, "rb") as record:
                 state = cls(**json.loads(record.read()))
+            if (state.name, os.path.abspath(state.directory)) != (directory.name, os.path.abspath(directory)):
+                raise ValueError(f"it names another VM ({state.name!r} in {state.directory})")
         except (OSError, ValueError, TypeError) as err:
             raise ValueError(f"no readable VM state in {directory}: {err}") from err
-        if (state.name, os.path.abspath(state.directory)) != (directory.name, os.path.abspath(directory)):
-            raise ValueError(f"the VM record in {directory} names another VM ({state.name!r} in {state.directory})")
         return state
 
     def is_running(self) -> bool:

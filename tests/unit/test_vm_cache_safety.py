@@ -175,3 +175,13 @@ def test_image_locks_and_memos_are_never_written_through_links(cache: Path, cana
     assert (canary / "precious").read_text() == "keep"
     (images / f"{key}.lock").unlink()
     assert image_module.ensure_image(cache).key == key
+
+
+def test_a_record_with_a_directory_that_is_no_path_is_no_record(cache: Path) -> None:
+    place = paths.vms_dir(cache) / "x"
+    place.mkdir(parents=True)
+    (place / "state.json").write_text(json.dumps({**asdict(VmState("x", DEAD_PID, 2222, "", "tcg", "key", "k", 2048,
+                                                                   2, 1024)), "directory": 42}))
+    assert list_states(cache) == []
+    _clean(cache)
+    assert (place / "state.json").exists()
