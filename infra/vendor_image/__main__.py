@@ -12,6 +12,7 @@ from infra.vendor_image.archive import VendorImageError, run
 from infra.vendor_image.build import ensure_vendor_image
 from infra.vendor_image.recipe import SUITES, VendorRecipe
 from infra.vm.progress import StepPrinter
+from nodeconf.errors import InfrastructureError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -35,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             run(["qemu-img", "convert", "-f", "qcow2", "-O", "raw", str(image.disk), str(scratch)])
         scratch.replace(args.out)
-    except VendorImageError as err:
+    except (VendorImageError, InfrastructureError) as err:  # a build failure, or a cache file that cannot be locked
         print(f"nodeconf: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -9,8 +9,6 @@ Source: issue 14 item 4; mmdebstrap(1); mke2fs(8) -d; sfdisk(8); grub-mkimage(1)
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import secrets
@@ -18,7 +16,7 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +37,7 @@ from infra.vendor_image.recipe import (
     sfdisk_script,
 )
 from infra.vm import paths
+from infra.vm.cache_files import locked
 
 Progress = Callable[[str], None]
 MANIFEST = "manifest.json"
@@ -83,25 +82,18 @@ def ensure_vendor_image(recipe: VendorRecipe, cache_dir: Path | None = None,
     check_host()
     images = vendor_images_dir(cache_dir)
     images.mkdir(parents=True, exist_ok=True)
-    with _locked(images / f"apt-{recipe.suite}.lock"):
+    with locked(images / f"apt-{recipe.suite}.lock"):
         versions = resolve_versions(recipe, images / f"apt-{recipe.suite}")
     key = cache_key(recipe, versions)
     target = images / key
     if not (target / MANIFEST).is_file():
-        with _locked(images / f"{key}.lock"):
+        with locked(images / f"{key}.lock"):
             if not (target / MANIFEST).is_file():
                 _build(recipe, versions, key, target, say)
     else:
         say(f"vendor image {key} cached in {target}")
     manifest = json.loads((target / MANIFEST).read_text())
     return VendorImage(target, key, manifest["firmware"], manifest["kernel_release"])
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 def _build(recipe: VendorRecipe, versions: dict[str, str], key: str, target: Path, say: Progress) -> None:

@@ -6,15 +6,14 @@ lists"); apt.conf(5) Dir::State::Lists, Dir::State::status, Dir::Etc::SourceList
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from infra.vm import paths
+from infra.vm.cache_files import locked, write_atomically
 
 HOST_LISTS = Path("/var/lib/apt/lists")
 # Private lists older than this are refreshed before versions are resolved (the archive moves on daily).
@@ -64,12 +63,12 @@ def apt_for(suite: str, sources: Sequence[str], cache_dir: Path | None = None,
     wanted = "".join(line.format(suite=suite) + "\n" for line in sources)
     (root / "lists" / "partial").mkdir(parents=True, exist_ok=True)
     (root / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
-    with _locked(root / "lock"):
+    with locked(root / "lock"):
         stamp = root / STAMP
         current = stamp.is_file() and stamp.read_text() == wanted
         if not current or time.time() - stamp.stat().st_mtime > MAX_LIST_AGE_SECONDS:
             say(f"apt-get update for {suite} (private lists in {root})")
-            (root / "sources.list").write_text(wanted)
+            write_atomically(root / "sources.list", wanted.encode(), 0o644)
             (root / "status").touch()
             proc = subprocess.run(apt.argv("apt-get", "update", "-q"), capture_output=True, check=False)
             # A release file that cannot be fetched is only a warning (W: Failed to fetch) with exit status 0.
@@ -78,13 +77,6 @@ def apt_for(suite: str, sources: Sequence[str], cache_dir: Path | None = None,
             if proc.returncode != 0 or errors:
                 tail = (errors or stderr or [f"exit status {proc.returncode}"])[-1]
                 raise AptError(f"apt-get update for {suite} failed: {tail}")
-            stamp.write_text(wanted)
+            write_atomically(stamp, wanted.encode(), 0o644)
     return apt
 
-
-@contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive file lock (concurrent builds update a release's lists once)."""
-    with open(lock_path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield

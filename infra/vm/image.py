@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +25,7 @@ from pathlib import Path
 from infra.vm import paths
 from infra.vm.apt import HOST_LISTS, Apt, AptError, apt_for
 from infra.vm.bootfiles import build_boot
+from infra.vm.cache_files import locked, make_private, open_for_writing, write_atomically
 from infra.vm.hostrun import ImageBuildError, run_tool
 from infra.vm.progress import StepPrinter
 from infra.vm.qemu import kernel_cmdline, lsm_without_bpf, with_hugepage_pool
@@ -41,6 +42,7 @@ from infra.vm.recipe import (
 from infra.vm.state import list_states
 from infra.vm.systemd_root import install_systemd
 from infra.vm.variant import RELEASES, RUNTIMES, Variant, parse_variant, recipe_for
+from nodeconf.errors import InfrastructureError
 from nodeconf.node_variant import INITS
 
 __all__ = ["ImageBuildError", "VmImage", "ensure_image", "prune_images"]
@@ -137,9 +139,7 @@ def cached_versions(recipe: Recipe, images: Path, apt: Apt) -> dict[str, str]:
     versions = resolve_versions(recipe, apt)
     with contextlib.suppress(OSError):
         images.mkdir(parents=True, exist_ok=True)
-        scratch = memo.with_name(f"{memo.name}.{os.getpid()}")
-        scratch.write_text(json.dumps({"signature": signature, "versions": versions}))
-        scratch.replace(memo)
+        write_atomically(memo, json.dumps({"signature": signature, "versions": versions}).encode(), 0o644)
     return versions
 
 
@@ -162,24 +162,14 @@ def ensure_image(cache_dir: Path | None = None, progress: Progress | None = None
     target = images / key
     if (target / MANIFEST).is_file():
         say(f"image {key} cached in {target}")
+        make_private(target / "root.img")  # built before its host key was kept private (issue 26 item 10)
         return VmImage.load(target)
     images.mkdir(parents=True, exist_ok=True)
-    with _locked(images / f"{key}.lock"):
+    with locked(images / f"{key}.lock"):
         if not (target / MANIFEST).is_file():
             check_host()
             _build(recipe, variant, apt, versions, key, target, say)
     return VmImage.load(target)
-
-
-@contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive file lock so concurrent sessions build an image only once."""
-    with open(lock_path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _build(recipe: Recipe, variant: Variant, apt: Apt, versions: dict[str, str], key: str, target: Path,
@@ -201,8 +191,7 @@ def _build(recipe: Recipe, variant: Variant, apt: Apt, versions: dict[str, str],
         _customize(recipe, work / "rootfs", work, release)
         installed = installed_versions((work / "rootfs" / "var/lib/dpkg/status").read_text(), recipe.include)
         say(f"making root disk ({recipe.root_disk_mib} MiB ext4)")
-        run_tool(["mkfs.ext4", "-q", "-F", *recipe.mkfs_options, "-L", "nodeconf-root", "-d",
-                  str(work / "rootfs"), str(work / "root.img"), f"{recipe.root_disk_mib}M"])
+        make_root_disk(recipe, work / "rootfs", work / "root.img")
         _remove_tree(work / "rootfs")
         manifest = {"key": key, "kernel_release": release, "versions": versions, "installed": installed,
                     "build_seconds": round(time.monotonic() - started, 1)}
@@ -265,11 +254,7 @@ def _customize(recipe: Recipe, root: Path, work: Path, release: str) -> None:
         shutil.copy2(work / f"config-{release}", root / "boot" / f"config-{release}")
     ssh_dir = root / "etc" / "ssh"
     (ssh_dir / "sshd_config").write_text(recipe.scripts["sshd_config"])
-    for old_key in ssh_dir.glob("ssh_host_*"):
-        old_key.unlink()
-    run_tool(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{recipe.hostname}", "-f",
-              str(ssh_dir / "ssh_host_ed25519_key")])
-    shutil.copy2(ssh_dir / "ssh_host_ed25519_key.pub", work / "ssh_host_ed25519_key.pub")
+    _install_host_key(ssh_dir, recipe.hostname, work)
     dot_ssh = root / "root" / ".ssh"
     dot_ssh.mkdir(mode=0o700, exist_ok=True)
     authorized = dot_ssh / "authorized_keys"
@@ -280,6 +265,25 @@ def _customize(recipe: Recipe, root: Path, work: Path, release: str) -> None:
     (root / "etc" / "hosts").write_text(f"127.0.0.1 localhost\n127.0.1.1 {recipe.hostname}\n")
     (root / "etc" / "fstab").write_text(recipe.scripts["fstab"])
     (root / "usr" / "local" / "bin").mkdir(parents=True, exist_ok=True)
+
+
+def _install_host_key(ssh_dir: Path, hostname: str, work: Path) -> None:
+    """The guest's only host key, ed25519, made here (its public half pinned from `work`): private 0600, public 0644."""
+    for old_key in ssh_dir.glob("ssh_host_*"):
+        old_key.unlink()
+    private = ssh_dir / "ssh_host_ed25519_key"
+    run_tool(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"root@{hostname}", "-f", str(private)])
+    private.chmod(0o600)
+    private.with_suffix(".pub").chmod(0o644)
+    shutil.copy2(private.with_suffix(".pub"), work / "ssh_host_ed25519_key.pub")
+
+
+def make_root_disk(recipe: Recipe, tree: Path, disk: Path) -> None:
+    """The ext4 root disk made from `tree` (mkfs.ext4 -d keeps each file's mode and owner). The disk file is 0600
+    before anything is written into it: whoever can read it can read every file inside, the host private key too."""
+    os.close(open_for_writing(disk))
+    run_tool(["mkfs.ext4", "-q", "-F", *recipe.mkfs_options, "-L", "nodeconf-root", "-d", str(tree), str(disk),
+              f"{recipe.root_disk_mib}M"])
 
 
 def _set_root_shell(passwd: Path, shell: str) -> None:
@@ -311,7 +315,7 @@ def prune_images(keep: str, cache_dir: Path | None = None) -> list[str]:
         key = entry.name.removesuffix(".lock")
         if key in (keep, *in_use) or entry.name.startswith("."):
             continue
-        if entry.is_dir():
+        if entry.is_dir() and not entry.is_symlink():  # a link is never followed out of the cache
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(key)
         elif entry.suffix == ".lock":
@@ -362,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.prune:
             for key in prune_images(image.key, args.cache_dir):
                 print(f"nodeconf: removed image {key}", file=sys.stderr)
-    except ImageBuildError as err:
+    except InfrastructureError as err:  # ImageBuildError, or a cache file that cannot be locked
         print(f"nodeconf: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

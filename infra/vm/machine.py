@@ -7,7 +7,6 @@ import contextlib
 import ctypes
 import itertools
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 
 from infra.vm.accel import AccelChoice, detect_accel
+from infra.vm.cache_files import open_for_writing, remove_vm_directory, write_atomically
 from infra.vm.image import VmImage
 from infra.vm.paths import failed_boots_dir
 from infra.vm.qemu import QemuSpec, qemu_argv
@@ -170,7 +170,9 @@ class VirtualMachine:
                 proc.kill()
                 proc.wait()
         if self._claimed:
-            shutil.rmtree(self.directory, ignore_errors=True)
+            problem = remove_vm_directory(self.directory, self._cache_dir)
+            if problem:
+                self._say(f"VM {self.name}: directory not removed: {problem}")
             self._claimed = False
         _unregister(self)
 
@@ -192,7 +194,8 @@ class VirtualMachine:
         self.stop()
 
     def _claim_directory(self) -> None:
-        """Create the VM directory, pruning stale records; refuse when a VM of this name is still running."""
+        """Create the VM directory (0700: it holds keys), pruning stale records; refuse when a VM of this name is
+        still running, or when its place in the cache is taken by a link or anything else nodeconf may not remove."""
         for name in prune_stale(self._cache_dir):
             self._say(f"removed the record of VM {name}: its qemu is gone")
         with contextlib.suppress(ValueError):
@@ -200,8 +203,11 @@ class VirtualMachine:
             if previous.is_running():
                 raise VmError(f"VM {self.name} is already running (pid {previous.pid}); "
                               f"stop it with: nodeconf node down {self.name}")
-        shutil.rmtree(self.directory, ignore_errors=True)
-        self.directory.mkdir(parents=True)
+        problem = remove_vm_directory(self.directory, self._cache_dir)
+        if problem:
+            raise VmError(f"VM {self.name}: {problem}; not removed")
+        self.directory.parent.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700)
         self._claimed = True
 
     def _prepare_disks(self) -> None:
@@ -213,7 +219,7 @@ class VirtualMachine:
         if not self.swap_mib:
             return
         swap = self.directory / "swap.img"
-        with open(swap, "wb") as handle:
+        with os.fdopen(open_for_writing(swap), "wb") as handle:
             handle.truncate(self.swap_mib * 1024 * 1024)
         proc = subprocess.run(["mkswap", "-L", "nodeconf-swap", str(swap)], capture_output=True, check=False)
         if proc.returncode != 0:
@@ -253,10 +259,10 @@ class VirtualMachine:
 
     def _spawn(self, accel: str) -> None:
         argv = self._qemu_argv(accel)
-        self.console_log.write_bytes(b"")
+        write_atomically(self.console_log, b"")
         self._say(f"VM {self.name}: booting ({self.memory_mib} MiB, {self.cpus} cpus, swap {self.swap_mib} MiB,"
                   f" ssh 127.0.0.1:{self.ssh_port})")
-        with open(self.directory / "qemu.log", "wb") as qemu_log:
+        with os.fdopen(open_for_writing(self.directory / "qemu.log"), "wb") as qemu_log:
             self._proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=qemu_log, stderr=qemu_log,
                 start_new_session=True, preexec_fn=None if self._persistent else _die_with_parent,
@@ -281,7 +287,7 @@ class VirtualMachine:
         kept = failed_boots_dir(self._cache_dir) / f"{self.name}-{time.strftime('%Y%m%dT%H%M%S')}.console.log"
         try:
             kept.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(self.console_log, kept)
+            write_atomically(kept, self.console_log.read_bytes())
         except OSError as err:
             return f"not kept: {err.strerror}"
         return str(kept)

@@ -1,7 +1,8 @@
 """The NoCloud seed of a vendor image boot: an ISO 9660 volume `cidata` with meta-data and user-data.
 
 The user-data installs nodeconf's client key for root, turns password login off, installs a host key made here
-(so it is pinned before the guest boots) and turns on the swap disk nodeconf attaches.
+(so it is pinned before the guest boots) and turns on the swap disk nodeconf attaches. The seed holds that host's
+private key: the ISO file and the files in it (Rock Ridge keeps their mode, which the guest's mount shows) are 0600.
 Source: cloud-init docs, "NoCloud" datasource (volume label cidata, files meta-data and user-data) and the
 modules "SSH" (ssh_keys, ssh_deletekeys, ssh_genkeytypes, disable_root, ssh_authorized_keys), "Set Passwords"
 (ssh_pwauth), "Bootcmd".
@@ -10,9 +11,12 @@ modules "SSH" (ssh_keys, ssh_deletekeys, ssh_genkeytypes, disable_root, ssh_auth
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from infra.vm.cache_files import open_for_writing
 
 SEED_VOLUME_ID = "cidata"
 SWAP_LABEL = "nodeconf-swap"
@@ -65,11 +69,13 @@ def meta_data(instance_id: str, hostname: str) -> str:
 
 
 def write_seed_iso(output: Path, files: dict[str, str]) -> None:
-    """An ISO 9660 (Rock Ridge, Joliet) volume labelled cidata holding files (xorriso)."""
+    """An ISO 9660 (Rock Ridge, Joliet) volume labelled cidata holding files (xorriso), readable by its owner only."""
     staging = output.with_suffix(".d")
-    staging.mkdir()
+    staging.mkdir(mode=0o700)
     for name, text in files.items():
-        (staging / name).write_text(text)
+        with os.fdopen(open_for_writing(staging / name), "w") as handle:
+            handle.write(text)
+    os.close(open_for_writing(output))  # made 0600 before xorriso writes into it
     proc = subprocess.run(["xorriso", "-as", "mkisofs", "-quiet", "-output", str(output), "-volid",
                            SEED_VOLUME_ID, "-joliet", "-rock", str(staging)], capture_output=True, check=False)
     for name in files:

@@ -7,12 +7,13 @@ from pathlib import Path
 
 
 def cache_root(cache_dir: Path | None = None) -> Path:
-    """The nodeconf cache directory: the argument, else $XDG_CACHE_HOME/nodeconf, else ~/.cache/nodeconf."""
+    """The nodeconf cache directory, absolute and without `..`: the argument, else $XDG_CACHE_HOME/nodeconf, else
+    ~/.cache/nodeconf (so a VM directory is named the same way whatever the working directory)."""
     if cache_dir is not None:
-        return Path(cache_dir)
+        return Path(os.path.abspath(cache_dir))
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "nodeconf"
+    return Path(os.path.abspath(base / "nodeconf"))
 
 
 def images_dir(cache_dir: Path | None = None) -> Path:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from infra.vm import paths
+from infra.vm.cache_files import remove_vm_directory, write_atomically
 
 STATE_FILE = "state.json"
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
@@ -44,19 +45,25 @@ class VmState:
     persistent: bool = False
 
     def write(self) -> None:
-        """Record this state in its VM directory."""
-        path = Path(self.directory) / STATE_FILE
-        scratch = path.with_suffix(".tmp")
-        scratch.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        scratch.replace(path)
+        """Record this state in its VM directory (a new file renamed into place: a link there is not followed)."""
+        write_atomically(Path(self.directory) / STATE_FILE, (json.dumps(asdict(self), indent=2) + "\n").encode())
 
     @classmethod
     def read(cls, directory: Path) -> VmState:
-        """The state recorded in a VM directory; ValueError when missing or unreadable."""
+        """The state recorded in a VM directory; ValueError when missing or unreadable, when the directory or the
+        record is a symbolic link, or when the record names another VM or directory than the one it lies in (a stale
+        or planted record must not steer what is stopped or removed)."""
         try:
-            return cls(**json.loads((directory / STATE_FILE).read_text()))
+            if not stat.S_ISDIR(os.lstat(directory).st_mode):
+                raise ValueError("a symbolic link or not a directory")
+            handle = os.open(directory / STATE_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(handle, "rb") as record:
+                state = cls(**json.loads(record.read()))
+            if (state.name, os.path.abspath(state.directory)) != (directory.name, os.path.abspath(directory)):
+                raise ValueError(f"it names another VM ({state.name!r} in {state.directory})")
         except (OSError, ValueError, TypeError) as err:
             raise ValueError(f"no readable VM state in {directory}: {err}") from err
+        return state
 
     def is_running(self) -> bool:
         """True while the recorded pid is still this VM's qemu (guards against a reused pid)."""
@@ -147,8 +154,7 @@ def prune_stale(cache_dir: Path | None = None) -> list[str]:
     """Remove the directories of recorded VMs whose qemu is gone (e.g. after a SIGKILL); return their names."""
     pruned = []
     for state in list_states(cache_dir):
-        if not state.is_running():
-            shutil.rmtree(state.directory, ignore_errors=True)
+        if not state.is_running() and not remove_vm_directory(Path(state.directory), cache_dir):
             pruned.append(state.name)
     return pruned
 

@@ -7,11 +7,11 @@ Source: issue 10 item 4; infra/vm/state.py (VM records), the enforcer's own `cle
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
 from infra.vm import paths
+from infra.vm.cache_files import remove_vm_directory
 from infra.vm.image import remove_leftover_builds
 from infra.vm.state import list_states, terminate_pid, terminate_qemu, untracked_qemus
 from nodeconf.errors import InputError, NodeSpecError
@@ -51,10 +51,12 @@ def clean_vms(cache_dir: Path | None, dry_run: bool) -> int:
                 _say(f"kept VM {state.name} (from nodeconf node up; stop it with: nodeconf node down {state.name})")
             continue
         found += 1
-        _say(f"VM {state.name} (pid {state.pid}): {reason}" + ("" if dry_run else "; removed"))
-        if not dry_run:
-            terminate_pid(state.pid, Path(state.directory))
-            shutil.rmtree(state.directory, ignore_errors=True)
+        if dry_run:
+            _say(f"VM {state.name} (pid {state.pid}): {reason}")
+            continue
+        terminate_pid(state.pid, Path(state.directory))
+        problem = remove_vm_directory(Path(state.directory), cache_dir)
+        _say(f"VM {state.name} (pid {state.pid}): {reason}; " + (f"not removed: {problem}" if problem else "removed"))
     for pid in untracked_qemus(cache_dir):
         found += 1
         _say(f"orphaned qemu pid {pid} of {paths.vms_dir(cache_dir)}" + ("" if dry_run else "; killed"))

@@ -8,6 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from infra.vm.cache_files import remove_vm_directory, write_atomically
 from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB
 from infra.vm.opener import boot_vm
 from infra.vm.progress import StepPrinter
@@ -101,7 +102,10 @@ def _down(args: argparse.Namespace) -> int:
                 return 1
             continue
         terminate_pid(state.pid, directory)
-        shutil.rmtree(directory, ignore_errors=True)
+        problem = remove_vm_directory(directory, args.cache_dir)
+        if problem:
+            print(f"nodeconf node down: {name}: stopped, directory not removed: {problem}", file=sys.stderr)
+            return 2
         print(f"{name}: down")
     return 0
 
@@ -157,7 +161,8 @@ def ssh_words(words: list[str]) -> tuple[str, list[str]]:
 
 
 def _write_known_hosts(state: VmState) -> Path:
-    """A known_hosts file in the VM directory pinning the guest's host key for the OpenSSH client."""
+    """A known_hosts file in the VM directory pinning the guest's host key for the OpenSSH client (a new file renamed
+    into place: a link planted there is replaced, never written through)."""
     path = Path(state.directory) / "known_hosts"
-    path.write_text(f"[127.0.0.1]:{state.ssh_port} {state.host_public_key}\n")
+    write_atomically(path, f"[127.0.0.1]:{state.ssh_port} {state.host_public_key}\n".encode(), 0o644)
     return path

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -101,8 +100,7 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     argv += [
         f"--junitxml={reports / JUNIT_FILE}",
         "-o", "junit_suite_name=nodeconf",
-        f"--alluredir={reports / RESULTS_DIR}",
-        "--clean-alluredir",
+        f"--alluredir={reports / RESULTS_DIR}",  # emptied by run() when an earlier run made it, never by pytest
         "-p", "fixtures.evidence",
         "-p", "fixtures.session",
     ]
@@ -145,15 +143,16 @@ def run(args: argparse.Namespace) -> int:
     _check_usage(args)
     from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
     from nodeconf.report.results import ReportError
+    from nodeconf.report.results_mark import claim_results_dir
     from nodeconf.report.run_info import COMMAND_ENV, command_line
     from nodeconf.report.summary import summary_lines
     from nodeconf.report.summary_json import SUMMARY_FILE
     from nodeconf.report.verdict import EXIT_ERROR, verdict
 
     reports: Path = args.reports
+    claim_results_dir(reports / RESULTS_DIR)  # refused before anything is removed when no nodeconf run made it
     (reports / JUNIT_FILE).unlink(missing_ok=True)
     (reports / SUMMARY_FILE).unlink(missing_ok=True)  # a run killed before the end leaves none that looks current
-    shutil.rmtree(reports / RESULTS_DIR, ignore_errors=True)
     remove_reports(reports / HTML_DIR)
     started = time.monotonic()
     os.environ[COMMAND_ENV] = command_line(sys.argv)  # the report records the command, not pytest's

@@ -3,6 +3,7 @@
 import argparse
 import hashlib
 import json
+import os
 import sys
 import tempfile
 import textwrap
@@ -19,6 +20,7 @@ from nodeconf.errors import InputError
 from nodeconf.report import generate
 from nodeconf.report.allure_html import allure_cli
 from nodeconf.report.properties import read_properties
+from nodeconf.report.results_mark import claim_results_dir, made_by_nodeconf
 from nodeconf.report.run_info import COMMAND_ENV, RUN_KEYS
 
 CONFTEST = '''
@@ -238,7 +240,7 @@ def test_run_with_empty_suites_is_an_error(project: Path, capfd: pytest.CaptureF
 
 def test_pytest_usage_error_never_reports_an_earlier_run(project: Path, capfd: pytest.CaptureFixture[str]) -> None:
     stale = project / "reports" / "allure-results"
-    stale.mkdir(parents=True)
+    claim_results_dir(stale)  # as an earlier run left it
     (stale / "old-result.json").write_text('{"uuid": "old", "name": "test_old", "status": "passed"}')
     assert run_cli.run(_args("--", "--no-such-option")) == 2
     assert "nodeconf: exit 2: pytest rejected the command line" in capfd.readouterr().err
@@ -289,7 +291,7 @@ def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) ->
     argv = run_cli.pytest_argv(_args("--node", spec, "--", "suites/swap", "-x"))
     assert argv[1:] == [
         "-m", "pytest", f"--node={spec}", "--junitxml=reports/junit.xml",
-        "-o", "junit_suite_name=nodeconf", "--alluredir=reports/allure-results", "--clean-alluredir",
+        "-o", "junit_suite_name=nodeconf", "--alluredir=reports/allure-results",
         "-p", "fixtures.evidence", "-p", "fixtures.session", "suites/swap", "-x",
     ]
 
@@ -343,3 +345,42 @@ def test_report_rewrites_summary_json_from_the_results(full_run: FullRun, tmp_pa
     summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
     assert (summary["verdict"], summary["exit_code"], summary["written_by"]) == ("FAIL", 1, "nodeconf report")
     assert len(summary["checks"]) == 4
+
+
+@pytest.mark.parametrize("layout", ["unmarked", "forged-mark", "symlink", "other-owner"])
+def test_run_never_removes_a_results_dir_no_run_made(project: Path, layout: str) -> None:
+    """Issue 26 item 11: an allure-results directory no nodeconf run made is refused (one line, exit 2), not removed."""
+    keep = project / "someone-elses"
+    keep.mkdir()
+    (keep / "canary-result.json").write_text("theirs")
+    results = project / "reports" / "allure-results"
+    results.parent.mkdir()
+    if layout == "symlink":
+        results.symlink_to(keep)
+    elif layout == "other-owner":  # marked, then handed to another user (who could have written any mark)
+        if os.geteuid() != 0:
+            pytest.skip("handing a directory to another user needs root")
+        claim_results_dir(results)
+        (results / "canary-result.json").write_text("theirs")
+        os.chown(results, os.geteuid() + 1, -1)
+    else:
+        results.mkdir()
+        (results / "canary-result.json").write_text("theirs")
+    if layout == "forged-mark":  # a mark copied from another directory names that directory's inode
+        (results / ".nodeconf-results").write_text(
+            f"nodeconf run results directory: device {keep.stat().st_dev} inode {keep.stat().st_ino}\n")
+    with pytest.raises(InputError, match=r"--reports: reports/allure-results exists and no nodeconf run made it"):
+        run_cli.run(_args("--", "-k", "passes"))
+    assert (results / "canary-result.json").read_text() == "theirs"
+    assert (keep / "canary-result.json").read_text() == "theirs"
+
+
+def test_run_replaces_the_results_of_its_own_earlier_run(project: Path) -> None:
+    """Issue 26 item 11: the results directory an earlier run made is emptied by the next, which leaves it marked
+    for the one after (pytest does not empty it and so removes no mark)."""
+    results = project / "reports" / "allure-results"
+    claim_results_dir(results)  # as an earlier run left it
+    (results / "old-result.json").write_text('{"uuid": "old", "name": "test_old", "status": "passed"}')
+    assert run_cli.run(_args("--", "-k", "passes")) == 0
+    assert [path.name for path in results.glob("*-result.json")] != [] and not (results / "old-result.json").exists()
+    assert made_by_nodeconf(results)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import stat
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -104,3 +107,49 @@ def test_installed_versions_from_dpkg_status() -> None:
     assert image_module.installed_versions(status, ["python3", "openssh-server", "kmod"]) == {
         "python3": "3.11.2-1+b1",
     }
+
+
+def _stub_root(root: Path, work: Path) -> None:
+    """The part of a bootstrapped tree _customize writes into, with a package's stale RSA host key."""
+    for directory in ("etc/ssh", "root", "sbin", "usr/local"):
+        (root / directory).mkdir(parents=True)
+    (root / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    (root / "etc" / "ssh" / "ssh_host_rsa_key").write_text("stale")
+    work.mkdir(exist_ok=True)
+    (work / "id_ed25519.pub").write_text("ssh-ed25519 AAAAC3Nz client\n")
+
+
+def test_the_guest_host_key_in_the_tree_is_private(tmp_path: Path) -> None:
+    """Issue 26 item 10: the host private key the image carries is 0600 root, its public half 0644."""
+    root, work = tmp_path / "rootfs", tmp_path
+    _stub_root(root, work)
+    image_module._customize(default_recipe(), root, work, "6.1.0-57-amd64")
+    ssh = root / "etc" / "ssh"
+    assert sorted(path.name for path in ssh.glob("ssh_host_*")) == ["ssh_host_ed25519_key", "ssh_host_ed25519_key.pub"]
+    assert stat.S_IMODE((ssh / "ssh_host_ed25519_key").stat().st_mode) == 0o600
+    assert stat.S_IMODE((ssh / "ssh_host_ed25519_key.pub").stat().st_mode) == 0o644
+    assert (work / "ssh_host_ed25519_key.pub").read_text() == (ssh / "ssh_host_ed25519_key.pub").read_text()
+
+
+def test_a_root_disk_cached_world_readable_is_made_private(tmp_path: Path, resolver: list[int]) -> None:
+    """Issue 26 item 10: an image built before the fix (root.img 0644) is made 0600 when it is next used."""
+    key = cache_key(default_recipe(), VERSIONS)
+    fake_image(tmp_path / "images" / key, key)
+    disk = tmp_path / "images" / key / "root.img"
+    disk.write_bytes(b"ext4")
+    disk.chmod(0o644)
+    ensure_image(tmp_path)
+    assert stat.S_IMODE(disk.stat().st_mode) == 0o600
+
+
+def test_the_root_disk_holding_the_host_key_is_not_world_readable(tmp_path: Path) -> None:
+    """Issue 26 item 10: anyone who can read root.img can read every file in it (debugfs), the host key too."""
+    root = tmp_path / "rootfs"
+    _stub_root(root, tmp_path)
+    image_module._customize(default_recipe(), root, tmp_path, "6.1.0-57-amd64")
+    disk = tmp_path / "root.img"
+    image_module.make_root_disk(replace(default_recipe(), root_disk_mib=16), root, disk)
+    assert stat.S_IMODE(disk.stat().st_mode) == 0o600
+    inside = subprocess.run(["debugfs", "-R", "stat /etc/ssh/ssh_host_ed25519_key", str(disk)], capture_output=True,
+                            text=True, check=True).stdout
+    assert "Mode:  0600" in inside

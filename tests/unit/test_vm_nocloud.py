@@ -5,6 +5,7 @@ Source: cloud-init docs, "NoCloud" datasource and the SSH, Set Passwords and Boo
 
 from __future__ import annotations
 
+import stat
 import subprocess
 from pathlib import Path
 
@@ -43,3 +44,17 @@ def test_seed_iso_holds_cloud_config_with_our_keys(tmp_path: Path) -> None:
 
 def test_no_swap_no_bootcmd(tmp_path: Path) -> None:
     assert "bootcmd" not in yaml.safe_load(user_data(make_keys(tmp_path), swap=False))
+
+
+def test_seed_iso_keeps_the_host_private_key_from_other_users(tmp_path: Path) -> None:
+    """Issue 26 item 10: the seed carries the guest's host private key, so neither the ISO file on the host nor its
+    user-data inside (Rock Ridge keeps the mode, which the guest's mount shows) may be readable by other users."""
+    keys = make_keys(tmp_path)
+    iso = tmp_path / "seed.iso"
+    write_seed_iso(iso, {"meta-data": meta_data("nodeconf-1", "vm-a"), "user-data": user_data(keys, swap=False)})
+    assert stat.S_IMODE(iso.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "host_ed25519").stat().st_mode) == 0o600
+    listing = subprocess.run(["xorriso", "-indev", str(iso), "-lsl", "/"], capture_output=True, text=True,
+                             check=True).stdout
+    modes = {line.split()[-1].strip("'"): line.split()[0] for line in listing.splitlines() if line[:1] == "-"}
+    assert modes["user-data"] == "-rw-------"
