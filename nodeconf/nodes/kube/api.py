@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from nodeconf.nodes.base import NodeError
+from nodeconf.nodes.kube.redaction import redacted
 
 REQUEST_TIMEOUT = 30.0
 PROBE_TIMEOUT = 2.0
@@ -26,15 +27,18 @@ NAMESPACED_KINDS = {"ConfigMap": "config_map", "LimitRange": "limit_range", "Res
 
 class KubeApiError(NodeError):
     """The API server answered with an error status (or could not be reached: status 0); `reason` and `causes`
-    come from the metav1.Status body (`Invalid`, `Forbidden`; each cause's `field`)."""
+    come from the metav1.Status body (`Invalid`, `Forbidden`; each cause's `field`).
+
+    Every failure of the kube client becomes one of these: the one place credentials (a kubeconfig proxy-url's
+    password, a token) are redacted from the message, so they reach no log or report."""
 
     def __init__(self, status: int, message: str, reason: str = "",
                  causes: Sequence[Mapping[str, str]] = ()) -> None:
         self.status = status
-        self.message = message
+        self.message = redacted(message)
         self.reason = reason
-        self.causes = tuple(causes)
-        super().__init__(f"Kubernetes API error {status}: {message}" if status else message)
+        self.causes = tuple({key: redacted(value) for key, value in cause.items()} for cause in causes)
+        super().__init__(f"Kubernetes API error {status}: {self.message}" if status else self.message)
 
 
 @dataclass(frozen=True)
