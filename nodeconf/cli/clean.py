@@ -28,8 +28,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Remove what earlier, killed runs left behind: VMs whose run is gone (a VM from "
         "`nodeconf node up` is kept), orphaned qemu processes of the cache, scratch directories of killed image "
         "builds; with --node ssh://... or local also the enforcer's processes and cgroups on that node, with "
-        "--node kube[:CONTEXT] every namespace and pod labelled app.kubernetes.io/managed-by=nodeconf (run it when "
-        "no other nodeconf run uses that cluster). Exit 0 when clean, 2 when something could not be removed.")
+        "--node kube[:CONTEXT] the namespaces of nodeconf runs that are over (their lease lapsed; live runs, other "
+        "namespaces and pods are never touched). Exit 0 when clean, 2 when something could not be removed.")
     parser.add_argument("--node", metavar="SPEC",
                         help="also clean this node: ssh://user@host?key=..., local or kube[:CONTEXT]")
     parser.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
@@ -83,7 +83,7 @@ def report_kind_clusters() -> int:
 
 
 def clean_node(text: str, dry_run: bool) -> None:
-    """Clean one node: the enforcer's leftovers (ssh, local) or nodeconf's labelled kube objects (kube)."""
+    """Clean one node: the enforcer's leftovers (ssh, local) or finished runs' namespaces (kube)."""
     from nodeconf.nodes import leftovers
 
     try:
@@ -93,10 +93,16 @@ def clean_node(text: str, dry_run: bool) -> None:
     if spec.scheme == "vm":
         return  # VMs are cleaned above
     if spec.scheme == "kube":
-        core, context = leftovers.kube_core(spec.context)
-        for name in leftovers.clean_kube(core, dry_run):
-            _say(f"kube {context}: {name}" + ("" if dry_run else "; deleted"))
+        from nodeconf.nodes.kube.stale import clean_cluster
+
+        context, verdicts = clean_cluster(spec.context, dry_run)
+        for verdict in verdicts:
+            done = ("; would be deleted" if dry_run else "; deleted") if verdict.delete else ""
+            _say(f"kube {context}: namespace {verdict.namespace}: {verdict.why}{done}")
         return
+    if spec.scheme == "kind":
+        raise InputError("clean deletes no kind cluster: a --node kind run deletes its own when it ends; one it "
+                         "left (killed, keep=1) is named above with its delete command", field="--node")
     if dry_run:
         _say(f"{spec.display}: would run the enforcer's cleanup (kills its agent, removes the cgroups it marked)")
         return
