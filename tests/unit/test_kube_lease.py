@@ -83,15 +83,18 @@ def test_the_lease_runs_on_the_api_servers_clock() -> None:
         server.close()
 
 
-def ns(name: str, run: str, expires: str | None) -> dict[str, object]:
-    return {"metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "nodeconf", "nodeconf.io/run": run},
-                         "annotations": {EXPIRES: expires} if expires else {}}}
+def ns(name: str, run: str, expires: str | None, deleting: str | None = None) -> dict[str, object]:
+    metadata = {"name": name, "labels": {"app.kubernetes.io/managed-by": "nodeconf", "nodeconf.io/run": run},
+                "annotations": {EXPIRES: expires} if expires else {}}
+    return {"metadata": {**metadata, "deletionTimestamp": deleting} if deleting else metadata}
 
 
 @pytest.mark.parametrize(("namespace", "deleted"), [
     pytest.param(ns("nodeconf-abc123", "abc123", "2026-12-03T06:59:59Z"), True, id="lapsed"),
     pytest.param(ns("nodeconf-abc123-kube-system", "abc123", "2026-12-03T06:59:59Z"), True, id="lapsed-manifest-ns"),
     pytest.param(ns("nodeconf-abc123", "abc123", "2026-12-03T07:00:01Z"), False, id="alive"),
+    pytest.param(ns("nodeconf-abc123", "abc123", "2026-12-03T06:00:00Z", deleting="2026-12-03T06:58:00Z"), False,
+                 id="terminating"),
     pytest.param(ns("nodeconf-abc123", "abc123", None), False, id="no-lease"),
     pytest.param(ns("nodeconf-abc123", "abc123", "soon"), False, id="unreadable-lease"),
     pytest.param(ns("nodeconf", "abc123", "2026-12-03T06:00:00Z"), False, id="rbac-namespace"),

@@ -54,6 +54,8 @@ def judge(namespaces: Sequence[Mapping[str, Any]], now: datetime) -> list[Verdic
         if run is None:
             verdicts.append(Verdict(name, False, "not a nodeconf run's namespace (name and labels of a run "
                                                  "nodeconf-RUN[-NS] do not agree): kept"))
+        elif dig(namespace, "metadata", "deletionTimestamp"):  # deleting it again is a 409 Conflict
+            verdicts.append(Verdict(name, False, f"run {run}'s namespace is being deleted already"))
         elif expires is None:
             verdicts.append(Verdict(name, False, f"run {run} has no lease (an older nodeconf's run): kept; delete it "
                                                  f"with `kubectl delete namespace {name}` when no run uses it"))
