@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from infra.kind.records import ClusterRecord, read_records
 from infra.kind.versions import check_gates, node_image_version
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig
@@ -181,6 +182,7 @@ class KindCluster:
         self.context = f"kind-{self.name}"
         self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
         self.kubeconfig = self.workdir / "kubeconfig"
+        self.record = ClusterRecord.of_this_process(self.name)
         self.created = False  # this run's `kind create` made the cluster: only then is it ours to delete
         self.deleted = False
 
@@ -198,10 +200,12 @@ class KindCluster:
         delete."""
         self.progress(f"creating kind cluster {self.name} from {self.config.path.name} (a few minutes the first "
                       "time: kind pulls its node image)")
+        self.record.write()  # a run killed from here on leaves the proof `nodeconf clean --node kind` needs
         try:
             run_kind([self.kind, "create", "cluster", "--name", self.name, "--config", str(self.config.path),
                       "--kubeconfig", str(self.kubeconfig), "--wait", f"{READY_TIMEOUT:g}s"], CREATE_TIMEOUT)
         except KindFailed:
+            self.record.remove()
             raise
         except BaseException:
             self.created = True
@@ -219,6 +223,7 @@ class KindCluster:
                 with signals_deferred(f"kind cluster {self.name} is deleted"):
                     run_kind([self.kind, "delete", "cluster", "--name", self.name, "--kubeconfig",
                               str(self.kubeconfig)], DELETE_TIMEOUT)
+            self.record.remove()
         except NodeError as err:
             raise NodeError(f"kind cluster {self.name} was not deleted ({err}); delete it with "
                             f"`kind delete cluster --name {self.name}`") from None
@@ -228,10 +233,36 @@ class KindCluster:
     def keep(self) -> None:
         """Leave the cluster running; only the private kubeconfig goes."""
         self.deleted = True
+        self.record.remove()  # the user's from now on: clean never deletes it
         shutil.rmtree(self.workdir, ignore_errors=True)
         self.progress(f"kept kind cluster {self.name} (keep=1): `kind export kubeconfig --name {self.name}` adds "
                       f"its context {self.context} to your kubeconfig; `kind delete cluster --name {self.name}` "
                       "removes it")
+
+
+def clean_leftover_clusters(dry_run: bool) -> list[str]:
+    """Delete the kind clusters this host's nodeconf runs created and left when killed (records.py: a record whose
+    run is gone); one line per record. A cluster without a record, or whose run still runs, is never deleted."""
+    records = read_records()
+    if not records:
+        return []
+    listed = set(run_kind(["kind", "get", "clusters"], COMMAND_TIMEOUT).split())
+    lines = []
+    for record in records:
+        if record.run_alive():
+            lines.append(f"kind cluster {record.name}: its run (pid {record.pid}) still runs: kept")
+            continue
+        if record.name in listed and not dry_run:
+            with tempfile.TemporaryDirectory() as scratch, signals_deferred(f"kind cluster {record.name} is deleted"):
+                run_kind(["kind", "delete", "cluster", "--name", record.name, "--kubeconfig",
+                          str(Path(scratch) / "kubeconfig")], DELETE_TIMEOUT)  # the user's kubeconfig untouched
+        if not dry_run:
+            record.remove()
+        done = "would be " if dry_run else ""
+        outcome = f"its run (pid {record.pid}) is gone; {done}deleted" if record.name in listed else (
+            f"gone already; its record {done}removed")
+        lines.append(f"kind cluster {record.name}: {outcome}")
+    return lines
 
 
 def wait_ready(context: str, kubeconfig: Path, timeout: float, sleep: Callable[[float], None] = time.sleep,

@@ -1,7 +1,7 @@
 """`nodeconf clean --node kube:CONTEXT` through the CLI against a loopback API server: only the namespaces of runs
 whose lease lapsed are deleted; infra/kube/rbac.yaml's `nodeconf` namespace, a live run, an older nodeconf's run
 (no lease), a look-alike namespace and a user's labelled pod are left alone; every request is one the documented
-ClusterRole grants; `--node kind` is refused in one line."""
+ClusterRole grants (`--node kind`: test_kind_provision.py)."""
 
 from __future__ import annotations
 
@@ -101,12 +101,3 @@ def test_clean_needs_only_what_the_cluster_role_grants(server: ApiServer, tmp_pa
     needed = {permission(seen.method, seen.path) for seen in server.seen}
     assert ("namespaces", "list") in needed
     assert not [p for p in needed if not allowed(role["rules"], *p)], "infra/kube/rbac.yaml lacks a permission"
-
-
-def test_clean_of_kind_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))
-    assert main(["clean", "--cache-dir", str(tmp_path / "cache"), "--node", "kind"]) == 2
-    assert capsys.readouterr().err.splitlines() == [
-        "nodeconf: --node: clean deletes no kind cluster: a --node kind run deletes its own when it ends; one it "
-        "left (killed, keep=1) is named above with its delete command"]

@@ -22,6 +22,7 @@ from kind_fakes import FakeTools, install
 
 from infra.kind import provision
 from infra.kind.provision import KindConfig, open_kind_node, resolve_config
+from infra.vm.state import process_start
 from nodeconf.errors import MAX_MESSAGE, InputError
 from nodeconf.nodes import registry
 from nodeconf.nodes.base import Node, NodeError
@@ -43,7 +44,14 @@ def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeTools:
     for key, value in fake.env().items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("KIND_EXPERIMENTAL_PROVIDER", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the records of this host's clusters
     return fake
+
+
+def recorded(tools: FakeTools) -> dict[str, dict[str, Any]]:
+    """The records of this host's clusters in the canary cache, by cluster name."""
+    directory = tools.state.parent / "xdg" / "nodeconf" / "kind"
+    return {path.stem: json.loads(path.read_text()) for path in directory.glob("*.json")}
 
 
 class OpenedNode:
@@ -199,7 +207,7 @@ def test_a_create_that_finds_its_name_taken_in_between_deletes_nothing(tools: Fa
     """Another job creates a cluster of the name after `kind get clusters` answered: kind refuses the create, and
     the other job's cluster is left alone."""
     monkeypatch.setenv("FAKE_KIND_NAME_TAKEN", "1")
-    with pytest.raises(NodeError, match=r'node\(s\) already exist for a cluster with the name "nodeconf-limitedswap-'):
+    with pytest.raises(NodeError, match=r'node\(s\) already exist for a cluster with the name "nodeconf-limitedswap'):
         open_default(Opener())
     assert deleted_names(tools) == [] and tools.clusters() == [created_name(tools)]
 
@@ -213,6 +221,51 @@ def test_a_name_kind_already_lists_is_refused_and_left_alone(tools: FakeTools,
         open_default(Opener())
     assert str(caught.value).startswith(f"--node: a kind cluster {taken} already exists")
     assert tools.calls() == [["kind", "version"], ["kind", "get", "clusters"]] and tools.clusters() == [taken]
+
+
+def test_the_host_records_a_cluster_while_its_run_has_it(tools: FakeTools, monkeypatch: pytest.MonkeyPatch) -> None:
+    node = open_default(Opener())
+    name = created_name(tools)
+    assert recorded(tools) == {name: {"name": name, "pid": os.getpid(), "start": process_start(os.getpid())}}
+    node.close()
+    assert recorded(tools) == {}
+    open_default(Opener(), keep=True).close()
+    assert recorded(tools) == {}, "a kept cluster is the user's: clean never deletes it"
+    monkeypatch.setenv("FAKE_KIND_NAME_TAKEN", "1")
+    with pytest.raises(NodeError):
+        open_default(Opener())
+    assert recorded(tools) == {}, "a cluster kind refused to create is another's"
+
+
+def write_record(tools: FakeTools, name: str, pid: int, start: int) -> None:
+    directory = tools.state.parent / "xdg" / "nodeconf" / "kind"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{name}.json").write_text(json.dumps({"name": name, "pid": pid, "start": start}))
+
+
+def test_clean_deletes_only_the_clusters_killed_runs_of_this_host_left(
+        tools: FakeTools, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from nodeconf.cli.main import main
+
+    gone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    gone_start = process_start(gone.pid)
+    gone.kill()
+    gone.wait()  # a run killed with SIGKILL: its record stays
+    killed, live, foreign = "nodeconf-noswap-0a1b2c", "nodeconf-noswap-d4e5f6", "nodeconf-memoryqos-777777"
+    (tools.state / "clusters.txt").write_text(f"{NAME}\n{killed}\n{live}\n{foreign}\n")
+    write_record(tools, killed, gone.pid, gone_start)
+    write_record(tools, live, os.getpid(), process_start(os.getpid()))
+    write_record(tools, "nodeconf-noswap-999999", gone.pid, gone_start)  # its cluster was deleted by hand
+    assert main(["clean", "--cache-dir", str(tmp_path / "cache"), "--node", "kind"]) == 0
+    assert deleted_names(tools) == [killed]
+    assert tools.clusters() == [NAME, live, foreign] and sorted(recorded(tools)) == [live]
+    [delete] = [call for call in tools.calls() if call[1:2] == ["delete"]]
+    assert not Path(delete[delete.index("--kubeconfig") + 1]).is_relative_to(Path.home())
+    out = capsys.readouterr().out.splitlines()
+    assert f"nodeconf clean: kind cluster {killed}: its run (pid {gone.pid}) is gone; deleted" in out
+    assert f"nodeconf clean: kind cluster {live}: its run (pid {os.getpid()}) still runs: kept" in out
+    assert f"nodeconf clean: kind cluster {foreign} (a --node kind run kept it, or another's): not deleted; " \
+           f"delete it with `kind delete cluster --name {foreign}`" in out
 
 
 def test_each_run_creates_a_cluster_of_its_own(tools: FakeTools) -> None:
@@ -476,8 +529,8 @@ def test_nodeconf_clean_names_nodeconf_kind_clusters_and_deletes_none(tools: Fak
     (tools.state / "clusters.txt").write_text(f"kind\n{NAME}\nnodeconf-noswap\n")
     assert clean.run(argparse.Namespace(cache_dir=tmp_path / "cache", dry_run=False, node=None)) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"nodeconf clean: kind cluster {name} (a --node kind run kept it or was killed, or another run uses it): "
-        f"not deleted; delete it with `kind delete cluster --name {name}`" for name in (NAME, "nodeconf-noswap")]
+        f"nodeconf clean: kind cluster {name} (a --node kind run kept it, or another's): not deleted; delete it "
+        f"with `kind delete cluster --name {name}`" for name in (NAME, "nodeconf-noswap")]
     assert tools.calls() == [["kind", "get", "clusters"]]
     assert tools.clusters() == ["kind", NAME, "nodeconf-noswap"]
 
