@@ -123,8 +123,8 @@ class KubeNode(Node):
         run the `after_close` actions (e.g. delete the kind cluster), also when a namespace could not be deleted."""
         failures = []
         try:
-            self.heartbeat.stop()
             with signals_deferred(f"the namespaces of run {self.run_id} are deleted"):
+                self.heartbeat.stop()
                 for namespace in reversed(self.namespaces):
                     try:
                         self.api.delete_namespace(namespace)
