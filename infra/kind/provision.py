@@ -1,12 +1,13 @@
-"""`--node kind[:CONFIG]`: create the kind cluster `nodeconf-CONFIG` from infra/kind/CONFIG.yaml with a kubeconfig
-nodeconf owns, wait for a Ready node, run the kube driver on it and delete the cluster afterwards (also on failure
-and interrupt) unless kept.
+"""`--node kind[:CONFIG]`: create the kind cluster `nodeconf-CONFIG-RUNID` (a random run id: a name of this run's
+own) from infra/kind/CONFIG.yaml with a kubeconfig nodeconf owns, wait for a Ready node, run the kube driver on it
+and delete the cluster afterwards (also on failure and interrupt) unless kept. Only a cluster this run created is
+ever deleted.
 
 Sources (kind): pkg/cmd/kind/create/cluster/createcluster.go (--name, --config, --kubeconfig, --wait); its wait
 only warns on timeout (create/actions/waitforready/waitforready.go), so readiness is checked here too;
 pkg/internal/runtime/runtime.go (KIND_EXPERIMENTAL_PROVIDER) and pkg/cluster/provider.go DetectNodeProvider (docker,
 then nerdctl, then podman); pkg/cluster/internal/create/create.go (a name in use is refused before anything is
-created; a failed create removes its nodes); kind contexts are named `kind-NAME`.
+created; a create that fails later removes the nodes it made); kind contexts are named `kind-NAME`.
 """
 
 from __future__ import annotations
@@ -14,18 +15,20 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from infra.kind.records import ClusterRecord, read_records
 from infra.kind.versions import check_gates, node_image_version
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig
@@ -52,9 +55,14 @@ Progress = Callable[[str], None]
 KubeOpener = Callable[[str, Path, Callable[[], None]], Node]
 
 
-def cluster_name(config: str) -> str:
-    """The kind cluster nodeconf creates for a config: `nodeconf-CONFIG` (`nodeconf clean` looks for the prefix)."""
-    return f"{CLUSTER_PREFIX}{config}"
+def run_id() -> str:
+    """A random id for one run's cluster (24 bits: two runs on one host do not pick the same)."""
+    return secrets.token_hex(3)
+
+
+def cluster_name(config: str, run: str) -> str:
+    """The kind cluster a run creates for a config: `nodeconf-CONFIG-RUNID` (`nodeconf clean` lists the prefix)."""
+    return f"{CLUSTER_PREFIX}{config}-{run}"
 
 
 def nodeconf_clusters() -> list[str]:
@@ -136,10 +144,15 @@ def _stop(process: subprocess.Popen[str]) -> None:
         process.wait()
 
 
+class KindFailed(NodeError):
+    """kind ran to its end and exited non-zero (as opposed to being stopped by nodeconf)."""
+
+
 def run_kind(argv: list[str], timeout: float) -> str:
     """Run kind in its own process group (a terminal's Ctrl-C reaches nodeconf only, which decides); its stdout.
 
-    NodeError with kind's last stderr line when it fails or outlives `timeout`; stopped on any interrupt."""
+    KindFailed with kind's last stderr line when it fails; NodeError when it outlives `timeout`; stopped on any
+    interrupt."""
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
     try:
@@ -152,24 +165,25 @@ def run_kind(argv: list[str], timeout: float) -> str:
         raise
     if process.returncode:
         lines = [line for line in err.splitlines() if line.strip()]
-        raise NodeError(f"`{' '.join(argv)}` failed (exit {process.returncode})"
+        raise KindFailed(f"`{' '.join(argv)}` failed (exit {process.returncode})"
                         + (f": {lines[-1].strip()}" if lines else ""))
     return out
 
 
 class KindCluster:
-    """The kind cluster `nodeconf-CONFIG` of one run, with its own kubeconfig in a private temporary directory
+    """The kind cluster `nodeconf-CONFIG-RUNID` of one run, with its own kubeconfig in a private temporary directory
     (the user's ~/.kube/config is never touched)."""
 
     def __init__(self, config: KindConfig, progress: Progress, kind: str = "kind") -> None:
         self.config = config
         self.progress = progress
         self.kind = kind
-        self.name = cluster_name(config.name)
+        self.name = cluster_name(config.name, run_id())
         self.context = f"kind-{self.name}"
         self.workdir = Path(tempfile.mkdtemp(prefix=f"{self.name}-"))
         self.kubeconfig = self.workdir / "kubeconfig"
-        self.created = False  # `kind create` was started: from then on the cluster is ours to delete
+        self.record = ClusterRecord.of_this_process(self.name)
+        self.created = False  # this run's `kind create` made the cluster: only then is it ours to delete
         self.deleted = False
 
     def exists(self) -> bool:
@@ -178,12 +192,25 @@ class KindCluster:
         return self.name in out.split()
 
     def create(self) -> None:
-        """`kind create cluster` with the config and this run's kubeconfig; kind waits for the control plane."""
+        """`kind create cluster` with the config and this run's kubeconfig; kind waits for the control plane.
+
+        The cluster is this run's once create succeeded, or once create was stopped midway (timeout, interrupt:
+        what kind made so far stays, under the run's random name that kind listed nowhere before). When kind
+        itself fails, it removed what it made, or refused a name in use, which is then another's: nothing to
+        delete."""
         self.progress(f"creating kind cluster {self.name} from {self.config.path.name} (a few minutes the first "
                       "time: kind pulls its node image)")
+        self.record.write()  # a run killed from here on leaves the proof `nodeconf clean --node kind` needs
+        try:
+            run_kind([self.kind, "create", "cluster", "--name", self.name, "--config", str(self.config.path),
+                      "--kubeconfig", str(self.kubeconfig), "--wait", f"{READY_TIMEOUT:g}s"], CREATE_TIMEOUT)
+        except KindFailed:
+            self.record.remove()
+            raise
+        except BaseException:
+            self.created = True
+            raise
         self.created = True
-        run_kind([self.kind, "create", "cluster", "--name", self.name, "--config", str(self.config.path),
-                  "--kubeconfig", str(self.kubeconfig), "--wait", f"{READY_TIMEOUT:g}s"], CREATE_TIMEOUT)
 
     def delete(self) -> None:
         """Delete the cluster (once; SIGINT/SIGTERM held until done) and the kubeconfig; NodeError if it stays."""
@@ -196,6 +223,7 @@ class KindCluster:
                 with signals_deferred(f"kind cluster {self.name} is deleted"):
                     run_kind([self.kind, "delete", "cluster", "--name", self.name, "--kubeconfig",
                               str(self.kubeconfig)], DELETE_TIMEOUT)
+            self.record.remove()
         except NodeError as err:
             raise NodeError(f"kind cluster {self.name} was not deleted ({err}); delete it with "
                             f"`kind delete cluster --name {self.name}`") from None
@@ -205,10 +233,36 @@ class KindCluster:
     def keep(self) -> None:
         """Leave the cluster running; only the private kubeconfig goes."""
         self.deleted = True
+        self.record.remove()  # the user's from now on: clean never deletes it
         shutil.rmtree(self.workdir, ignore_errors=True)
         self.progress(f"kept kind cluster {self.name} (keep=1): `kind export kubeconfig --name {self.name}` adds "
                       f"its context {self.context} to your kubeconfig; `kind delete cluster --name {self.name}` "
                       "removes it")
+
+
+def clean_leftover_clusters(dry_run: bool) -> list[str]:
+    """Delete the kind clusters this host's nodeconf runs created and left when killed (records.py: a record whose
+    run is gone); one line per record. A cluster without a record, or whose run still runs, is never deleted."""
+    records = read_records()
+    if not records:
+        return []
+    listed = set(run_kind(["kind", "get", "clusters"], COMMAND_TIMEOUT).split())
+    lines = []
+    for record in records:
+        if record.run_alive():
+            lines.append(f"kind cluster {record.name}: its run (pid {record.pid}) still runs: kept")
+            continue
+        if record.name in listed and not dry_run:
+            with tempfile.TemporaryDirectory() as scratch, signals_deferred(f"kind cluster {record.name} is deleted"):
+                run_kind(["kind", "delete", "cluster", "--name", record.name, "--kubeconfig",
+                          str(Path(scratch) / "kubeconfig")], DELETE_TIMEOUT)  # the user's kubeconfig untouched
+        if not dry_run:
+            record.remove()
+        done = "would be " if dry_run else ""
+        outcome = f"its run (pid {record.pid}) is gone; {done}deleted" if record.name in listed else (
+            f"gone already; its record {done}removed")
+        lines.append(f"kind cluster {record.name}: {outcome}")
+    return lines
 
 
 def wait_ready(context: str, kubeconfig: Path, timeout: float, sleep: Callable[[float], None] = time.sleep,
@@ -268,10 +322,8 @@ def open_kind_node(config_name: str | None, *, kubelet_config_path: str | Path |
     cluster = KindCluster(config, progress)
     try:
         if cluster.exists():
-            raise InputError(f"a kind cluster {cluster.name} already exists (kept by an earlier run, or another "
-                             f"run's): use it with `kind export kubeconfig --name {cluster.name}` and --node "
-                             f"kube:{cluster.context}, or delete it with `kind delete cluster --name {cluster.name}`",
-                             field="--node")
+            raise InputError(f"a kind cluster {cluster.name} already exists (another's: this run's random name "
+                             f"is taken); run again", field="--node")
         cluster.create()
         return open_kube(cluster.context, cluster.kubeconfig, cluster.keep if keep else cluster.delete)
     except BaseException as failure:
@@ -284,6 +336,18 @@ def open_kind_node(config_name: str | None, *, kubelet_config_path: str | Path |
             progress(str(err))
             raise failure from err
         raise
+
+
+def preflight_kind_specs(nodes: Sequence[tuple[NodeSpec, Path | None]]) -> None:
+    """InputError (one line, nothing created) when two kind nodes of one run resolve to one config: a run tests a
+    config once. `nodes`: each kind spec with the kubelet config file it runs with."""
+    seen: dict[str, NodeSpec] = {}
+    for spec, kubelet_config in nodes:
+        config = resolve_config(spec.kind_config, kubelet_config).name
+        if config in seen:
+            raise InputError(f"{seen[config].display} and {spec.display} both use the kind config {config}: a run "
+                             "creates one cluster per config; give each kind node its own config", field="--node")
+        seen[config] = spec
 
 
 def preflight_kind_spec(spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> None:

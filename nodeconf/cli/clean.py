@@ -28,10 +28,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="Remove what earlier, killed runs left behind: VMs whose run is gone (a VM from "
         "`nodeconf node up` is kept), orphaned qemu processes of the cache, scratch directories of killed image "
         "builds; with --node ssh://... or local also the enforcer's processes and cgroups on that node, with "
-        "--node kube[:CONTEXT] every namespace and pod labelled app.kubernetes.io/managed-by=nodeconf (run it when "
-        "no other nodeconf run uses that cluster). Exit 0 when clean, 2 when something could not be removed.")
+        "--node kube[:CONTEXT] the namespaces of nodeconf runs that are over (their lease lapsed; live runs, other "
+        "namespaces and pods are never touched). Exit 0 when clean, 2 when something could not be removed.")
     parser.add_argument("--node", metavar="SPEC",
-                        help="also clean this node: ssh://user@host?key=..., local or kube[:CONTEXT]")
+                        help="also clean this node: ssh://user@host?key=..., local, kube[:CONTEXT] or kind (the "
+                             "clusters killed runs of this host created)")
     parser.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
                         help="where the image and the VMs live (default: $XDG_CACHE_HOME/nodeconf)")
     parser.add_argument("-n", "--dry-run", action="store_true", help="only list what would be removed")
@@ -69,23 +70,30 @@ def clean_vms(cache_dir: Path | None, dry_run: bool) -> int:
 
 
 def report_kind_clusters() -> int:
-    """Name the kind clusters `nodeconf-*` and how to delete them; never deletes one (a name proves no ownership:
-    keep=1 kept it, another run may use it, or someone chose the name). Return how many."""
+    """Name the kind clusters `nodeconf-*` and how to delete them; never deletes one here (a name proves no
+    ownership: keep=1 kept it, another run may use it, or someone chose the name; `--node kind` deletes those this
+    host's runs recorded and left). Return how many."""
     from infra.kind.provision import nodeconf_clusters
+    from infra.kind.records import read_records
 
     try:
         names = nodeconf_clusters()
     except NodeError as err:
         print(f"nodeconf clean: kind clusters not listed: {err}", file=sys.stderr)
         return 0
+    recorded = {record.name for record in read_records()}
     for name in names:
-        _say(f"kind cluster {name} (a --node kind run kept it or was killed, or another run uses it): not deleted; "
-             f"delete it with `kind delete cluster --name {name}`")
+        if name in recorded:
+            _say(f"kind cluster {name} (a nodeconf run of this host created it): `nodeconf clean --node kind` "
+                 "deletes it once that run is gone")
+        else:
+            _say(f"kind cluster {name} (a --node kind run kept it, or another's): not deleted; delete it with "
+                 f"`kind delete cluster --name {name}`")
     return len(names)
 
 
 def clean_node(text: str, dry_run: bool) -> None:
-    """Clean one node: the enforcer's leftovers (ssh, local) or nodeconf's labelled kube objects (kube)."""
+    """Clean one node: the enforcer's leftovers (ssh, local) or finished runs' namespaces (kube)."""
     from nodeconf.nodes import leftovers
 
     try:
@@ -95,9 +103,18 @@ def clean_node(text: str, dry_run: bool) -> None:
     if spec.scheme == "vm":
         return  # VMs are cleaned above
     if spec.scheme == "kube":
-        core, context = leftovers.kube_core(spec.context)
-        for name in leftovers.clean_kube(core, dry_run):
-            _say(f"kube {context}: {name}" + ("" if dry_run else "; deleted"))
+        from nodeconf.nodes.kube.stale import clean_cluster
+
+        context, verdicts = clean_cluster(spec.context, dry_run)
+        for verdict in verdicts:
+            done = ("; would be deleted" if dry_run else "; deleted") if verdict.delete else ""
+            _say(f"kube {context}: namespace {verdict.namespace}: {verdict.why}{done}")
+        return
+    if spec.scheme == "kind":
+        from infra.kind.provision import clean_leftover_clusters
+
+        for line in clean_leftover_clusters(dry_run) or ["no kind cluster of a killed nodeconf run on this host"]:
+            _say(line)
         return
     if dry_run:
         _say(f"{spec.display}: would run the enforcer's cleanup (kills its agent, removes the cgroups it marked)")

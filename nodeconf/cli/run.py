@@ -122,11 +122,12 @@ def _check_usage(args: argparse.Namespace) -> None:
                          f"{', '.join(CPU_WEIGHT_FORMULAS)})", field="--cpu-weight-formula")
     if args.kubelet_config is not None and not args.kubelet_config.is_file():
         raise InputError("no such file", source=str(args.kubelet_config), field="--kubelet-config")
-    from nodeconf.nodes.registry import expand, preflight
+    from nodeconf.nodes.registry import expand, preflight, preflight_together
 
     if args.node:  # a whole-cluster spec (kube?nodes=...) becomes one spec per node, listed once, here
         args.node = expand(args.node)
         nodes = _nodes(args)
+    preflight_together([(node.spec, node.kubelet_config or args.kubelet_config) for node in nodes])
     for node in nodes:
         preflight(node.spec, kubelet_config=node.kubelet_config or args.kubelet_config,
                   profile=node.profile or args.profile)

@@ -1,19 +1,16 @@
-"""Remove what an earlier, killed run left on a node: the enforcer's processes and cgroups, or the labelled
-namespaces (with their pods) of the kube driver.
+"""Remove what an earlier, killed run left on a node: the enforcer's processes and cgroups (a cluster's finished
+runs: nodeconf/nodes/kube/stale.py).
 
-Source: issue 10 item 4; the enforcer's own `cleanup` command (it only touches what it marked); the kube driver's
-`app.kubernetes.io/managed-by=nodeconf` label (nodeconf/nodes/kube/pods.py).
+Source: issue 10 item 4; the enforcer's own `cleanup` command (it only touches what it marked).
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.bundle import agent_bundle
 from nodeconf.nodes.enforced.node import AgentTransport, EnforcerSettings
-from nodeconf.nodes.kube.pods import MANAGED_BY
 from nodeconf.nodes.shield import signals_deferred
 from nodeconf.nodes.ssh_login import SshLogin
 
@@ -42,35 +39,6 @@ def clean_enforcer(transport: AgentTransport, settings: EnforcerSettings) -> str
                                         "cleanup", "--root", settings.cgroup_root, "--state-dir", settings.state_dir])
     finally:
         _checked(transport, ["rm", "-rf", "--", scratch])
-
-
-def _selector() -> str:
-    return f"{MANAGED_BY[0]}={MANAGED_BY[1]}"
-
-
-def clean_kube(core: Any, dry_run: bool = False) -> list[str]:
-    """Delete every namespace and pod carrying nodeconf's managed-by label; return `namespace` / `ns/pod` names."""
-    namespaces = [item.metadata.name for item in core.list_namespace(label_selector=_selector()).items]
-    pods = [(item.metadata.namespace, item.metadata.name)
-            for item in core.list_pod_for_all_namespaces(label_selector=_selector()).items
-            if item.metadata.namespace not in namespaces]
-    if not dry_run:
-        with signals_deferred("the labelled kube objects are deleted"):
-            for namespace, name in pods:
-                core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-            for namespace in namespaces:
-                core.delete_namespace(namespace)
-    return [*namespaces, *(f"{namespace}/{name}" for namespace, name in pods)]
-
-
-def kube_core(context: str | None) -> tuple[Any, str]:
-    """A CoreV1Api for the kubeconfig context (the current one when None) and the context's name."""
-    from kubernetes import client
-
-    from nodeconf.nodes.kube.api import load_kube_context
-
-    api_client, chosen = load_kube_context(context)
-    return client.CoreV1Api(api_client), chosen
 
 
 def ssh_transport(login: SshLogin) -> AgentTransport:

@@ -24,6 +24,9 @@ OPENERS: Mapping[str, str] = {
 # Schemes whose opener also takes the run's kubelet config and profile (kind picks its cluster config from them),
 # and whose preflight refuses a run before pytest starts (kind or an engine missing, an unknown config).
 RUN_AWARE: Mapping[str, str] = {"kind": "infra.kind.provision:preflight_kind_spec"}
+# Schemes whose nodes of one run are checked together before pytest starts, each spec with its kubelet config file
+# (two kind nodes of one config).
+TOGETHER: Mapping[str, str] = {"kind": "infra.kind.provision:preflight_kind_specs"}
 # Schemes that can refuse a spec before pytest starts without the run's options (a vendor image's format).
 PREFLIGHTS: Mapping[str, str] = {"vm": "infra.vm.opener:preflight_vm_spec"}
 # Schemes whose one spec may stand for several nodes, expanded once before pytest starts (kube?nodes=...).
@@ -46,6 +49,14 @@ def preflight(spec: NodeSpec, *, kubelet_config: Path | None = None, profile: st
         _imported(RUN_AWARE[spec.scheme])(spec, kubelet_config=kubelet_config, profile=profile)
     elif spec.scheme in PREFLIGHTS:
         _imported(PREFLIGHTS[spec.scheme])(spec)
+
+
+def preflight_together(nodes: Sequence[tuple[NodeSpec, Path | None]]) -> None:
+    """Refuse (UsageError, one line) what only the run's nodes of one scheme together can tell."""
+    for scheme, path in TOGETHER.items():
+        same = [(spec, kubelet_config) for spec, kubelet_config in nodes if spec.scheme == scheme]
+        if same:
+            _imported(path)(same)
 
 
 def expand(specs: Sequence[NodeSpec]) -> list[NodeSpec]:

@@ -1,5 +1,5 @@
-"""`--node kind` for real: create the cluster nodeconf-limitedswap with kind, run the kube driver on its node, delete
-it. Runs where kind works (kind and a container engine on PATH, the engine's `info` succeeds); skips with the
+"""`--node kind` for real: create the cluster nodeconf-limitedswap-RUNID with kind, run the kube driver on its node,
+delete it. Runs where kind works (kind and a container engine on PATH, the engine's `info` succeeds); skips with the
 reason elsewhere. Takes minutes (kind pulls its node image the first time).
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.kind.provision import DETECTED, PROVIDERS, cluster_name, missing_tools, open_kind_node
+from infra.kind.provision import DETECTED, PROVIDERS, missing_tools, open_kind_node
 from nodeconf.loader import load_kubelet_config
 
 LIMITED_SWAP = Path(__file__).resolve().parents[2] / "workloads" / "kep-5359" / "kubelet-config" / "limited-swap.yaml"
@@ -45,13 +45,11 @@ def clusters() -> list[str]:
 
 
 def test_kind_node_runs_the_kube_driver_and_is_deleted_afterwards() -> None:
-    name = cluster_name("limitedswap")
-    if name in clusters():
-        pytest.skip(f"a kind cluster {name} exists already (not this test's to delete)")
+    before = set(clusters())
     node = open_kind_node(None, kubelet_config_path=None, keep=False, profile=None, progress=print)
     try:
-        assert name in clusters()
-        assert node.spec == f"kube:kind-{name}"
+        name = node.spec.removeprefix("kube:kind-")
+        assert name.startswith("nodeconf-limitedswap-") and name in clusters() and name not in before
         facts = node.facts()
         assert facts.memory_capacity > 0 and "memory" in facts.cgroup_controllers
         # The config kind was given is the one the node's kubelet runs (its /configz), as nodeconf compares it.

@@ -6,8 +6,10 @@ The answers follow kind's CLI: `kind version` prints `kind v0.31.0 go1.24.4 linu
 "No kind clusters found." on stderr (pkg/cmd/kind/get/clusters/clusters.go); `kind create cluster` refuses a name
 in use with `ERROR: failed to create cluster: node(s) already exist for a cluster with the name "NAME"`
 (pkg/cluster/internal/create/create.go) and writes the context `kind-NAME` into --kubeconfig.
-Behaviour knobs come from the environment: FAKE_KIND_VERSION, FAKE_KIND_CREATE_SLEEP, FAKE_KIND_CREATE_FAIL,
-FAKE_KIND_DELETE_SLEEP, FAKE_KIND_SERVER.
+A failed create removes the nodes it made, unless the name was in use (create.go: delete.Cluster after a failed
+Provision or action; alreadyExists returns first). Behaviour knobs come from the environment: FAKE_KIND_VERSION,
+FAKE_KIND_CREATE_SLEEP, FAKE_KIND_CREATE_FAIL, FAKE_KIND_DELETE_SLEEP, FAKE_KIND_SERVER, and
+FAKE_KIND_NAME_TAKEN (another job creates a cluster of the name between `get clusters` and this create).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ elif argv[:2] == ["get", "clusters"]:
         print("No kind clusters found.", file=sys.stderr)
 elif argv[:2] == ["create", "cluster"]:
     name = flag("--name")
+    if os.environ.get("FAKE_KIND_NAME_TAKEN") and name not in names():
+        clusters.write_text("\n".join([*names(), name]) + "\n")
     if name in names():
         print(f'ERROR: failed to create cluster: node(s) already exist for a cluster with the name "{name}"',
               file=sys.stderr)

@@ -1,6 +1,6 @@
 """`nodeconf clean` on a canary cache: leftover VM records and orphaned qemu processes of killed runs, scratch
-directories of killed image builds, nodeconf-labelled kube objects; a live run's VM, a `node up` VM, a running
-build and any process that is not this cache's qemu are left alone."""
+directories of killed image builds; a live run's VM, a `node up` VM, a running build and any process that is not
+this cache's qemu are left alone (a cluster's runs: test_clean_kube.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,8 +19,6 @@ from infra.vm import paths
 from infra.vm.image import remove_leftover_builds
 from infra.vm.state import VmState, has_exited, is_our_qemu, process_start, untracked_qemus
 from nodeconf.cli import clean
-from nodeconf.nodes.kube.pods import MANAGED_BY
-from nodeconf.nodes.leftovers import clean_kube
 
 
 def fake_qemu(directory: Path, orphan: bool) -> int:
@@ -125,67 +121,6 @@ def test_scratch_of_a_killed_build_is_removed_not_a_running_one(cache: Path) -> 
         assert remove_leftover_builds(cache, dry_run=True) == [killed.name] and killed.exists()
         assert remove_leftover_builds(cache) == [killed.name]
     assert not killed.exists() and running.exists() and (images / "bookworm-ccc").exists()
-
-
-@dataclass
-class FakeCore:
-    """The CoreV1Api calls clean_kube makes, over a few namespaces and pods."""
-
-    namespaces: dict[str, dict[str, str]]
-    pods: dict[tuple[str, str], dict[str, str]]
-    deleted: list[str] = field(default_factory=list)
-
-    @staticmethod
-    def _matches(labels: dict[str, str], selector: str) -> bool:
-        key, _, value = selector.partition("=")
-        return labels.get(key) == value
-
-    def list_namespace(self, label_selector: str) -> Any:
-        return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name=name))
-                                      for name, labels in self.namespaces.items()
-                                      if self._matches(labels, label_selector)])
-
-    def list_pod_for_all_namespaces(self, label_selector: str) -> Any:
-        return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(namespace=ns, name=name))
-                                      for (ns, name), labels in self.pods.items()
-                                      if self._matches(labels, label_selector)])
-
-    def delete_namespaced_pod(self, name: str, namespace: str, grace_period_seconds: int) -> None:
-        self.deleted.append(f"{namespace}/{name}")
-
-    def delete_namespace(self, name: str) -> None:
-        self.deleted.append(name)
-
-
-def test_only_labelled_kube_objects_are_deleted() -> None:
-    ours = {MANAGED_BY[0]: MANAGED_BY[1], "nodeconf.io/run": "abc123"}
-    core = FakeCore(
-        namespaces={"nodeconf-abc123": ours, "kube-system": {}, "team-a": {"app.kubernetes.io/managed-by": "helm"}},
-        pods={("nodeconf-abc123", "nodeconf-reader"): ours, ("team-a", "stray-probe"): ours,
-              ("team-a", "web"): {}},
-    )
-    assert clean_kube(core, dry_run=True) == ["nodeconf-abc123", "team-a/stray-probe"] and not core.deleted
-    clean_kube(core)
-    assert core.deleted == ["team-a/stray-probe", "nodeconf-abc123"]
-
-
-def test_a_whole_cluster_spec_cleans_its_cluster(cache: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """Cleaning is per cluster (the labelled namespaces), so `kube:CONTEXT?nodes=...` cleans CONTEXT."""
-    from nodeconf.nodes import leftovers
-
-    ours = {MANAGED_BY[0]: MANAGED_BY[1]}
-    core = FakeCore(namespaces={"nodeconf-abc123": ours, "kube-system": {}}, pods={})
-    contexts: list[str | None] = []
-
-    def kube_core(context: str | None) -> tuple[FakeCore, str]:
-        contexts.append(context)
-        return core, "kind-a"
-
-    monkeypatch.setattr(leftovers, "kube_core", kube_core)
-    assert clean.run(_args(cache, node="kube:kind-a?nodes=node-role.kubernetes.io/worker&max=50")) == 0
-    assert contexts == ["kind-a"] and core.deleted == ["nodeconf-abc123"]
-    assert "nodeconf clean: kube kind-a: nodeconf-abc123; deleted" in capsys.readouterr().out.splitlines()
 
 
 def test_bad_node_spec_is_one_line(cache: Path) -> None:

@@ -1,13 +1,14 @@
 """`--node kind[:CONFIG]` provisioning against fake `kind` and `docker` executables on PATH (kind_fakes.py): the
-exact calls and their order, the cluster deleted on failure and on SIGINT, kept with keep=1, and the one-line
-refusals (missing kind or engine, unknown config, gates the node image does not know, a name in use) before
-anything is started."""
+exact calls and their order, a cluster name of the run's own, the cluster deleted on failure and on SIGINT, kept
+with keep=1, never a cluster the run did not create, and the one-line refusals (missing kind or engine, unknown
+config, gates the node image does not know, two kind nodes of one config) before anything is started."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from kind_fakes import FakeTools, install
 
 from infra.kind import provision
 from infra.kind.provision import KindConfig, open_kind_node, resolve_config
+from infra.vm.state import process_start
 from nodeconf.errors import MAX_MESSAGE, InputError
 from nodeconf.nodes import registry
 from nodeconf.nodes.base import Node, NodeError
@@ -30,8 +32,8 @@ from nodeconf.nodes.kube.node import KubeNode
 
 REPO = Path(__file__).resolve().parents[2]
 WORKLOADS = REPO / "workloads"
-NAME = "nodeconf-limitedswap"
-CONTEXT = f"kind-{NAME}"
+NAME = "nodeconf-limitedswap"  # what every run used to create; now a user's (or an older nodeconf's) cluster
+OURS = re.compile(r"nodeconf-limitedswap-[0-9a-f]{6}")  # the run's own: config and a random run id
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,7 +44,14 @@ def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeTools:
     for key, value in fake.env().items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("KIND_EXPERIMENTAL_PROVIDER", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # the records of this host's clusters
     return fake
+
+
+def recorded(tools: FakeTools) -> dict[str, dict[str, Any]]:
+    """The records of this host's clusters in the canary cache, by cluster name."""
+    directory = tools.state.parent / "xdg" / "nodeconf" / "kind"
+    return {path.stem: json.loads(path.read_text()) for path in directory.glob("*.json")}
 
 
 class OpenedNode:
@@ -71,13 +80,23 @@ class Opener:
         return cast(Node, OpenedNode(after_close))
 
 
-def create_call(kubeconfig: Path, config: str = "limitedswap") -> list[str]:
-    return ["kind", "create", "cluster", "--name", f"nodeconf-{config}", "--config", str(KIND_DIR / f"{config}.yaml"),
+def create_call(kubeconfig: Path, name: str, config: str = "limitedswap") -> list[str]:
+    return ["kind", "create", "cluster", "--name", name, "--config", str(KIND_DIR / f"{config}.yaml"),
             "--kubeconfig", str(kubeconfig), "--wait", "300s"]
 
 
-def delete_call(kubeconfig: Path, config: str = "limitedswap") -> list[str]:
-    return ["kind", "delete", "cluster", "--name", f"nodeconf-{config}", "--kubeconfig", str(kubeconfig)]
+def delete_call(kubeconfig: Path, name: str) -> list[str]:
+    return ["kind", "delete", "cluster", "--name", name, "--kubeconfig", str(kubeconfig)]
+
+
+def created_name(tools: FakeTools) -> str:
+    """The name the run's `kind create cluster` asked for."""
+    [create] = [call for call in tools.calls() if call[1:3] == ["create", "cluster"]]
+    return create[create.index("--name") + 1]
+
+
+def deleted_names(tools: FakeTools) -> list[str]:
+    return [call[call.index("--name") + 1] for call in tools.calls() if call[1:3] == ["delete", "cluster"]]
 
 
 def open_default(opener: Opener, progress: list[str] | None = None, **kwargs: Any) -> Node:
@@ -94,14 +113,15 @@ def test_creates_opens_and_deletes_with_a_private_kubeconfig(tools: FakeTools) -
     progress: list[str] = []
     node = open_default(opener, progress)
     [(context, kubeconfig, written)] = opener.seen
-    assert context == CONTEXT and written["current-context"] == CONTEXT
-    assert kubeconfig.name == "kubeconfig" and kubeconfig.parent.name.startswith(f"{NAME}-")
+    name = created_name(tools)
+    assert OURS.fullmatch(name) and context == f"kind-{name}" and written["current-context"] == context
+    assert kubeconfig.name == "kubeconfig" and kubeconfig.parent.name.startswith(f"{name}-")
     assert not kubeconfig.is_relative_to(Path.home() / ".kube")
-    assert tools.calls() == [["kind", "version"], ["kind", "get", "clusters"], create_call(kubeconfig)]
-    assert tools.clusters() == [NAME]
+    assert tools.calls() == [["kind", "version"], ["kind", "get", "clusters"], create_call(kubeconfig, name)]
+    assert tools.clusters() == [name]
     node.close()
-    assert tools.calls()[3:] == [delete_call(kubeconfig)]
-    assert tools.calls("end")[-1] == delete_call(kubeconfig)
+    assert tools.calls()[3:] == [delete_call(kubeconfig, name)]
+    assert tools.calls("end")[-1] == delete_call(kubeconfig, name)
     assert tools.clusters() == [] and not kubeconfig.parent.exists()
     assert progress[0] == ("kind config limitedswap.yaml: kind v0.31.0's default node image kindest/node:v1.35.0 "
                            "(Kubernetes 1.35)")
@@ -114,26 +134,28 @@ def test_keep_leaves_the_cluster_and_says_how_to_reach_it(tools: FakeTools) -> N
     node = open_default(opener, progress, keep=True)
     node.close()
     [(_, kubeconfig, _)] = opener.seen
+    name = created_name(tools)
     assert [c[1:3] for c in tools.calls()] == [["version"], ["get", "clusters"], ["create", "cluster"]]
-    assert tools.clusters() == [NAME] and not kubeconfig.parent.exists()
-    assert progress[-1].startswith(f"kept kind cluster {NAME} (keep=1): `kind export kubeconfig --name {NAME}`")
+    assert tools.clusters() == [name] and not kubeconfig.parent.exists()
+    assert progress[-1].startswith(f"kept kind cluster {name} (keep=1): `kind export kubeconfig --name {name}`")
 
 
-@pytest.mark.parametrize("failure", [NodeError("context kind-nodeconf-limitedswap: reader pod not Running"),
+@pytest.mark.parametrize("failure", [NodeError("context kind-nodeconf-limitedswap-0a1b2c: reader pod not Running"),
                                      KeyboardInterrupt()], ids=["driver-fails", "interrupted"])
 def test_the_cluster_is_deleted_when_the_driver_does_not_open(tools: FakeTools, failure: BaseException) -> None:
     opener = Opener(failure)
     with pytest.raises(type(failure)):
         open_default(opener)
     [(_, kubeconfig, _)] = opener.seen
-    assert tools.calls()[-2:] == [create_call(kubeconfig), delete_call(kubeconfig)]
+    name = created_name(tools)
+    assert tools.calls()[-2:] == [create_call(kubeconfig, name), delete_call(kubeconfig, name)]
     assert tools.clusters() == [] and not kubeconfig.parent.exists()
 
 
 def test_keep_keeps_the_cluster_when_the_driver_does_not_open(tools: FakeTools) -> None:
     with pytest.raises(NodeError):
         open_default(Opener(NodeError("no")), keep=True)
-    assert tools.clusters() == [NAME] and tools.calls()[-1][1:3] == ["create", "cluster"]
+    assert tools.clusters() == [created_name(tools)] and tools.calls()[-1][1:3] == ["create", "cluster"]
 
 
 def test_the_real_opener_waits_bounded_for_a_ready_node_then_the_cluster_goes(
@@ -152,30 +174,142 @@ def test_the_real_opener_waits_bounded_for_a_ready_node_then_the_cluster_goes(
     monkeypatch.setattr(provision, "READY_TIMEOUT", 3.0)
     monkeypatch.setattr(provision, "wait_ready", lambda context, kubeconfig, timeout: real_wait(
         context, kubeconfig, timeout, sleep=sleep, clock=lambda: now[0]))
-    with pytest.raises(NodeError, match=f"context {CONTEXT}: no Ready node within 3 s"):
+    with pytest.raises(NodeError, match=r"context kind-nodeconf-limitedswap-[0-9a-f]{6}: no Ready node within 3 s"):
         open_kind_node(None, kubelet_config_path=None, keep=False, profile=None, progress=lambda _: None)
     assert sleeps == [2.0, 2.0]
     assert tools.calls()[-1][1:3] == ["delete", "cluster"] and tools.clusters() == []
 
 
-def test_a_failed_create_is_reported_with_kinds_error_and_cleaned_up(
+def test_a_failed_create_is_reported_with_kinds_error_and_kind_removed_its_nodes(
         tools: FakeTools, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kind ended on its own: it removed what it made (create.go), so nodeconf deletes nothing."""
     monkeypatch.setenv("FAKE_KIND_CREATE_FAIL", "1")
     opener = Opener()
     with pytest.raises(NodeError, match=r"failed \(exit 1\): ERROR: failed to create cluster: failed to init node "
                                         r"with kubeadm$"):
         open_default(opener)
-    assert opener.seen == []
-    assert [c[1:3] for c in tools.calls()][-2:] == [["create", "cluster"], ["delete", "cluster"]]
+    assert opener.seen == [] and deleted_names(tools) == [] and tools.clusters() == []
 
 
-def test_a_cluster_of_that_name_is_someone_elses_and_is_left_alone(tools: FakeTools) -> None:
+# --- never a cluster the run did not create ----------------------------------------------------------------------
+
+def test_a_cluster_of_the_old_fixed_name_is_someone_elses_and_is_left_alone(tools: FakeTools) -> None:
+    """A user's `nodeconf-limitedswap` (or one an older nodeconf kept): the run makes its own and deletes only it."""
     (tools.state / "clusters.txt").write_text(f"kind\n{NAME}\n")
+    open_default(Opener()).close()
+    ours = created_name(tools)
+    assert ours != NAME and deleted_names(tools) == [ours]
+    assert tools.clusters() == ["kind", NAME]
+
+
+def test_a_create_that_finds_its_name_taken_in_between_deletes_nothing(tools: FakeTools,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another job creates a cluster of the name after `kind get clusters` answered: kind refuses the create, and
+    the other job's cluster is left alone."""
+    monkeypatch.setenv("FAKE_KIND_NAME_TAKEN", "1")
+    with pytest.raises(NodeError, match=r'node\(s\) already exist for a cluster with the name "nodeconf-limitedswap'):
+        open_default(Opener())
+    assert deleted_names(tools) == [] and tools.clusters() == [created_name(tools)]
+
+
+def test_a_name_kind_already_lists_is_refused_and_left_alone(tools: FakeTools,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(provision, "run_id", lambda: "0a1b2c")
+    taken = "nodeconf-limitedswap-0a1b2c"
+    (tools.state / "clusters.txt").write_text(f"{taken}\n")
     with pytest.raises(InputError) as caught:
         open_default(Opener())
-    assert str(caught.value).startswith(f"--node: a kind cluster {NAME} already exists (kept by an earlier run")
-    assert tools.calls() == [["kind", "version"], ["kind", "get", "clusters"]]
-    assert tools.clusters() == ["kind", NAME]
+    assert str(caught.value).startswith(f"--node: a kind cluster {taken} already exists")
+    assert tools.calls() == [["kind", "version"], ["kind", "get", "clusters"]] and tools.clusters() == [taken]
+
+
+def test_the_host_records_a_cluster_while_its_run_has_it(tools: FakeTools, monkeypatch: pytest.MonkeyPatch) -> None:
+    node = open_default(Opener())
+    name = created_name(tools)
+    assert recorded(tools) == {name: {"name": name, "pid": os.getpid(), "start": process_start(os.getpid())}}
+    node.close()
+    assert recorded(tools) == {}
+    open_default(Opener(), keep=True).close()
+    assert recorded(tools) == {}, "a kept cluster is the user's: clean never deletes it"
+    monkeypatch.setenv("FAKE_KIND_NAME_TAKEN", "1")
+    with pytest.raises(NodeError):
+        open_default(Opener())
+    assert recorded(tools) == {}, "a cluster kind refused to create is another's"
+
+
+def write_record(tools: FakeTools, name: str, pid: int, start: int) -> None:
+    directory = tools.state.parent / "xdg" / "nodeconf" / "kind"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{name}.json").write_text(json.dumps({"name": name, "pid": pid, "start": start}))
+
+
+def test_clean_deletes_only_the_clusters_killed_runs_of_this_host_left(
+        tools: FakeTools, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from nodeconf.cli.main import main
+
+    gone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    gone_start = process_start(gone.pid)
+    gone.kill()
+    gone.wait()  # a run killed with SIGKILL: its record stays
+    killed, live, foreign = "nodeconf-noswap-0a1b2c", "nodeconf-noswap-d4e5f6", "nodeconf-memoryqos-777777"
+    (tools.state / "clusters.txt").write_text(f"{NAME}\n{killed}\n{live}\n{foreign}\n")
+    write_record(tools, killed, gone.pid, gone_start)
+    write_record(tools, live, os.getpid(), process_start(os.getpid()))
+    write_record(tools, "nodeconf-noswap-999999", gone.pid, gone_start)  # its cluster was deleted by hand
+    assert main(["clean", "--cache-dir", str(tmp_path / "cache"), "--node", "kind"]) == 0
+    assert deleted_names(tools) == [killed]
+    assert tools.clusters() == [NAME, live, foreign] and sorted(recorded(tools)) == [live]
+    [delete] = [call for call in tools.calls() if call[1:2] == ["delete"]]
+    assert not Path(delete[delete.index("--kubeconfig") + 1]).is_relative_to(Path.home())
+    out = capsys.readouterr().out.splitlines()
+    assert f"nodeconf clean: kind cluster {killed}: its run (pid {gone.pid}) is gone; deleted" in out
+    assert f"nodeconf clean: kind cluster {live}: its run (pid {os.getpid()}) still runs: kept" in out
+    assert f"nodeconf clean: kind cluster {foreign} (a --node kind run kept it, or another's): not deleted; " \
+           f"delete it with `kind delete cluster --name {foreign}`" in out
+
+
+def test_each_run_creates_a_cluster_of_its_own(tools: FakeTools) -> None:
+    first, second = open_default(Opener()), open_default(Opener())
+    names = tools.clusters()
+    assert len(set(names)) == 2 and all(OURS.fullmatch(name) for name in names)
+    second.close()
+    first.close()
+    assert sorted(deleted_names(tools)) == sorted(names) and tools.clusters() == []
+
+
+@pytest.mark.parametrize(("nodes", "config"), [
+    pytest.param(["kind", "kind?name=b"], "limitedswap", id="default-twice"),
+    pytest.param(["kind:noswap", "kind:noswap.yaml?name=b"], "noswap", id="named-twice"),
+])
+def test_two_kind_nodes_of_one_config_are_refused_before_anything_starts(
+        tools: FakeTools, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        nodes: list[str], config: str) -> None:
+    from nodeconf.cli.main import main
+
+    started: list[object] = []
+    monkeypatch.setattr("nodeconf.cli.run._run_pytest", started.append)
+    argv = ["run", "--reports", str(tmp_path / "reports")]
+    for node in nodes:
+        argv += ["--node", node]
+    assert main(argv) == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"nodeconf: --node: {nodes[0]} and {nodes[1]} both use the kind config {config}")
+    assert not started and not [c for c in tools.calls() if c[1:2] == ["create"]]
+
+
+def test_kind_nodes_of_different_configs_may_share_a_run(tools: FakeTools, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from nodeconf.cli.main import main
+
+    started: list[list[str]] = []
+
+    def run_pytest(argv: list[str]) -> int:
+        started.append(argv)
+        return 5  # pytest's "no tests collected"
+
+    monkeypatch.setattr("nodeconf.cli.run._run_pytest", run_pytest)
+    main(["run", "--reports", str(tmp_path / "reports"), "--node", "kind", "--node", "kind:noswap?name=b"])
+    assert len(started) == 1 and not [c for c in tools.calls() if c[1:2] == ["create"]]
 
 
 # --- refusals before anything starts ---------------------------------------------------------------------------
@@ -306,7 +440,8 @@ def test_sigint_during_create_deletes_the_cluster_and_a_second_sigint_waits_for_
     assert [c[1:3] for c in tools.calls()][-2:] == [["create", "cluster"], ["delete", "cluster"]]
     assert [c[1:3] for c in tools.calls("end")] == [["version"], ["get", "clusters"], ["delete", "cluster"]], (
         "create was stopped before it finished; delete ran to its end")
-    assert f"SIGINT held until kind cluster {NAME} is deleted" in stderr
+    assert deleted_names(tools) == [created_name(tools)]
+    assert f"SIGINT held until kind cluster {created_name(tools)} is deleted" in stderr
     assert tools.clusters() == []
 
 
@@ -394,8 +529,8 @@ def test_nodeconf_clean_names_nodeconf_kind_clusters_and_deletes_none(tools: Fak
     (tools.state / "clusters.txt").write_text(f"kind\n{NAME}\nnodeconf-noswap\n")
     assert clean.run(argparse.Namespace(cache_dir=tmp_path / "cache", dry_run=False, node=None)) == 0
     assert capsys.readouterr().out.splitlines() == [
-        f"nodeconf clean: kind cluster {name} (a --node kind run kept it or was killed, or another run uses it): "
-        f"not deleted; delete it with `kind delete cluster --name {name}`" for name in (NAME, "nodeconf-noswap")]
+        f"nodeconf clean: kind cluster {name} (a --node kind run kept it, or another's): not deleted; delete it "
+        f"with `kind delete cluster --name {name}`" for name in (NAME, "nodeconf-noswap")]
     assert tools.calls() == [["kind", "get", "clusters"]]
     assert tools.clusters() == ["kind", NAME, "nodeconf-noswap"]
 

@@ -11,6 +11,7 @@ import json
 import shutil
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -35,6 +36,7 @@ from nodeconf.semantics.cgroup_paths import pod_cgroup
 from nodeconf.semantics.expectation import QosClass
 
 RUN = "abc123"
+SERVER_TIME = datetime(2026, 12, 3, 7, 0, 0, tzinfo=UTC)
 BASE_NS = f"nodeconf-{RUN}"
 DEFAULT_NS = f"nodeconf-{RUN}-default"
 NODE = "kind-control-plane"
@@ -96,6 +98,8 @@ class FakeKube:
         self.execs: list[tuple[str, str, str, list[str]]] = []
         self.exec_answers: dict[str, ExecOutput] = {}
         self.deleted_namespaces: list[str] = []
+        self.namespace_annotations: dict[str, dict[str, str]] = {}
+        self.server_time = SERVER_TIME  # the API server's clock (its Date header)
         self.configz = copy.deepcopy(CONFIGZ)
         self.node = node_doc()
         self.closed = False
@@ -134,12 +138,24 @@ class FakeKube:
         assert field_selector == f"spec.nodeName={NODE}"
         return copy.deepcopy([*self.others, *self.pods.values()])
 
+    def now(self) -> datetime:
+        return self.server_time
+
+    def list_namespaces(self, label_selector: str) -> list[dict[str, Any]]:
+        raise AssertionError("the driver never lists namespaces (only `nodeconf clean` does)")
+
     def create_namespace(self, manifest: dict[str, Any]) -> dict[str, Any]:
         name = manifest["metadata"]["name"]
         if name in self.namespaces:
             raise KubeApiError(409, f'namespaces "{name}" already exists')
         self.namespaces.add(name)
+        self.namespace_annotations[name] = dict(manifest["metadata"].get("annotations") or {})
         return manifest
+
+    def patch_namespace(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        self._need_namespace(name)
+        self.namespace_annotations[name].update(patch["metadata"]["annotations"])
+        return {"metadata": {"name": name, "annotations": dict(self.namespace_annotations[name])}}
 
     def delete_namespace(self, name: str) -> None:
         if name not in self.namespaces:

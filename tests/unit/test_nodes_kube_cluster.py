@@ -396,7 +396,8 @@ def test_rbac_manifest_is_valid_for_the_kubernetes_models() -> None:
 
 
 def recorded_requests() -> list[tuple[str, str]]:
-    """(method, path) of every HTTP request ClientKubeApi sends when each of its calls runs once (exec aside)."""
+    """(method, path) of every HTTP request ClientKubeApi sends when each of its calls runs once (exec aside): the
+    driver's and `nodeconf clean`'s (nodeconf/nodes/kube/stale.py uses the same client)."""
     import urllib3
     from kubernetes.client import ApiClient, Configuration, rest
 
@@ -417,7 +418,9 @@ def recorded_requests() -> list[tuple[str, str]]:
     api.read_node("n")
     api.list_pods("spec.nodeName=n")
     api.node_proxy("n", "configz")
+    api.list_namespaces("app.kubernetes.io/managed-by=nodeconf")
     api.create_namespace({"metadata": {"name": "ns"}})
+    api.patch_namespace("ns", {"metadata": {"annotations": {"nodeconf.io/expires": "2026-12-03T07:10:00Z"}}})
     api.delete_namespace("ns")
     for kind in ("ConfigMap", "LimitRange", "ResourceQuota"):
         api.create_object("ns", {**manifest, "kind": kind})

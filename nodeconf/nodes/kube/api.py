@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from nodeconf.nodes.base import NodeError
+from nodeconf.nodes.kube.redaction import redacted
 
 REQUEST_TIMEOUT = 30.0
 PROBE_TIMEOUT = 2.0
@@ -26,15 +31,18 @@ NAMESPACED_KINDS = {"ConfigMap": "config_map", "LimitRange": "limit_range", "Res
 
 class KubeApiError(NodeError):
     """The API server answered with an error status (or could not be reached: status 0); `reason` and `causes`
-    come from the metav1.Status body (`Invalid`, `Forbidden`; each cause's `field`)."""
+    come from the metav1.Status body (`Invalid`, `Forbidden`; each cause's `field`).
+
+    Every failure of the kube client becomes one of these: the one place credentials (a kubeconfig proxy-url's
+    password, a token) are redacted from the message, so they reach no log or report."""
 
     def __init__(self, status: int, message: str, reason: str = "",
                  causes: Sequence[Mapping[str, str]] = ()) -> None:
         self.status = status
-        self.message = message
+        self.message = redacted(message)
         self.reason = reason
-        self.causes = tuple(causes)
-        super().__init__(f"Kubernetes API error {status}: {message}" if status else message)
+        self.causes = tuple({key: redacted(value) for key, value in cause.items()} for cause in causes)
+        super().__init__(f"Kubernetes API error {status}: {self.message}" if status else self.message)
 
 
 @dataclass(frozen=True)
@@ -59,7 +67,13 @@ class KubeApi(Protocol):
 
     def node_proxy(self, node: str, path: str) -> str: ...
 
+    def now(self) -> datetime: ...
+
+    def list_namespaces(self, label_selector: str) -> list[JsonObject]: ...
+
     def create_namespace(self, manifest: JsonObject) -> JsonObject: ...
+
+    def patch_namespace(self, name: str, patch: Mapping[str, Any]) -> JsonObject: ...
 
     def delete_namespace(self, name: str) -> None: ...
 
@@ -218,6 +232,23 @@ class ClientKubeApi:
         self.core: Any = client.CoreV1Api(api_client)
         self.version_api = client.VersionApi(api_client)
         self.timeout = timeout
+        self._server_date: tuple[datetime, float] | None = None  # the last Date header, local monotonic then
+
+    def _observe(self, headers: Any) -> None:
+        date = headers.get("Date") if headers is not None else None
+        if date:
+            with contextlib.suppress(TypeError, ValueError):
+                self._server_date = (parsedate_to_datetime(str(date)), time.monotonic())
+
+    def now(self) -> datetime:
+        """The API server's time: its last response's `Date`, advanced by the local monotonic clock since (asks
+        for /version when nothing was answered yet); the local UTC time from a server that sends no Date."""
+        if self._server_date is None:
+            self.version()
+        if self._server_date is None:
+            return datetime.now(UTC)
+        seen, at = self._server_date
+        return seen + timedelta(seconds=time.monotonic() - at)
 
     def _raw(self, method: Any, *args: Any, timeout: float | None = None, **kwargs: Any) -> bytes:
         from kubernetes.client.exceptions import ApiException
@@ -225,8 +256,10 @@ class ClientKubeApi:
 
         try:
             response = method(*args, _preload_content=False, _request_timeout=timeout or self.timeout, **kwargs)
+            self._observe(getattr(response, "headers", None))
             return bytes(response.data)
         except ApiException as err:
+            self._observe(err.headers)
             raise status_error(int(err.status or 0), err.body, str(err.reason)) from None
         except HTTPError as err:
             host = self.api_client.configuration.host
@@ -256,8 +289,14 @@ class ClientKubeApi:
     def node_proxy(self, node: str, path: str) -> str:
         return self._raw(self.core.connect_get_node_proxy_with_path, node, path).decode(errors="replace")
 
+    def list_namespaces(self, label_selector: str) -> list[JsonObject]:
+        return list(self._json(self.core.list_namespace, label_selector=label_selector).get("items") or [])
+
     def create_namespace(self, manifest: JsonObject) -> JsonObject:
         return self._json(self.core.create_namespace, manifest)
+
+    def patch_namespace(self, name: str, patch: Mapping[str, Any]) -> JsonObject:
+        return self._json(self.core.patch_namespace, name, dict(patch), _content_type=STRATEGIC_MERGE)
 
     def delete_namespace(self, name: str) -> None:
         self._raw(self.core.delete_namespace, name)

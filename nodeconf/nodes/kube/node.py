@@ -1,6 +1,7 @@
 """The Kubernetes node driver: one node of a cluster reached through a kubeconfig (kind or real), same protocol.
 
-Pods go through the API into a labelled namespace of this run, bound to the node; cgroup files, pids and
+Pods go through the API into a labelled namespace of this run (leased: an expiry the run renews while it lives,
+kube/lease.py), bound to the node; cgroup files, pids and
 oom_score_adj come from a privileged reader pod on the node (one exec per request, kube/reader.py); facts
 from the Node object, the reader and a cpu-weight probe pod; the kubelet's config from /configz. The
 permissions this needs are in infra/kube/rbac.yaml.
@@ -25,6 +26,7 @@ from nodeconf.nodes.base import CgroupFiles, Metrics, Node, NodeConditions, Node
 from nodeconf.nodes.kube.api import KubeApi, KubeApiError, dig
 from nodeconf.nodes.kube.configz import require_running_config
 from nodeconf.nodes.kube.facts import node_facts
+from nodeconf.nodes.kube.lease import RENEW_EVERY, Heartbeat, expiry_annotations
 from nodeconf.nodes.kube.others import node_selector, other_pods
 from nodeconf.nodes.kube.paths import CgroupFrame
 from nodeconf.nodes.kube.pod import Framed, KubePod
@@ -74,7 +76,7 @@ class KubeNode(Node):
                  helper_image: str = DEFAULT_HELPER_IMAGE, workload_image: str = DEFAULT_WORKLOAD_IMAGE,
                  keep_images: bool = False, timeouts: Timeouts = DEFAULT_TIMEOUTS,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-                 after_close: Sequence[Callable[[], None]] = ()) -> None:
+                 after_close: Sequence[Callable[[], None]] = (), renew_every: float = RENEW_EVERY) -> None:
         self.api = api
         self.after_close = tuple(after_close)
         self.node = node
@@ -93,11 +95,15 @@ class KubeNode(Node):
         self.paths: dict[str, str] = {}
         self._facts: NodeFacts | None = None
         self._node_obj: dict[str, Any] | None = None
+        self.heartbeat = Heartbeat(api, lambda: self.namespaces, renew_every)
 
     def start(self) -> KubeNode:
-        """Create the run namespace and the reader pod and wait for it; everything is removed on failure."""
+        """Create the run namespace, start renewing the run's lease and start the reader pod and wait for it;
+        everything is removed on failure."""
         try:
             self._ensure_namespace(self.base_namespace)
+            self.heartbeat.renew()  # a refused renewal (no `patch` on namespaces) stops the run here, not later
+            self.heartbeat.start()
             self.api.create_object(self.base_namespace, configmap(
                 READER_CONFIGMAP, self.base_namespace, self.run_id, {READER_FILE: reader_source()}))
             manifest = helper_pod_manifest(self.base_namespace, self.node, self.run_id, self.helper_image)
@@ -118,6 +124,7 @@ class KubeNode(Node):
         failures = []
         try:
             with signals_deferred(f"the namespaces of run {self.run_id} are deleted"):
+                self.heartbeat.stop()
                 for namespace in reversed(self.namespaces):
                     try:
                         self.api.delete_namespace(namespace)
@@ -134,7 +141,7 @@ class KubeNode(Node):
 
     def _ensure_namespace(self, name: str) -> str:
         if name not in self.namespaces:
-            self.api.create_namespace(namespace_manifest(name, self.run_id))
+            self.api.create_namespace(namespace_manifest(name, self.run_id, expiry_annotations(self.api.now())))
             self.namespaces.append(name)
             if name != self.base_namespace:
                 self.api.create_object(name, programs_configmap(name, self.run_id, workload_programs()))

@@ -62,11 +62,12 @@ def labels(run_id: str) -> dict[str, str]:
     return {MANAGED_BY[0]: MANAGED_BY[1], RUN_LABEL: run_id}
 
 
-def namespace_manifest(name: str, run_id: str) -> dict[str, Any]:
-    """A run namespace; Pod Security admission set to privileged (the reader pod needs hostPID)."""
+def namespace_manifest(name: str, run_id: str, annotations: Mapping[str, str]) -> dict[str, Any]:
+    """A run namespace (with the run's lease annotations); Pod Security admission set to privileged (the reader
+    pod needs hostPID)."""
     return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {**labels(run_id),
-                                                  "pod-security.kubernetes.io/enforce": "privileged"}}}
+            "metadata": {"name": name, "annotations": dict(annotations),
+                         "labels": {**labels(run_id), "pod-security.kubernetes.io/enforce": "privileged"}}}
 
 
 def helper_pod_manifest(namespace: str, node: str, run_id: str, image: str) -> dict[str, Any]:
