@@ -7,7 +7,8 @@ before it is built, so no input makes a long run, a big allocation or a tracebac
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,11 @@ import yaml
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.manifest import LimitRange, Pod, ResourceQuota, object_from_dict
+from nodeconf.unknown_fields import unknown_config_fields, unknown_manifest_fields
 
 KubeObject = Pod | LimitRange | ResourceQuota
+# What to do with a field nodeconf does not read (nodeconf.unknown_fields): warn (the default) or refuse (--strict).
+OnUnknown = Callable[[InputError], None]
 # nodeconf's bounds: a file larger than 16 MiB, nesting deeper than 100 (a Pod nests < 20) are refused.
 MAX_FILE_BYTES = 16 * 2**20
 MAX_DEPTH = 100
@@ -163,9 +167,26 @@ def _flatten(docs: Iterable[Any], source: str) -> Iterator[Any]:
             yield doc
 
 
-def objects_from_text(text: str, source: str = "") -> list[KubeObject]:
-    """The typed objects of one YAML text; every document must be a known kind."""
-    return [object_from_dict(doc, source) for doc in _flatten(_documents(text, source), source)]
+def warn_unknown(problem: InputError) -> None:
+    """A field nodeconf does not read, as one warning line on stderr (the API server's default, Warn)."""
+    print(f"nodeconf: warning: {problem}", file=sys.stderr)
+
+
+def refuse_unknown(problem: InputError) -> None:
+    """A field nodeconf does not read, refused (`--strict`, the API server's fieldValidation=Strict)."""
+    raise problem
+
+
+def objects_from_text(text: str, source: str = "", on_unknown: OnUnknown = warn_unknown) -> list[KubeObject]:
+    """The typed objects of one YAML text; every document must be a known kind; fields none of them has are
+    given to `on_unknown`."""
+    objects = []
+    for doc in _flatten(_documents(text, source), source):
+        obj = object_from_dict(doc, source)
+        for problem in unknown_manifest_fields(doc, source):
+            on_unknown(problem)
+        objects.append(obj)
+    return objects
 
 
 def _identity(obj: KubeObject) -> tuple[str, str]:
@@ -173,7 +194,7 @@ def _identity(obj: KubeObject) -> tuple[str, str]:
     return type(obj).__name__, f"{obj.namespace}/{obj.name}"
 
 
-def load_objects(paths: Iterable[str | Path]) -> list[KubeObject]:
+def load_objects(paths: Iterable[str | Path], on_unknown: OnUnknown = warn_unknown) -> list[KubeObject]:
     """The typed objects of all files, in file and document order; InputError names the file.
 
     The same object twice is refused, as the API server refuses creating a name that exists (AlreadyExists).
@@ -182,7 +203,7 @@ def load_objects(paths: Iterable[str | Path]) -> list[KubeObject]:
     seen: dict[tuple[str, str], str] = {}
     for raw in paths:
         path = Path(raw)
-        found = objects_from_text(_read(path), str(path))
+        found = objects_from_text(_read(path), str(path), on_unknown)
         if not found:
             raise InputError("no Kubernetes objects in file", source=str(path))
         for obj in found:
@@ -195,10 +216,14 @@ def load_objects(paths: Iterable[str | Path]) -> list[KubeObject]:
     return objects
 
 
-def load_kubelet_config(path: str | Path) -> KubeletConfig:
-    """A KubeletConfiguration file (exactly one document)."""
+def load_kubelet_config(path: str | Path, on_unknown: OnUnknown = warn_unknown) -> KubeletConfig:
+    """A KubeletConfiguration file (exactly one document); fields it does not read, or reads but does not model,
+    are given to `on_unknown`."""
     source = str(path)
     docs = _documents(_read(Path(path)), source)
     if len(docs) != 1:
         raise InputError(f"expected one KubeletConfiguration document, found {len(docs)}", source=source)
-    return kubelet_config_from_dict(docs[0], source)
+    config = kubelet_config_from_dict(docs[0], source)
+    for problem in unknown_config_fields(docs[0], source):
+        on_unknown(problem)
+    return config

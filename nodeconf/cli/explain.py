@@ -12,7 +12,7 @@ from typing import Any
 from nodeconf.cli.writable import check_kubelet_accepts, check_writable
 from nodeconf.errors import InputError, shown
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.loader import load_kubelet_config, load_objects
+from nodeconf.loader import load_kubelet_config, load_objects, refuse_unknown, warn_unknown
 from nodeconf.manifest import LimitRange, Pod, ResourceQuota
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS, NodeFacts
 from nodeconf.quantity import Quantity, QuantityError, beyond_int64
@@ -56,6 +56,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--hugepages", default="", metavar="SIZE=TOTAL,...",
                         help="huge page sizes and their total, e.g. 2Mi=64Mi,1Gi=0 (default none)")
     parser.add_argument("-o", "--output", default="json", metavar="json|table", help="json (default) or table")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse a field nodeconf does not read (default: a warning naming it, on stderr)")
 
 
 def _quantity(text: str, flag: str, *, milli: bool = False) -> int:
@@ -242,10 +244,11 @@ def warning_lines(result: NodeExpectation) -> list[str]:
 def explain(args: argparse.Namespace) -> NodeExpectation:
     """Load the inputs named by the options and run the oracle."""
     node = node_facts(args)
-    config = load_kubelet_config(args.kubelet_config) if args.kubelet_config else KubeletConfig()
+    on_unknown = refuse_unknown if args.strict else warn_unknown
+    config = load_kubelet_config(args.kubelet_config, on_unknown) if args.kubelet_config else KubeletConfig()
     profile = profile_for(args.kubernetes_version, config)
     check_kubelet_accepts(config, profile)
-    objects = load_objects(args.manifests)
+    objects = load_objects(args.manifests, on_unknown)
     pods = [o for o in objects if isinstance(o, Pod)]
     namespace_objects = [o for o in objects if isinstance(o, LimitRange | ResourceQuota)]
     result = expect(pods, node, config, profile, namespace_objects)
