@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodeconf.errors import InputError, shown
+from nodeconf.errors import MAX_SHOWN, InputError, shown
 
 # difflib's similarity ratio above which a known field is offered as the one meant (its default, 0.6).
 CLOSE_ENOUGH = 0.6
@@ -39,6 +39,12 @@ def fields(names: str, **nested: Fields) -> Fields:
     return Fields(frozenset(names.split()) | frozenset(nested), nested)
 
 
+def _cut(name: str) -> str:
+    """A field name as a message shows it: one line, at most MAX_SHOWN characters."""
+    flat = " ".join(name.split())
+    return flat if len(flat) <= MAX_SHOWN else flat[: MAX_SHOWN - 3] + "..."
+
+
 def _suggestion(name: str, known: Fields) -> str:
     """The known field `name` most likely means: a close spelling at its level, else a field of a nested type
     (`swapBehavior` written beside `memorySwap` instead of in it); "" when none is close."""
@@ -55,7 +61,7 @@ def unknown_fields(doc: Mapping[str, Any], known: Fields, path: str = "") -> Ite
     inside the nested types `known` names (mappings, and lists of mappings)."""
     for key, value in doc.items():
         name = str(key)
-        where = f"{path}.{name}" if path else name
+        where = f"{path}.{_cut(name)}" if path else _cut(name)
         if name not in known.names:
             yield where, _suggestion(name, known)
             continue

@@ -12,7 +12,7 @@ from typing import Any
 from nodeconf.cli.writable import check_kubelet_accepts, check_writable
 from nodeconf.errors import InputError, shown
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.loader import load_kubelet_config, load_objects, refuse_unknown, warn_unknown
+from nodeconf.loader import UnknownFields, load_kubelet_config, load_objects
 from nodeconf.manifest import LimitRange, Pod, ResourceQuota
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS, NodeFacts
 from nodeconf.quantity import Quantity, QuantityError, beyond_int64
@@ -244,15 +244,16 @@ def warning_lines(result: NodeExpectation) -> list[str]:
 def explain(args: argparse.Namespace) -> NodeExpectation:
     """Load the inputs named by the options and run the oracle."""
     node = node_facts(args)
-    on_unknown = refuse_unknown if args.strict else warn_unknown
-    config = load_kubelet_config(args.kubelet_config, on_unknown) if args.kubelet_config else KubeletConfig()
+    unknown = UnknownFields(strict=args.strict)
+    config = load_kubelet_config(args.kubelet_config, unknown) if args.kubelet_config else KubeletConfig()
     profile = profile_for(args.kubernetes_version, config)
     check_kubelet_accepts(config, profile)
-    objects = load_objects(args.manifests, on_unknown)
+    objects = load_objects(args.manifests, unknown)
     pods = [o for o in objects if isinstance(o, Pod)]
     namespace_objects = [o for o in objects if isinstance(o, LimitRange | ResourceQuota)]
     result = expect(pods, node, config, profile, namespace_objects)
     check_writable(result)
+    unknown.warn()
     return result
 
 

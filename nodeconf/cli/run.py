@@ -25,6 +25,7 @@ from nodeconf.nodes.spec import declare_node_option
 from nodeconf.resources import locate_tree
 
 if TYPE_CHECKING:
+    from nodeconf.loader import UnknownFields
     from nodeconf.report.results import RunResults
     from nodeconf.report.verdict import Verdict
 
@@ -126,7 +127,7 @@ def _check_usage(args: argparse.Namespace) -> None:
                          f"{', '.join(CPU_WEIGHT_FORMULAS)})", field="--cpu-weight-formula")
     if args.kubelet_config is not None and not args.kubelet_config.is_file():
         raise InputError("no such file", source=str(args.kubelet_config), field="--kubelet-config")
-    _check_kubelet_configs(args.kubelet_config, nodes, strict=args.strict)
+    unknown = _read_kubelet_configs(args.kubelet_config, nodes, strict=args.strict)
     from nodeconf.nodes.registry import expand, preflight
 
     if args.node:  # a whole-cluster spec (kube?nodes=...) becomes one spec per node, listed once, here
@@ -135,16 +136,18 @@ def _check_usage(args: argparse.Namespace) -> None:
     for node in nodes:
         preflight(node.spec, kubelet_config=node.kubelet_config or args.kubelet_config,
                   profile=node.profile or args.profile)
+    unknown.warn()  # only once the usage is good: an error stays the only line
 
 
-def _check_kubelet_configs(default: Path | None, nodes: Sequence[RunNode], *, strict: bool) -> None:
-    """Read every kubelet config the run uses once, before anything starts: a field nodeconf does not read is
-    named here (refused with --strict), not only inside pytest, whose capture would hide the warning."""
-    from nodeconf.loader import load_kubelet_config, refuse_unknown, warn_unknown
+def _read_kubelet_configs(default: Path | None, nodes: Sequence[RunNode], *, strict: bool) -> UnknownFields:
+    """Read every kubelet config the run uses once, before anything starts, so that a field nodeconf does not read
+    is named here (refused with --strict), not only inside pytest, whose capture would hide the warning."""
+    from nodeconf.loader import UnknownFields, load_kubelet_config
 
-    paths = {path for path in (default, *(node.kubelet_config for node in nodes)) if path is not None}
-    for path in sorted(paths):
-        load_kubelet_config(path, refuse_unknown if strict else warn_unknown)
+    unknown = UnknownFields(strict=strict)
+    for path in sorted({path for path in (default, *(node.kubelet_config for node in nodes)) if path is not None}):
+        load_kubelet_config(path, unknown)
+    return unknown
 
 
 def _run_pytest(argv: list[str]) -> int:

@@ -11,9 +11,8 @@ import yaml
 from kubernetes import client
 
 from nodeconf.cli.main import main
-from nodeconf.errors import InputError
 from nodeconf.kubelet_config import FIELDS
-from nodeconf.loader import _documents, load_kubelet_config, load_objects, refuse_unknown
+from nodeconf.loader import UnknownFields, _documents, load_kubelet_config, load_objects
 from nodeconf.unknown_fields import (
     CONFIG_FIELDS,
     MANIFEST_FIELDS,
@@ -173,18 +172,32 @@ def test_bundled_workloads_have_only_known_fields() -> None:
     for path in sorted((ROOT / "workloads").rglob("*.yaml")):
         docs = _documents(path.read_text(), str(path))
         if any(isinstance(d, dict) and d.get("kind") == "KubeletConfiguration" for d in docs):
-            load_kubelet_config(path, refuse_unknown)
+            load_kubelet_config(path, UnknownFields(strict=True))
         elif all(isinstance(d, dict) and "kind" in d for d in docs):
-            load_objects([path], refuse_unknown)
+            load_objects([path], UnknownFields(strict=True))
 
 
-def test_the_loader_gives_each_problem_to_the_policy(tmp_path: Path) -> None:
+def test_the_loader_keeps_each_problem_for_the_caller(tmp_path: Path) -> None:
     (tmp_path / "pods.yaml").write_text(TYPO_POD + "---\n" + yaml.safe_dump(
         {"kind": "Pod", "metadata": {"name": "b"}, "spec": {"containers": [{"name": "a", "imag": "x"}]}}))
-    seen: list[InputError] = []
-    objects = load_objects([tmp_path / "pods.yaml"], seen.append)
+    unknown = UnknownFields()
+    objects = load_objects([tmp_path / "pods.yaml"], unknown)
     assert len(objects) == 2
-    assert [(p.obj, p.problem) for p in seen] == [
+    assert [(p.obj, p.problem) for p in unknown.found] == [
         ("Pod/typo", 'unknown field "spec.containers[0].resource" (did you mean "resources"?)'),
         ("Pod/b", 'unknown field "spec.containers[0].imag" (did you mean "image"?)'),
     ]
+
+
+def test_a_bad_input_after_a_warning_stays_the_only_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Warnings wait until every input has loaded: exit 2 prints the error alone."""
+    (tmp_path / "bad.yaml").write_text("kind: Pod\nmetadata: {name: b}\nspec: {containers: []}\n")
+    code, out, err = _explain(tmp_path, capfd, str(tmp_path / "bad.yaml"))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "a pod needs at least one container" in err
+
+
+def test_a_long_unknown_key_is_cut_to_one_short_line() -> None:
+    doc = {"kind": "Pod", "metadata": {"name": "p"}, "x" * 500 + "\nmore": 1}
+    (problem,) = unknown_manifest_fields(doc)
+    assert len(str(problem)) < 120 and "\n" not in str(problem)
