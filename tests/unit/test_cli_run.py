@@ -3,6 +3,7 @@
 import argparse
 import hashlib
 import json
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -336,10 +337,30 @@ def test_report_rewrites_summary_json_from_the_results(full_run: FullRun, tmp_pa
     from nodeconf.cli import report as report_cli
 
     output = tmp_path / "out" / "html"
+    (tmp_path / "out" / "summary.json").parent.mkdir()
+    (tmp_path / "out" / "summary.json").write_text("someone else's\n")
     args = argparse.Namespace(results_dir=full_run.project / "reports" / "allure-results", output=output)
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(generate, "allure_cli", lambda: None)
         assert report_cli.run(args) == 0
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    # -o DIR: everything inside DIR (issue 32: summary.json used to land in DIR's parent, over what was there).
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["html", "summary.json"]
+    assert (tmp_path / "out" / "summary.json").read_text() == "someone else's\n"
+    assert sorted(p.name for p in output.iterdir()) == ["nodeconf-report.html", "summary.json"]
+    summary = json.loads((output / "summary.json").read_text(encoding="utf-8"))
     assert (summary["verdict"], summary["exit_code"], summary["written_by"]) == ("FAIL", 1, "nodeconf report")
     assert len(summary["checks"]) == 4
+
+
+def test_report_without_output_rewrites_the_run_layout(full_run: FullRun, tmp_path: Path) -> None:
+    """Without -o the reports go where `nodeconf run` put them: html/ and summary.json beside the results."""
+    from nodeconf.cli import report as report_cli
+
+    reports = tmp_path / "reports"
+    shutil.copytree(full_run.project / "reports" / "allure-results", reports / "allure-results")
+    args = argparse.Namespace(results_dir=reports / "allure-results", output=None)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(generate, "allure_cli", lambda: None)
+        assert report_cli.run(args) == 0
+    assert json.loads((reports / "summary.json").read_text(encoding="utf-8"))["written_by"] == "nodeconf report"
+    assert (reports / "html" / "nodeconf-report.html").is_file()
