@@ -320,9 +320,17 @@ def test_run_writes_summary_json(full_run: FullRun) -> None:
         "test_needs_swap_skipped": ("skipped", "local", "swap", "requests_limits"),
         "test_node_unreachable_errors": ("broken", "local", "swap", "kep5359"),
     }
-    mismatch = checks["test_memory_high_fails"]["first_mismatch"]
-    assert mismatch.startswith('AssertionError: value of cgroup "memory.high"')
+    assert checks["test_memory_high_fails"]["first_mismatch"] == {
+        "owner": "res-demo/hello", "pod": "res-demo", "container": "hello",
+        "path": "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice", "file": "memory.high",
+        "expected": "510025728", "actual": "max", "rule": "Memory QoS throttling"}
+    assert checks["test_memory_high_fails"]["message"].startswith('AssertionError: value of cgroup "memory.high"')
     assert summary["run"]["profile"] == "1.36" and summary["run"]["node"] == "local"
+    (node,) = summary["nodes"]
+    assert (node["name"], node["spec"]) == ("local", "local")
+    recorded = {"memory_capacity": "1073741824", "swap_capacity": "536870912", "kernel_version": "6.1.0-28-amd64",
+                "runtime": "runc", "runtime_version": "1.1.5", "cpu_weight_formula": "linear"}  # the CONFTEST's
+    assert recorded.items() <= node["facts"].items()
 
 
 def test_run_html_header_names_what_judged_the_node(full_run: FullRun) -> None:
