@@ -139,15 +139,37 @@ MANIFEST_FIELDS: Mapping[str, Fields] = {
 
 
 def unknown_manifest_fields(doc: Any, source: str = "") -> list[InputError]:
-    """One error per field of a manifest document its kind does not have (none for a kind nodeconf refuses)."""
+    """One error per field of a manifest document its kind does not have (none for a kind nodeconf refuses), and
+    for a field it has that changes the pod's values in a way nodeconf cannot know."""
     kind = doc.get("kind") if isinstance(doc, Mapping) else None
     known = MANIFEST_FIELDS.get(kind) if isinstance(kind, str) else None
-    if known is None:
+    if known is None or not isinstance(kind, str):
         return []
     meta = doc.get("metadata")
-    name = meta.get("name", "") if isinstance(meta, Mapping) else ""
-    return [unknown_field_error(where, meant, source=source, obj=f"{doc['kind']}/{name}")
-            for where, meant in unknown_fields(doc, known)]
+    obj = f"{kind}/{meta.get('name', '') if isinstance(meta, Mapping) else ''}"
+    return [*(unknown_field_error(where, meant, source=source, obj=obj) for where, meant in unknown_fields(doc, known)),
+            *_overhead_unknown(doc, kind, source, obj)]
+
+
+# Where a kind keeps its pod spec (LimitRange and ResourceQuota have none).
+_POD_SPEC_AT: Mapping[str, tuple[str, ...]] = {
+    "Pod": ("spec",), "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+    **{kind: ("spec", "template", "spec")
+       for kind in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job")},
+}
+
+
+def _overhead_unknown(doc: Mapping[str, Any], kind: str, source: str, obj: str) -> Iterator[InputError]:
+    """A runtimeClassName without spec.overhead: admission would add the class's overhead to the pod's cgroup
+    values (pod overhead, KEP-688), which nodeconf cannot see."""
+    path = _POD_SPEC_AT.get(kind, ())
+    spec: Any = doc if path else None
+    for key in path:
+        spec = spec.get(key) if isinstance(spec, Mapping) else None
+    if isinstance(spec, Mapping) and spec.get("runtimeClassName") and spec.get("overhead") is None:
+        yield InputError("admission adds the RuntimeClass's overhead to the pod (pod overhead, KEP-688), which "
+                         "nodeconf cannot see: give it as spec.overhead", source=source, obj=obj,
+                         field=".".join((*path, "runtimeClassName")))
 
 
 # KubeletConfiguration's fields (staging/src/k8s.io/kubelet/config/v1beta1/types.go json tags, with TypeMeta's

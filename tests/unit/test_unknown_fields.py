@@ -201,3 +201,20 @@ def test_a_long_unknown_key_is_cut_to_one_short_line() -> None:
     doc = {"kind": "Pod", "metadata": {"name": "p"}, "x" * 500 + "\nmore": 1}
     (problem,) = unknown_manifest_fields(doc)
     assert len(str(problem)) < 120 and "\n" not in str(problem)
+
+
+@pytest.mark.parametrize(("doc", "field"), [
+    ({"kind": "Pod", "metadata": {"name": "p"}, "spec": {"runtimeClassName": "kata", "containers": []}},
+     "spec.runtimeClassName"),
+    ({"kind": "Deployment", "metadata": {"name": "d"},
+      "spec": {"template": {"spec": {"runtimeClassName": "kata", "containers": []}}}},
+     "spec.template.spec.runtimeClassName"),
+])
+def test_a_runtime_class_without_its_overhead_is_named(doc: dict[str, Any], field: str) -> None:
+    (problem,) = unknown_manifest_fields(doc)
+    assert problem.field == field and "spec.overhead" in problem.problem
+
+
+def test_a_runtime_class_with_its_overhead_given_is_not_named() -> None:
+    spec = {"runtimeClassName": "kata", "overhead": {"memory": "120Mi"}, "containers": []}
+    assert unknown_manifest_fields({"kind": "Pod", "metadata": {"name": "p"}, "spec": spec}) == []
