@@ -20,6 +20,8 @@ from nodeconf.manifest import LimitRange, Pod, ResourceQuota, object_from_dict
 from nodeconf.unknown_fields import unknown_config_fields, unknown_manifest_fields
 
 KubeObject = Pod | LimitRange | ResourceQuota
+# The file name that stands for standard input (kubectl -f -).
+STDIN = "-"
 # nodeconf's bounds: a file larger than 16 MiB, nesting deeper than 100 (a Pod nests < 20) are refused.
 MAX_FILE_BYTES = 16 * 2**20
 MAX_DEPTH = 100
@@ -53,12 +55,16 @@ _Loader.add_constructor("tag:yaml.org,2002:float", lambda loader, node: _constru
 
 
 def _read(path: Path) -> str:
-    """The file's text, at most MAX_FILE_BYTES; a FIFO without a writer reads as empty instead of waiting."""
+    """The file's text (`-`: standard input's), at most MAX_FILE_BYTES; a FIFO without a writer reads as empty
+    instead of waiting."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb") as stream:
-            data = stream.read(MAX_FILE_BYTES + 1)
+        if str(path) == STDIN:
+            data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+        else:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "rb") as stream:
+                data = stream.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise InputError("no such file", source=str(path)) from None
     except IsADirectoryError:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from nodeconf.cli.manifest_inputs import manifest_paths
 from nodeconf.cli.writable import check_kubelet_accepts, check_writable
 from nodeconf.errors import InputError, shown
 from nodeconf.kubelet_config import KubeletConfig
@@ -33,7 +34,8 @@ def add_parser(subparsers: Any) -> None:
         description="Treats all given pods as running together on one node and prints the expected cgroup "
         "files, oom_score_adj, admission, events and metrics.",
     )
-    parser.add_argument("manifests", nargs="+", metavar="MANIFEST", help="YAML files (multi-document, List)")
+    parser.add_argument("manifests", nargs="+", metavar="MANIFEST",
+                        help="YAML files (multi-document, List), directories of them, - for standard input")
     parser.add_argument("--kubelet-config", metavar="FILE", help="KubeletConfiguration YAML")
     parser.add_argument("--memory", default="8Gi", metavar="Q", help="node memory capacity (default 8Gi)")
     parser.add_argument("--swap", default="4Gi", metavar="Q", help="node swap capacity (default 4Gi)")
@@ -248,7 +250,7 @@ def explain(args: argparse.Namespace) -> NodeExpectation:
     config = load_kubelet_config(args.kubelet_config, unknown) if args.kubelet_config else KubeletConfig()
     profile = profile_for(args.kubernetes_version, config)
     check_kubelet_accepts(config, profile)
-    objects = load_objects(args.manifests, unknown)
+    objects = load_objects(manifest_paths(args.manifests), unknown)
     pods = [o for o in objects if isinstance(o, Pod)]
     namespace_objects = [o for o in objects if isinstance(o, LimitRange | ResourceQuota)]
     result = expect(pods, node, config, profile, namespace_objects)
