@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +92,15 @@ def test_run_still_passes_pytest_options_on(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(importlib.import_module("nodeconf.cli.run"), "run", run)
     assert cli_main.main(["run", "--node", "vm", "-k", "swap", "--maxfail=1", "--", "-x"]) == 0
     assert seen == [["-k", "swap", "--maxfail=1", "--", "-x"]]
+
+
+def test_pytest_refuses_a_prefix_of_nodeconfs_pytest_options(tmp_path: Path) -> None:
+    """After `--` nodeconf run hands everything to pytest, whose parser takes no prefixes either (pytest >= 8:
+    PytestArgumentParser allow_abbrev=False); this holds it for the options the suites add (`--node`)."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           "--nod", "vm", str(root / "suites")], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(root), "XDG_CACHE_HOME": str(tmp_path)},
+                          timeout=300, check=False)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "unrecognized arguments: --nod" in done.stderr
