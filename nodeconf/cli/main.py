@@ -12,6 +12,11 @@ from typing import Any, NoReturn
 from nodeconf.cli.version import VersionAction
 from nodeconf.errors import UsageError
 
+# How close (difflib ratio) an unknown option must be to one of the subcommand's to be taken for its misspelling:
+# `--profiel` (0.89) is `--profile`; pytest's `--strict-markers` (0.67 to `--strict`) or `--no-header` (0.59 to
+# `--node`) pass on to pytest.
+NEAR_MISS = 0.8
+
 # subcommand -> (module, one-line help); each module has add_parser(subparsers) and run(args) -> int.
 SUBCOMMANDS = {
     "explain": ("nodeconf.cli.explain", "show what a node should do with these pods"),
@@ -43,7 +48,7 @@ def _unknown_options(parser: argparse.ArgumentParser, unknown: Sequence[str], *,
         if arg == "--" and stop_at_pytest:
             break
         name = arg.split("=", 1)[0]
-        near = ([o for o in own if o.startswith(name)] or difflib.get_close_matches(name, own, n=1)
+        near = ([o for o in own if o.startswith(name)] or difflib.get_close_matches(name, own, n=1, cutoff=NEAR_MISS)
                 if name.startswith("--") else [])
         if near:
             found.append(f"{name} (did you mean {' or '.join(near)}?)")

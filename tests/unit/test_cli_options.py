@@ -90,8 +90,10 @@ def test_run_still_passes_pytest_options_on(monkeypatch: pytest.MonkeyPatch) -> 
         return 0
 
     monkeypatch.setattr(importlib.import_module("nodeconf.cli.run"), "run", run)
-    assert cli_main.main(["run", "--node", "vm", "-k", "swap", "--maxfail=1", "--", "-x"]) == 0
-    assert seen == [["-k", "swap", "--maxfail=1", "--", "-x"]]
+    pytest_options = ["-k", "swap", "--maxfail=1", "--strict-markers", "--no-header", "--co", "--report-log=r.json",
+                      "--durations", "5"]
+    assert cli_main.main(["run", "--node", "vm", *pytest_options, "--", "-x"]) == 0
+    assert seen == [[*pytest_options, "--", "-x"]]
 
 
 def test_pytest_refuses_a_prefix_of_nodeconfs_pytest_options(tmp_path: Path) -> None:
