@@ -65,7 +65,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
                         help="where JUnit, Allure results and the HTML go (default: reports)")
     parser.add_argument("--strict", action="store_true", help="refuse a kubelet config field nodeconf does not "
-                        "read or model (default: a warning naming it, on stderr)")
+                        "read or model (default: a warning naming it, on stderr); pytest's own --strict goes after --")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST_ARGS", help="passed to pytest")
 
 
