@@ -72,7 +72,8 @@ def measure(variant: Variant, reports: Path, pytest_args: list[str]) -> dict[str
     entry["counts"] = summary["counts"]
     entry["run"] = summary["run"]
     lines = junit_mismatches(out / "junit.xml")
-    entry["non_pass"] = [{"id": c["id"], "status": c["status"], "why": c["first_mismatch"] or c["message"],
+    entry["non_pass"] = [{"id": c["id"], "status": c["status"], "why": c["message"],
+                          "first_mismatch": c["first_mismatch"],
                           "about": sorted({m[1] for m in map(ABOUT.match, lines.get(c["id"], [])) if m})}
                          for c in summary["checks"] if c["status"] != "passed"]
     return entry

@@ -7,6 +7,7 @@ before it is built, so no input makes a long run, a big allocation or a tracebac
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,11 @@ import yaml
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.manifest import LimitRange, Pod, ResourceQuota, object_from_dict
+from nodeconf.unknown_fields import unknown_config_fields, unknown_manifest_fields
 
 KubeObject = Pod | LimitRange | ResourceQuota
+# The file name that stands for standard input (kubectl -f -).
+STDIN = "-"
 # nodeconf's bounds: a file larger than 16 MiB, nesting deeper than 100 (a Pod nests < 20) are refused.
 MAX_FILE_BYTES = 16 * 2**20
 MAX_DEPTH = 100
@@ -51,12 +55,16 @@ _Loader.add_constructor("tag:yaml.org,2002:float", lambda loader, node: _constru
 
 
 def _read(path: Path) -> str:
-    """The file's text, at most MAX_FILE_BYTES; a FIFO without a writer reads as empty instead of waiting."""
+    """The file's text (`-`: standard input's), at most MAX_FILE_BYTES; a FIFO without a writer reads as empty
+    instead of waiting."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb") as stream:
-            data = stream.read(MAX_FILE_BYTES + 1)
+        if str(path) == STDIN:
+            data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+        else:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "rb") as stream:
+                data = stream.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise InputError("no such file", source=str(path)) from None
     except IsADirectoryError:
@@ -163,9 +171,39 @@ def _flatten(docs: Iterable[Any], source: str) -> Iterator[Any]:
             yield doc
 
 
-def objects_from_text(text: str, source: str = "") -> list[KubeObject]:
-    """The typed objects of one YAML text; every document must be a known kind."""
-    return [object_from_dict(doc, source) for doc in _flatten(_documents(text, source), source)]
+class UnknownFields:
+    """The fields nodeconf does not read, met while inputs load: refused at once when `strict` (--strict, the API
+    server's fieldValidation=Strict), else kept and warned about by `warn()` once all input has loaded, so that a
+    bad input later on stays the only line."""
+
+    def __init__(self, *, strict: bool = False) -> None:
+        self.strict = strict
+        self.found: list[InputError] = []
+
+    def __call__(self, problem: InputError) -> None:
+        if self.strict:
+            raise problem
+        self.found.append(problem)
+
+    def warn(self) -> None:
+        """One line on stderr per field (the API server's default, Warn), each once."""
+        for problem in dict.fromkeys(str(p) for p in self.found):
+            print(f"nodeconf: warning: {problem}", file=sys.stderr)
+        self.found.clear()
+
+
+def objects_from_text(text: str, source: str = "", unknown: UnknownFields | None = None) -> list[KubeObject]:
+    """The typed objects of one YAML text; every document must be a known kind. Fields nodeconf does not read go
+    to `unknown`; without one they are warned about once the text has loaded."""
+    own = UnknownFields() if unknown is None else unknown
+    objects = []
+    for doc in _flatten(_documents(text, source), source):
+        objects.append(object_from_dict(doc, source))
+        for problem in unknown_manifest_fields(doc, source):
+            own(problem)
+    if unknown is None:
+        own.warn()
+    return objects
 
 
 def _identity(obj: KubeObject) -> tuple[str, str]:
@@ -173,16 +211,18 @@ def _identity(obj: KubeObject) -> tuple[str, str]:
     return type(obj).__name__, f"{obj.namespace}/{obj.name}"
 
 
-def load_objects(paths: Iterable[str | Path]) -> list[KubeObject]:
-    """The typed objects of all files, in file and document order; InputError names the file.
+def load_objects(paths: Iterable[str | Path], unknown: UnknownFields | None = None) -> list[KubeObject]:
+    """The typed objects of all files, in file and document order; InputError names the file. Fields nodeconf
+    does not read go to `unknown`; without one they are warned about once all files have loaded.
 
     The same object twice is refused, as the API server refuses creating a name that exists (AlreadyExists).
     """
+    own = UnknownFields() if unknown is None else unknown
     objects: list[KubeObject] = []
     seen: dict[tuple[str, str], str] = {}
     for raw in paths:
         path = Path(raw)
-        found = objects_from_text(_read(path), str(path))
+        found = objects_from_text(_read(path), str(path), own)
         if not found:
             raise InputError("no Kubernetes objects in file", source=str(path))
         for obj in found:
@@ -192,13 +232,22 @@ def load_objects(paths: Iterable[str | Path]) -> list[KubeObject]:
                                  "the same namespace and name)", source=str(path), obj=f"{kind}/{ref}")
             seen[kind, ref] = str(path)
         objects.extend(found)
+    if unknown is None:
+        own.warn()
     return objects
 
 
-def load_kubelet_config(path: str | Path) -> KubeletConfig:
-    """A KubeletConfiguration file (exactly one document)."""
+def load_kubelet_config(path: str | Path, unknown: UnknownFields | None = None) -> KubeletConfig:
+    """A KubeletConfiguration file (exactly one document); fields nodeconf does not read, or reads but does not
+    model, go to `unknown`; without one they are warned about once the file has loaded."""
     source = str(path)
     docs = _documents(_read(Path(path)), source)
     if len(docs) != 1:
         raise InputError(f"expected one KubeletConfiguration document, found {len(docs)}", source=source)
-    return kubelet_config_from_dict(docs[0], source)
+    config = kubelet_config_from_dict(docs[0], source)
+    own = UnknownFields() if unknown is None else unknown
+    for problem in unknown_config_fields(docs[0], source):
+        own(problem)
+    if unknown is None:
+        own.warn()
+    return config

@@ -9,10 +9,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from nodeconf.cli.manifest_inputs import manifest_paths
 from nodeconf.cli.writable import check_kubelet_accepts, check_writable
 from nodeconf.errors import InputError, shown
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.loader import load_kubelet_config, load_objects
+from nodeconf.loader import UnknownFields, load_kubelet_config, load_objects
 from nodeconf.manifest import LimitRange, Pod, ResourceQuota
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS, NodeFacts
 from nodeconf.quantity import Quantity, QuantityError, beyond_int64
@@ -33,7 +34,8 @@ def add_parser(subparsers: Any) -> None:
         description="Treats all given pods as running together on one node and prints the expected cgroup "
         "files, oom_score_adj, admission, events and metrics.",
     )
-    parser.add_argument("manifests", nargs="+", metavar="MANIFEST", help="YAML files (multi-document, List)")
+    parser.add_argument("manifests", nargs="+", metavar="MANIFEST",
+                        help="YAML files (multi-document, List), directories of them, - for standard input")
     parser.add_argument("--kubelet-config", metavar="FILE", help="KubeletConfiguration YAML")
     parser.add_argument("--memory", default="8Gi", metavar="Q", help="node memory capacity (default 8Gi)")
     parser.add_argument("--swap", default="4Gi", metavar="Q", help="node swap capacity (default 4Gi)")
@@ -56,6 +58,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--hugepages", default="", metavar="SIZE=TOTAL,...",
                         help="huge page sizes and their total, e.g. 2Mi=64Mi,1Gi=0 (default none)")
     parser.add_argument("-o", "--output", default="json", metavar="json|table", help="json (default) or table")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse a field nodeconf does not read (default: a warning naming it, on stderr)")
 
 
 def _quantity(text: str, flag: str, *, milli: bool = False) -> int:
@@ -242,14 +246,16 @@ def warning_lines(result: NodeExpectation) -> list[str]:
 def explain(args: argparse.Namespace) -> NodeExpectation:
     """Load the inputs named by the options and run the oracle."""
     node = node_facts(args)
-    config = load_kubelet_config(args.kubelet_config) if args.kubelet_config else KubeletConfig()
+    unknown = UnknownFields(strict=args.strict)
+    config = load_kubelet_config(args.kubelet_config, unknown) if args.kubelet_config else KubeletConfig()
     profile = profile_for(args.kubernetes_version, config)
     check_kubelet_accepts(config, profile)
-    objects = load_objects(args.manifests)
+    objects = load_objects(manifest_paths(args.manifests), unknown)
     pods = [o for o in objects if isinstance(o, Pod)]
     namespace_objects = [o for o in objects if isinstance(o, LimitRange | ResourceQuota)]
     result = expect(pods, node, config, profile, namespace_objects)
     check_writable(result)
+    unknown.warn()
     return result
 
 

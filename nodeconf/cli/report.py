@@ -24,21 +24,23 @@ def add_parser(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]"
     parser.add_argument("results_dir", nargs="?", type=Path, default=Path("reports/allure-results"),
                         metavar="RESULTS_DIR", help="Allure results directory (default: reports/allure-results)")
     parser.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
-                        help="where the HTML goes (default: html/ next to RESULTS_DIR)")
+                        help="where the HTML and summary.json go, nothing outside it (default: html/ next to "
+                        "RESULTS_DIR, summary.json beside RESULTS_DIR, as `nodeconf run` writes them)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the reports and print where they are; exit 2 for unusable results (an InputError) and for the
     results of a run that did not finish (INTERRUPTED)."""
     results_dir: Path = args.results_dir
-    output: Path = args.output or results_dir.resolve().parent / "html"
+    reports = results_dir.resolve().parent
+    output: Path = args.output or reports / "html"
     try:
         results = read_results(results_dir)
         written = write_reports(results, output)
     except ReportError as error:
         raise InputError(str(error)) from None
     outcome = results_verdict(results)
-    summary = write_summary(output.parent / SUMMARY_FILE, outcome, results, "nodeconf report")
+    summary = write_summary((args.output or reports) / SUMMARY_FILE, outcome, results, "nodeconf report")
     for line in summary_lines(results, [*report_paths(written), ("summary", summary)]):
         print(line)
     if written.allure_note:

@@ -24,6 +24,7 @@ from nodeconf.nodes.spec import declare_node_option
 from nodeconf.resources import locate_tree
 
 if TYPE_CHECKING:
+    from nodeconf.loader import UnknownFields
     from nodeconf.report.results import RunResults
     from nodeconf.report.verdict import Verdict
 
@@ -62,6 +63,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         "formula the run accepts (default: the profile's non-linear one; linear accepts old runtimes)")
     parser.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
                         help="where JUnit, Allure results and the HTML go (default: reports)")
+    parser.add_argument("--strict", action="store_true", help="refuse a kubelet config field nodeconf does not "
+                        "read or model (default: a warning naming it, on stderr); pytest's own --strict goes after --")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST_ARGS", help="passed to pytest")
 
 
@@ -122,6 +125,7 @@ def _check_usage(args: argparse.Namespace) -> None:
                          f"{', '.join(CPU_WEIGHT_FORMULAS)})", field="--cpu-weight-formula")
     if args.kubelet_config is not None and not args.kubelet_config.is_file():
         raise InputError("no such file", source=str(args.kubelet_config), field="--kubelet-config")
+    unknown = _read_kubelet_configs(args.kubelet_config, nodes, strict=args.strict)
     from nodeconf.nodes.registry import expand, preflight, preflight_together
 
     if args.node:  # a whole-cluster spec (kube?nodes=...) becomes one spec per node, listed once, here
@@ -131,6 +135,18 @@ def _check_usage(args: argparse.Namespace) -> None:
     for node in nodes:
         preflight(node.spec, kubelet_config=node.kubelet_config or args.kubelet_config,
                   profile=node.profile or args.profile)
+    unknown.warn()  # only once the usage is good: an error stays the only line
+
+
+def _read_kubelet_configs(default: Path | None, nodes: Sequence[RunNode], *, strict: bool) -> UnknownFields:
+    """Read every kubelet config the run uses once, before anything starts, so that a field nodeconf does not read
+    is named here (refused with --strict), not only inside pytest, whose capture would hide the warning."""
+    from nodeconf.loader import UnknownFields, load_kubelet_config
+
+    unknown = UnknownFields(strict=strict)
+    for path in sorted({path for path in (default, *(node.kubelet_config for node in nodes)) if path is not None}):
+        load_kubelet_config(path, unknown)
+    return unknown
 
 
 def _run_pytest(argv: list[str]) -> int:

@@ -1,45 +1,85 @@
 """`reports/summary.json`: the run's verdict, counts and per-check outcome for CI systems that do not read JUnit.
 
-Source: issue 17. Schema (version 1): {schema, written_by, verdict, exit_code, reason, counts{total, failed, broken,
-skipped, passed}, run{environment.properties run keys, node; a run without results: this nodeconf's version and
-commit}, checks[{id, name, status, node, suite, source, message, first_mismatch}], causes[{status, about, count,
-example, checks}]}; `source` is the check's source marker (kep5359, kep2400, memory_qos, requests_limits) or "";
-`causes` groups the failed and broken checks by what their mismatches are about (nodeconf.report.causes), largest
-first (added within version 1: a reader that does not know the key loses nothing it had).
+Source: issues 17 and 32. Schema (version 2; every key snake_case): {schema, written_by, verdict, exit_code,
+reason, counts{total, failed, broken, skipped, passed}, run{environment.properties run entries: nodeconf_version,
+nodeconf_commit, profile, kubelet_config, kubelet_config_sha256, command, started, finished, controller, node; a run
+without results: this nodeconf's version and commit}, nodes[{name, spec, facts{the node facts as recorded}}],
+checks[{id, name, status, node, suite, source, message, first_mismatch}], causes[{status, about, count, example,
+checks}]}. `source` is the check's source marker (kep5359, kep2400, memory_qos, requests_limits, upstream_e2e) or
+""; `message` the first line of a failure, break or skip; `first_mismatch` the first compared value that differs,
+{owner, pod, container, path, file, expected, actual, rule} from the check's comparison table, else null; `causes`
+groups the failed and broken checks by what their mismatches are about (nodeconf.report.causes), largest first.
+Version 1 had run keys with spaces, no nodes, and first_mismatch as a sentence.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from nodeconf.build_info import commit, version
 from nodeconf.errors import InputError
-from nodeconf.report.results import STATUS_ORDER, Check, RunResults, Status
+from nodeconf.node_facts import NodeFacts
+from nodeconf.report.allure_json import ReportError, read_bounded
+from nodeconf.report.comparison import COMPARISON_MIME, parse_comparison
+from nodeconf.report.results import STATUS_ORDER, Attachment, Check, RunResults, Status, Step
 from nodeconf.report.run_info import COMMIT_KEY, VERSION_KEY, run_fields
 from nodeconf.report.summary import check_id, run_causes
 from nodeconf.report.verdict import Verdict
 from nodeconf.resources import Tree, locate_tree
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SUMMARY_FILE = "summary.json"
+# The node facts a node records (nodeconf.node_facts.reported_facts: NodeFacts' fields, the measured formula as
+# cpu_weight_formula), told apart from the run's own entries in environment.properties by these names.
+FACT_KEYS = frozenset(f.name for f in dataclasses.fields(NodeFacts)) - {"measured_cpu_weight_formula"}
+# A comparison table is read up to this size (a table of every value of one check is a few KiB).
+MAX_COMPARISON_BYTES = 4 * 1024 * 1024
+_NOT_SNAKE = re.compile(r"[^a-z0-9]+")
 # The suite markers that name a check's source (fixtures/markers.py SOURCE_MARKERS; a unit test keeps them equal).
 SOURCE_MARKERS = ("kep5359", "kep2400", "memory_qos", "requests_limits", "upstream_e2e")
-# The stable first line of a comparison failure (suites/toolkit/compare.py mismatch_message); the next line is a
-# mismatch.
-_COMPARISON_HEAD = re.compile(r"compared values differ from the oracle$")
 
 
-def first_mismatch(check: Check) -> str:
-    """The first mismatch a failed comparison lists, else the message's first line; "" for a passed check."""
+def snake(key: str) -> str:
+    """A report key as summary.json spells it: `kubelet config sha256` → `kubelet_config_sha256`."""
+    return _NOT_SNAKE.sub("_", key.lower()).strip("_")
+
+
+def _attachments(steps: Sequence[Step]) -> Iterator[Attachment]:
+    for step in steps:
+        yield from step.attachments
+        yield from _attachments(step.steps)
+
+
+def _comparison_rows(check: Check) -> Iterator[dict[str, str]]:
+    """The rows of every comparison table the check attached (fixtures, steps, body), in that order; a table that
+    cannot be read (a link out of the results, too large) is passed over."""
+    for attachment in (*_attachments(check.fixtures), *_attachments(check.steps), *check.attachments):
+        if attachment.mime != COMPARISON_MIME:
+            continue
+        try:
+            text = read_bounded(attachment.path, MAX_COMPARISON_BYTES, attachment.path.parent).decode("utf-8")
+        except (ReportError, UnicodeDecodeError):
+            continue
+        yield from parse_comparison(text) or ()
+
+
+def first_mismatch(check: Check) -> dict[str, str] | None:
+    """The first compared value of a failed check that differs from the oracle, as fields; None when the check
+    passed or compared no value (its `message` says why it failed, broke or was skipped)."""
     if check.status is Status.PASSED:
-        return ""
-    lines = [line.strip() for line in check.message.splitlines() if line.strip()]
-    if len(lines) > 1 and _COMPARISON_HEAD.search(lines[0]):
-        return lines[1]
-    return lines[0] if lines else ""
+        return None
+    for row in _comparison_rows(check):
+        if row.get("ok", "").lower() in ("no", "false", "0"):
+            pod, container = row.get("pod", ""), row.get("container", "")
+            return {"owner": f"{pod}/{container}".rstrip("/") or "node", "pod": pod, "container": container,
+                    "path": row.get("cgroup_path", ""), "file": row.get("file", ""),
+                    "expected": row.get("expected", ""), "actual": row.get("actual", ""), "rule": row.get("rule", "")}
+    return None
 
 
 def _source(check: Check) -> str:
@@ -51,7 +91,7 @@ def _node(check: Check, run_node: str) -> str:
     return next((value.strip("'") for name, value in check.parameters if name == "node"), run_node)
 
 
-def check_entry(check: Check, run_node: str) -> dict[str, str]:
+def check_entry(check: Check, run_node: str) -> dict[str, Any]:
     """One check as summary.json lists it."""
     return {
         "id": check_id(check),
@@ -71,7 +111,24 @@ def _this_nodeconf() -> dict[str, str]:
         tree: Tree | None = locate_tree()
     except InputError:
         tree = None
-    return {VERSION_KEY: version(), COMMIT_KEY: commit(tree) or "unknown"}
+    return {snake(VERSION_KEY): version(), snake(COMMIT_KEY): commit(tree) or "unknown"}
+
+
+def _facts(entries: Sequence[tuple[str, str]]) -> dict[str, str]:
+    return {snake(key): value for key, value in entries if key.split(".")[0] in FACT_KEYS}
+
+
+def node_entries(results: RunResults) -> list[dict[str, Any]]:
+    """Each node's name, spec and recorded facts: the run's own file for one node, each node's for several."""
+    if results.nodes:
+        return [{"name": node.name, "spec": node.get("node"), "facts": _facts(node.entries)}
+                for node in results.nodes]
+    environment: Mapping[str, str] = dict(results.environment)
+    facts = _facts(results.environment)
+    if not facts and "node" not in environment:
+        return []
+    spec = environment.get("node", "")
+    return [{"name": spec, "spec": spec, "facts": facts}]
 
 
 def summary_document(outcome: Verdict, results: RunResults | None, written_by: str) -> dict[str, Any]:
@@ -79,6 +136,8 @@ def summary_document(outcome: Verdict, results: RunResults | None, written_by: s
     checks = results.checks if results is not None else ()
     environment = dict(results.environment) if results is not None else {}
     counts = {status.value: sum(1 for check in checks if check.status is status) for status in STATUS_ORDER}
+    run = ({**{snake(key): value for key, value in run_fields(tuple(environment.items())).items()},
+            "node": environment.get("node", "")} if results is not None else _this_nodeconf())
     return {
         "schema": SCHEMA_VERSION,
         "written_by": written_by,
@@ -86,8 +145,8 @@ def summary_document(outcome: Verdict, results: RunResults | None, written_by: s
         "exit_code": outcome.code,
         "reason": outcome.reason,
         "counts": {"total": len(checks), **counts},
-        "run": {**run_fields(tuple(environment.items())), "node": environment.get("node", "")}
-        if results is not None else _this_nodeconf(),
+        "run": run,
+        "nodes": node_entries(results) if results is not None else [],
         "checks": [check_entry(check, environment.get("node", "")) for check in checks],
         "causes": [{"status": c.status, "about": c.about, "count": len(c.checks), "example": c.example,
                     "checks": list(c.checks)} for c in run_causes(results)] if results is not None else [],

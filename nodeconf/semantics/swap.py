@@ -138,11 +138,14 @@ def _resource_sections(pod: Pod) -> list[tuple[str, Container | None]]:
 
 
 def swap_errors(pod: Pod, profile: Profile) -> tuple[str, ...]:
-    """API validation of swap fields under the gate: requests.swap at any level, container limit above the pod's.
+    """API validation of swap fields: any swap before the gate exists; under the gate requests.swap at any level
+    and a container limit above the pod's.
 
     Source: KEP-5359 "Proposed Design: Limits-Only Model" (messages follow apimachinery field.Error shapes);
     negative values are refused for every resource by validation.pod_errors.
     """
+    if WORKLOAD_SWAP_GATE not in profile.gates:
+        return _swap_before_its_gate(pod)
     if not workload_swap_enabled(profile):
         return ()
     errors: list[str] = []
@@ -159,6 +162,23 @@ def swap_errors(pod: Pod, profile: Profile) -> tuple[str, ...]:
                 f'{path}.limits[swap]: Invalid value: "{limit}": must be less than or equal to pod limits '
                 f"({shared})"
             )
+    return tuple(errors)
+
+
+def _swap_before_its_gate(pod: Pod) -> tuple[str, ...]:
+    """Before the gate exists (KEP-5359 milestones: alpha in v1.38), `swap` is no resource a pod may name: the API
+    server refuses it in requests and limits, as a container resource (validation.go
+    validateContainerResourceName, IsStandardContainerResourceName) and at pod level (validatePodResourceName)."""
+    errors: list[str] = []
+    for path, container in _resource_sections(pod):
+        resources = pod.resources if container is None else container.resources
+        if resources is None:
+            continue
+        for kind in (name for name, items in (("limits", resources.limits), ("requests", resources.requests))
+                     if SWAP in items):
+            where = f"{path}.{kind}[swap]"
+            errors.append(f'{where}: Unsupported value: "swap": supported values: "cpu", "memory"' if container is None
+                          else f'{where}: Invalid value: "swap": must be a standard resource for containers')
     return tuple(errors)
 
 

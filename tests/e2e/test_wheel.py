@@ -153,11 +153,11 @@ def test_installed_nodeconf_run_records_what_judged_the_node(installed: Installe
     assert hashlib.sha256(content).hexdigest() == entries["kubelet config sha256"]
 
     summary = json.loads((reports / "summary.json").read_text())
-    assert (summary["schema"], summary["verdict"], summary["exit_code"]) == (1, "PASS", 0)
+    assert (summary["schema"], summary["verdict"], summary["exit_code"]) == (2, "PASS", 0)
     assert summary["counts"] == {"total": 4, "failed": 0, "broken": 0, "skipped": 0, "passed": 4}
-    assert summary["run"]["nodeconf commit"] == entries["nodeconf commit"]
+    assert summary["run"]["nodeconf_commit"] == entries["nodeconf commit"]
     assert {(c["status"], c["node"], c["suite"], c["source"], c["first_mismatch"]) for c in summary["checks"]} == {
-        ("passed", "vm", "resources", "requests_limits", "")}
+        ("passed", "vm", "resources", "requests_limits", None)}
 
     html = (reports / "html" / "nodeconf-report.html").read_text()
     for key in ("nodeconf version", "nodeconf commit", "kubelet config sha256", "started", "controller"):

@@ -4,6 +4,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -321,9 +322,17 @@ def test_run_writes_summary_json(full_run: FullRun) -> None:
         "test_needs_swap_skipped": ("skipped", "local", "swap", "requests_limits"),
         "test_node_unreachable_errors": ("broken", "local", "swap", "kep5359"),
     }
-    mismatch = checks["test_memory_high_fails"]["first_mismatch"]
-    assert mismatch.startswith('AssertionError: value of cgroup "memory.high"')
+    assert checks["test_memory_high_fails"]["first_mismatch"] == {
+        "owner": "res-demo/hello", "pod": "res-demo", "container": "hello",
+        "path": "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice", "file": "memory.high",
+        "expected": "510025728", "actual": "max", "rule": "Memory QoS throttling"}
+    assert checks["test_memory_high_fails"]["message"].startswith('AssertionError: value of cgroup "memory.high"')
     assert summary["run"]["profile"] == "1.36" and summary["run"]["node"] == "local"
+    (node,) = summary["nodes"]
+    assert (node["name"], node["spec"]) == ("local", "local")
+    recorded = {"memory_capacity": "1073741824", "swap_capacity": "536870912", "kernel_version": "6.1.0-28-amd64",
+                "runtime": "runc", "runtime_version": "1.1.5", "cpu_weight_formula": "linear"}  # the CONFTEST's
+    assert recorded.items() <= node["facts"].items()
 
 
 def test_run_html_header_names_what_judged_the_node(full_run: FullRun) -> None:
@@ -338,11 +347,17 @@ def test_report_rewrites_summary_json_from_the_results(full_run: FullRun, tmp_pa
     from nodeconf.cli import report as report_cli
 
     output = tmp_path / "out" / "html"
+    (tmp_path / "out" / "summary.json").parent.mkdir()
+    (tmp_path / "out" / "summary.json").write_text("someone else's\n")
     args = argparse.Namespace(results_dir=full_run.project / "reports" / "allure-results", output=output)
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(generate, "allure_cli", lambda: None)
         assert report_cli.run(args) == 0
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    # -o DIR: everything inside DIR (issue 32: summary.json used to land in DIR's parent, over what was there).
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["html", "summary.json"]
+    assert (tmp_path / "out" / "summary.json").read_text() == "someone else's\n"
+    assert sorted(p.name for p in output.iterdir()) == ["nodeconf-report.html", "summary.json"]
+    summary = json.loads((output / "summary.json").read_text(encoding="utf-8"))
     assert (summary["verdict"], summary["exit_code"], summary["written_by"]) == ("FAIL", 1, "nodeconf report")
     assert len(summary["checks"]) == 4
 
@@ -384,3 +399,15 @@ def test_run_replaces_the_results_of_its_own_earlier_run(project: Path) -> None:
     assert run_cli.run(_args("--", "-k", "passes")) == 0
     assert [path.name for path in results.glob("*-result.json")] != [] and not (results / "old-result.json").exists()
     assert made_by_nodeconf(results)
+def test_report_without_output_rewrites_the_run_layout(full_run: FullRun, tmp_path: Path) -> None:
+    """Without -o the reports go where `nodeconf run` put them: html/ and summary.json beside the results."""
+    from nodeconf.cli import report as report_cli
+
+    reports = tmp_path / "reports"
+    shutil.copytree(full_run.project / "reports" / "allure-results", reports / "allure-results")
+    args = argparse.Namespace(results_dir=reports / "allure-results", output=None)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(generate, "allure_cli", lambda: None)
+        assert report_cli.run(args) == 0
+    assert json.loads((reports / "summary.json").read_text(encoding="utf-8"))["written_by"] == "nodeconf report"
+    assert (reports / "html" / "nodeconf-report.html").is_file()

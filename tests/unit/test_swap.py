@@ -268,3 +268,23 @@ def test_swap_allocated_bytes(pods: list[Pod], mode: str, profile: Profile, expe
 def test_swaps_by_calculation(container: Container, pod: Pod | None, mode: str, expected: bool) -> None:
     qos = G if container is GUARANTEED_1G else B
     assert swap.swaps_by_calculation(pod or pod_of(container), container, qos, config(mode), GATE_ON) is expected
+
+
+@pytest.mark.parametrize("version", ["1.34", "1.35", "1.36", "1.37"])
+def test_limits_swap_is_refused_before_its_gate_exists(version: str) -> None:
+    """Before 1.38 (KEP-5359 alpha) `swap` is no container resource: the API server refuses it at both levels
+    (validation.go validateContainerResourceName, validatePodResourceName)."""
+    pod = pod_of(ctr(limits={"memory": "2Gi", "swap": "1Gi"}), ctr("d", requests={"swap": "0"}),
+                 pod_resources=res(limits={"memory": "4Gi", "swap": "2Gi"}))
+    assert swap.swap_errors(pod, profile_for(version)) == (
+        'spec.resources.limits[swap]: Unsupported value: "swap": supported values: "cpu", "memory"',
+        'spec.containers[0].resources.limits[swap]: Invalid value: "swap": must be a standard resource for '
+        "containers",
+        'spec.containers[1].resources.requests[swap]: Invalid value: "swap": must be a standard resource for '
+        "containers",
+    )
+
+
+def test_limits_swap_is_accepted_once_its_gate_exists() -> None:
+    pod = pod_of(ctr(limits={"memory": "2Gi", "swap": "1Gi"}))
+    assert swap.swap_errors(pod, GATE_ON) == swap.swap_errors(pod, GATE_OFF) == ()

@@ -1,0 +1,70 @@
+"""Numbers the docs state match the code (issue 32): the default run's check count, the verdicts and exit codes.
+
+Cost: one `pytest --collect-only` of suites/ in a subprocess (about 6-12 s here); collection boots no node, which
+the test checks with an empty cache directory that must stay empty.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nodeconf.report.results import Check, RunResults, Status
+from nodeconf.report.verdict import verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+# The sentence that states the default run's size: "A default run has **219 checks** per node".
+COUNT_STATEMENT = re.compile(r"default run has \*\*(\d+) checks\*\*")
+COLLECTED = re.compile(r"^(\d+) tests? collected", re.MULTILINE)
+# A row of docs/ci.md's exit table: | 2 | `NOTHING RAN` | ...
+VERDICT_ROW = re.compile(r"^\| (\d) \| `([A-Z ]+)` \|", re.MULTILINE)
+
+
+def _collected_checks(cache: Path) -> int:
+    """How many checks `nodeconf run` with the default node collects (its pytest, its suites, `--node vm`)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(cache)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           "--node", "vm", str(ROOT / "suites")], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    found = COLLECTED.search(done.stdout)
+    assert found, done.stdout[-2000:]
+    return int(found[1])
+
+
+def test_the_documented_check_count_is_the_collected_one(tmp_path: Path) -> None:
+    statements = [(path.name, int(count)) for path in DOCS for count in COUNT_STATEMENT.findall(path.read_text())]
+    assert statements, "README.md states the default run's check count"
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    collected = _collected_checks(cache)
+    assert list(cache.iterdir()) == [], "collecting the checks touched the VM cache"
+    assert statements == [(name, collected) for name, _ in statements]
+
+
+def _check(status: Status) -> Check:
+    return Check(name="t", full_name="m#t", status=status, message="", trace="", labels=(), parameters=(), steps=(),
+                 attachments=(), fixtures=(), duration_ms=1)
+
+
+def _results(*statuses: Status) -> RunResults:
+    return RunResults(results_dir=ROOT, checks=tuple(_check(s) for s in statuses), shared_fixtures=(), environment=())
+
+
+def test_ci_md_lists_every_verdict_with_its_exit_code() -> None:
+    """Each verdict as the code gives it, from pytest's status and the checks' statuses."""
+    given = {
+        verdict(pytest.ExitCode.OK, _results(Status.PASSED)),
+        verdict(pytest.ExitCode.TESTS_FAILED, _results(Status.PASSED, Status.FAILED)),
+        verdict(pytest.ExitCode.TESTS_FAILED, _results(Status.BROKEN)),
+        verdict(pytest.ExitCode.NO_TESTS_COLLECTED, None),
+        verdict(pytest.ExitCode.INTERRUPTED, None),
+    }
+    documented = {label: int(code) for code, label in VERDICT_ROW.findall((ROOT / "docs" / "ci.md").read_text())}
+    assert documented == {outcome.label: outcome.code for outcome in given}
