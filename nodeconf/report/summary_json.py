@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +95,13 @@ def summary_document(outcome: Verdict, results: RunResults | None, written_by: s
     }
 
 
-def write_summary(path: Path, outcome: Verdict, results: RunResults | None, written_by: str) -> Path:
-    """Write summary.json (parents created) and return its path."""
+def write_summary(path: Path, outcome: Verdict, results: RunResults | None, written_by: str,
+                  diff: Mapping[str, Any] | None = None) -> Path:
+    """Write summary.json (parents created) and return its path; `diff` (`nodeconf report --diff`) goes under
+    the key `diff`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     document = summary_document(outcome, results, written_by)
+    if diff is not None:
+        document["diff"] = dict(diff)
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return path
