@@ -73,22 +73,32 @@ class Change:
 Values = dict[tuple[str, str], Expected]
 
 
-def _files(owner: str, path: str, files: Mapping[str, Expected]) -> Iterator[tuple[tuple[str, str], Expected]]:
+Limits = Mapping[str, Mapping[str, Expected]]
+
+
+def _files(owner: str, path: str, files: Mapping[str, Expected], limits: Limits) -> Iterator[
+        tuple[tuple[str, str], Expected]]:
+    """A cgroup's files, with the node limits (pids, hugetlb, memory.oom.group) the oracle keeps for its path."""
     yield (owner, "cgroup path"), Expected(path, "cgroup_paths (systemd or cgroupfs driver)")
-    for name, expected in files.items():
+    for name, expected in {**files, **limits.get(path, {})}.items():
         yield (owner, name), expected
 
 
-def _container(owner: str, c: ContainerExpectation) -> Iterator[tuple[tuple[str, str], Expected]]:
-    yield from _files(owner, c.cgroup.path, c.cgroup.files)
+def _container(owner: str, c: ContainerExpectation, limits: Limits) -> Iterator[tuple[tuple[str, str], Expected]]:
+    yield from _files(owner, c.cgroup.path, c.cgroup.files, limits)
     yield (owner, "oom_score_adj"), c.oom_score_adj
+
+
+def _pod_paths(p: PodExpectation) -> set[str]:
+    cgroups = [p.cgroup, *(c.cgroup for c in p.containers), *((p.pause.cgroup,) if p.pause is not None else ())]
+    return {cgroup.path for cgroup in cgroups if cgroup is not None}
 
 
 def _listed(items: tuple[str, ...]) -> str:
     return "; ".join(items) if items else "(none)"
 
 
-def _pod_values(p: PodExpectation, rank: int | None) -> Values:
+def _pod_values(p: PodExpectation, rank: int | None, limits: Limits) -> Values:
     """A pod's comparable values keyed by (owner, field); a rejected pod has only its admission and class."""
     errors = "; ".join(p.errors)
     values: Values = {
@@ -103,12 +113,12 @@ def _pod_values(p: PodExpectation, rank: int | None) -> Values:
     if rank is not None:
         values[POD, "eviction rank"] = Expected(str(rank), EVICTION_RULE)
     if p.cgroup is not None:
-        values.update(_files(POD, p.cgroup.path, p.cgroup.files))
+        values.update(_files(POD, p.cgroup.path, p.cgroup.files, limits))
     for c in p.containers:
         kind = "sidecar" if c.sidecar else "init container" if c.init else "container"
-        values.update(_container(f"{kind} {c.name}", c))
+        values.update(_container(f"{kind} {c.name}", c, limits))
     if p.pause is not None:
-        values.update(_container(PAUSE, p.pause))
+        values.update(_container(PAUSE, p.pause, limits))
     return values
 
 
@@ -140,8 +150,10 @@ def _node_values(result: NodeExpectation) -> dict[tuple[str, str], Expected]:
                    for name, (total, free) in n.hugepages.items()})
     for path, cg in result.cgroups.items():
         values.update({(path, name): e for name, e in cg.files.items()})
+    owned = {path for p in result.pods for path in _pod_paths(p)}
     for path, files in result.node_limits.items():
-        values.update({(path, name): e for name, e in files.items()})
+        if path not in owned:  # a pod's or container's limits are listed with that pod
+            values.update({(path, name): e for name, e in files.items()})
     values.update({(METRICS, name): Expected(str(value), METRIC_RULES.get(name, "the kubelet's /metrics"))
                    for name, value in result.metrics.items()})
     return values
@@ -168,8 +180,8 @@ def expectation_changes(before: NodeExpectation, after: NodeExpectation) -> list
     after_pods = {p.pod.ref: p for p in after.pods}
     for old in before.pods:
         new = after_pods[old.pod.ref]
-        old_values = _pod_values(old, ranks_before.get(old.pod.ref))
-        new_values = _pod_values(new, ranks_after.get(old.pod.ref))
+        old_values = _pod_values(old, ranks_before.get(old.pod.ref), before.node_limits)
+        new_values = _pod_values(new, ranks_after.get(old.pod.ref), after.node_limits)
         if old.admitted != new.admitted:
             old_values = {k: v for k, v in old_values.items() if k[1] in (ADMISSION, "qosClass")}
             new_values = {k: v for k, v in new_values.items() if k[1] in (ADMISSION, "qosClass")}

@@ -178,3 +178,24 @@ def test_json_change_shape() -> None:
     assert set(document) == {"summary", "workloads", "changes"}
     assert set(document["changes"][0]) == {"pod", "owner", "field", "before", "after", "rule_before", "rule_after",
                                            "workload"}
+
+
+def test_newly_admitted_replicas_show_their_admission_not_their_cgroups() -> None:
+    # The LimitRange's defaultRequest gives each of the 40 replicas 100m cpu: 20 fit 2 cpus, all 40 fit 4.
+    objects = [str(REQUESTS_LIMITS / name) for name in ("big-deployment.yaml", "limitrange.yaml")]
+    outcome = explain(*objects, "--diff", "--cpu", "4")
+    found = changes(outcome)
+    assert json.loads(outcome.stdout)["summary"] == "40 pods: 20 are newly admitted, 20 unchanged; node level: 4 values"
+    assert {c["owner"] for c in found if not c["pod"]} == {"node", "kubepods.slice",
+                                                         "kubepods.slice/kubepods-burstable.slice"}
+    assert {(c["pod"], c["field"]) for c in found if c["pod"]} == {
+        (f"quota-test/big-{i}", "admission") for i in range(20, 40)}
+
+
+def test_a_pod_limit_is_listed_with_its_pod(tmp_path: Path) -> None:
+    pids = write(tmp_path, "pids.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                 "podPidsLimit: 32\n")
+    found = changes(explain(QOS_PODS[0], "--diff", "--kubelet-config", pids))
+    # podPidsLimit is the pod cgroup's pids.max (kubelet pod_container_manager); unset, the pod has none ("max").
+    assert [(c["pod"], c["owner"], c["field"], c["before"], c["after"]) for c in found if c["pod"]] == [
+        ("default/burstable-512mi", "pod", "pids.max", "max", "32")]
