@@ -278,11 +278,12 @@ def warning_lines(result: NodeExpectation) -> list[str]:
 
 def node_pods(objects: Sequence[KubeObject]) -> list[Pod]:
     """The pods on the node: each Pod, and each workload's pods counted as manifest.replica_pods says."""
-    pods = [replica for o in objects if isinstance(o, Pod) for replica in replica_pods(o)]
-    if len(pods) > MAX_PODS:
-        raise InputError(f"{len(pods)} pods once workloads count their replicas; explain judges at most {MAX_PODS} "
+    given = [o for o in objects if isinstance(o, Pod)]
+    count = sum(p.workload.pods if p.workload is not None else 1 for p in given)
+    if count > MAX_PODS:
+        raise InputError(f"{count} pods once workloads count their replicas; explain judges at most {MAX_PODS} "
                          "on one node")
-    return pods
+    return [replica for p in given for replica in replica_pods(p)]
 
 
 @dataclass(frozen=True)

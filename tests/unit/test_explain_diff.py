@@ -199,3 +199,12 @@ def test_a_pod_limit_is_listed_with_its_pod(tmp_path: Path) -> None:
     # podPidsLimit is the pod cgroup's pids.max (kubelet pod_container_manager); unset, the pod has none ("max").
     assert [(c["pod"], c["owner"], c["field"], c["before"], c["after"]) for c in found if c["pod"]] == [
         ("default/burstable-512mi", "pod", "pids.max", "max", "32")]
+
+
+def test_more_replicas_than_a_node_could_run_is_one_line(tmp_path: Path) -> None:
+    deployment = write(tmp_path, "huge.yaml", "kind: Deployment\nmetadata: {name: huge}\nspec:\n"
+                       "  replicas: 2147483647\n  template:\n    spec:\n      containers: [{name: c}]\n")
+    outcome = explain(deployment)
+    assert outcome.code == 2 and len(outcome.stderr.strip().splitlines()) == 1
+    assert "2147483647 pods once workloads count their replicas" in outcome.stderr
+    assert outcome.seconds < 5
