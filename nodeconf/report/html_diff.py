@@ -3,7 +3,7 @@ mismatches of checks failing in both, changed node facts."""
 
 import html
 
-from nodeconf.report.run_diff import KINDS, PASS_TO_FAIL, RunDiff
+from nodeconf.report.run_diff import KIND_LABELS, KINDS, OTHER, PASS_TO_FAIL, RunDiff
 
 
 def _e(text: object) -> str:
@@ -14,14 +14,18 @@ def _lines(lines: tuple[str, ...]) -> str:
     return "<br>".join(f"<code>{_e(line)}</code>" for line in lines) or "(none)"
 
 
+def _label(kind: str, before: str, after: str) -> str:
+    return f"{before} → {after}" if kind == OTHER else KIND_LABELS[kind]
+
+
 def diff_section(diff: RunDiff) -> str:
     """The section, placed first in the report: its summary, then one table per kind of change that occurred."""
     parts = [f'<p class="meta">from <code>{_e(diff.old)}</code> to <code>{_e(diff.new)}</code>: '
              f"<strong>{_e(diff.summary)}</strong></p>"]
     if diff.verdicts:
         rows = "".join(
-            f'<tr class="{"failed" if c.kind == PASS_TO_FAIL else ""}"><td>{_e(kind)}</td><td>{_e(c.before or "—")}'
-            f"</td><td>{_e(c.after or '—')}</td><td><code>{_e(c.id)}</code></td></tr>"
+            f'<tr class="{"failed" if c.kind == PASS_TO_FAIL else ""}"><td>{_e(_label(c.kind, c.before, c.after))}</td>'
+            f"<td>{_e(c.before or '—')}</td><td>{_e(c.after or '—')}</td><td><code>{_e(c.id)}</code></td></tr>"
             for kind in KINDS for c in diff.of_kind(kind))
         parts.append('<table class="diff"><caption>checks whose verdict changed</caption><thead><tr><th>change</th>'
                      f"<th>before</th><th>after</th><th>check</th></tr></thead><tbody>{rows}</tbody></table>")

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PASSED, FAILED, BROKEN, SKIPPED = "passed", "failed", "broken", "skipped"
-# Verdict changes, in the order a reader needs them.
-PASS_TO_FAIL, FAIL_TO_PASS, NEW, GONE, OTHER = "pass → fail", "fail → pass", "new", "gone", "other"
+# Verdict changes, in the order a reader needs them: their ids in summary.json, and how the text says them.
+PASS_TO_FAIL, FAIL_TO_PASS, NEW, GONE, OTHER = "pass_to_fail", "fail_to_pass", "new", "gone", "other"
 KINDS = (PASS_TO_FAIL, FAIL_TO_PASS, NEW, GONE, OTHER)
+KIND_LABELS = {PASS_TO_FAIL: "pass → fail", FAIL_TO_PASS: "fail → pass", NEW: "new", GONE: "gone", OTHER: "other"}
 # environment*.properties entries that change with every run and say nothing about the node or the judge.
 VOLATILE_FACTS = frozenset({"started", "finished", "controller", "command", "position"})
 # The lines of a comparison failure that name one mismatch (suites/toolkit/compare.py mismatch_message).
@@ -91,7 +92,7 @@ class RunDiff:
     @property
     def summary(self) -> str:
         """`2 pass → fail, 1 fail → pass; 1 mismatch changed; 3 node facts changed`, or `no difference`."""
-        parts = [f"{len(self.of_kind(kind))} {kind}" for kind in KINDS if self.of_kind(kind)]
+        parts = [f"{len(self.of_kind(kind))} {KIND_LABELS[kind]}" for kind in KINDS if self.of_kind(kind)]
         if self.mismatches:
             parts.append(f"{len(self.mismatches)} mismatch{'es' if len(self.mismatches) > 1 else ''} changed")
         if self.facts:
@@ -115,7 +116,7 @@ class RunDiff:
         lines = [f"nodeconf: {self.old} → {self.new}: {self.summary}"]
         for kind in KINDS:
             for c in self.of_kind(kind):
-                shown = f"{c.before} → {c.after}" if kind == OTHER else kind
+                shown = f"{c.before} → {c.after}" if kind == OTHER else KIND_LABELS[kind]
                 lines.append(f"  {shown:<13} {c.id}")
         for m in self.mismatches:
             lines.append(f"  mismatch      {m.id}")

@@ -71,7 +71,7 @@ def test_verdict_changes_and_the_gate(tmp_path: Path, capsys: pytest.CaptureFixt
     summary = json.loads((new / "summary.json").read_text())
     assert summary["diff"]["regressed"] is True
     first = summary["diff"]["verdicts"][0]
-    assert (first["id"], first["change"]) == (f"{MODULE}#test_b[vm]", "pass → fail")
+    assert (first["id"], first["change"]) == (f"{MODULE}#test_b[vm]", "pass_to_fail")
     page = (new / "html" / "nodeconf-report.html").read_text()
     assert page.index('id="diff"') < page.index('id="checks"') and f"{MODULE}#test_b[vm]" in page
 
