@@ -36,7 +36,9 @@ def add_parser(subparsers: Any) -> None:
         "explain",
         help="show what a node should do with these pods",
         description="Treats all given pods as running together on one node and prints the expected cgroup "
-        "files, oom_score_adj, admission, events and metrics.",
+        "files, oom_score_adj, admission, events and metrics. A workload counts as the pods it runs when all of it "
+        "lands on this node (replicas, one per node for a DaemonSet, a Job's parallelism; docs/diffs.md). With "
+        "--diff, prints only what differs on a second node.",
     )
     parser.add_argument("manifests", nargs="+", metavar="MANIFEST", help="YAML files (multi-document, List)")
     add_node_options(parser, defaults=True)
