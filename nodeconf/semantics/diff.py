@@ -70,14 +70,13 @@ class Change:
         return next((topic for prefix, topic in _TOPICS if self.field.startswith(prefix)), self.field)
 
 
+# (owner, field) -> the expected value with its rule; the node limits the oracle keeps by cgroup path.
 Values = dict[tuple[str, str], Expected]
-
-
 Limits = Mapping[str, Mapping[str, Expected]]
 
 
-def _files(owner: str, path: str, files: Mapping[str, Expected], limits: Limits) -> Iterator[
-        tuple[tuple[str, str], Expected]]:
+def _files(owner: str, path: str, files: Mapping[str, Expected], limits: Limits) -> Iterator[tuple[tuple[str, str],
+                                                                                                   Expected]]:
     """A cgroup's files, with the node limits (pids, hugetlb, memory.oom.group) the oracle keeps for its path."""
     yield (owner, "cgroup path"), Expected(path, "cgroup_paths (systemd or cgroupfs driver)")
     for name, expected in {**files, **limits.get(path, {})}.items():
@@ -134,7 +133,7 @@ def eviction_ranks(result: NodeExpectation) -> dict[str, int]:
     return {u.pod.ref: i for i, u in enumerate(rank_for_memory_pressure(usages), start=1)}
 
 
-def _node_values(result: NodeExpectation) -> dict[tuple[str, str], Expected]:
+def _node_values(result: NodeExpectation) -> Values:
     n = result.node
     summary = {
         "memoryCapacity": n.memory_capacity, "swapCapacity": n.swap_capacity, "cpuCapacityMilli": n.cpu_capacity_milli,
