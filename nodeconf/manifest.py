@@ -65,6 +65,20 @@ class Container:
 
 
 @dataclass(frozen=True)
+class Workload:
+    """A workload object given for its pod template: its kind, its name and how many of its pods one node runs."""
+
+    kind: str
+    name: str
+    pods: int
+    counted: str  # how `pods` was counted, for the reader
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+@dataclass(frozen=True)
 class Pod:
     """The fields of a Pod that decide its node resources."""
 
@@ -83,6 +97,9 @@ class Pod:
     # spec.activeDeadlineSeconds: set (≥ 0) makes the pod Terminating for quota scopes (quota pods.go isTerminating).
     active_deadline_seconds: int | None = None
     source: str = ""
+    # The workload whose pod template this is (None for a Pod): how many of it run on the node. Provenance only:
+    # not compared, and not written back by manifest_writer.
+    workload: Workload | None = field(default=None, compare=False)
     # Values derived from this immutable pod, memoised by the oracle (pod_resources.memoised); never copied.
     derived: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
@@ -119,6 +136,19 @@ class Pod:
 
     def with_containers(self, containers: Sequence[Container], init: Sequence[Container]) -> Pod:
         return replace(self, containers=tuple(containers), init_containers=tuple(init))
+
+
+def replica_pods(pod: Pod) -> tuple[Pod, ...]:
+    """The pods a workload runs on one node, each named after it; a Pod is itself.
+
+    One pod keeps the workload's name; several are `NAME-0`, `NAME-1`, … (a StatefulSet's own names, apps/v1
+    "Pod Identity"; the other controllers' random suffixes would change every run), each with its own uid.
+    """
+    if pod.workload is None:
+        return (pod,)
+    if pod.workload.pods == 1 and pod.workload.kind != "StatefulSet":
+        return (pod,)
+    return tuple(replace(pod, name=f"{pod.name}-{i}", uid="") for i in range(pod.workload.pods))
 
 
 @dataclass(frozen=True)
@@ -323,6 +353,50 @@ _TEMPLATE_PATHS = {
 OBJECT_KINDS = ("Pod", "LimitRange", "ResourceQuota", *_TEMPLATE_PATHS)
 
 
+def _count(reader: _Reader, spec: Mapping[str, Any], key: str, path: str, default: int) -> int:
+    value = reader.int32(spec.get(key), f"{path}.{key}")
+    if value is not None and value < 0:
+        raise reader.fail(f"{path}.{key}", f"must not be negative, got {value}")
+    return default if value is None else value
+
+
+def _job_pods(reader: _Reader, spec: Mapping[str, Any], path: str) -> tuple[int, str]:
+    """Pods a Job runs at once: `parallelism` (default 1), at most `completions`; none while suspended.
+
+    Source: batch/v1 SetDefaults_Job (parallelism 1; completions 1 when neither is set), the job controller's
+    manageJob (active pods = min(parallelism, remaining completions)), `spec.suspend`.
+    """
+    if spec.get("suspend") is True:
+        return 0, f"{path}.suspend: true"
+    parallelism = _count(reader, spec, "parallelism", path, 1)
+    completions = _count(reader, spec, "completions", path, parallelism)
+    if completions < parallelism:
+        return completions, f"{path}.completions"
+    return parallelism, f"{path}.parallelism"
+
+
+def _workload(reader: _Reader, kind: str, name: str, doc: Mapping[str, Any]) -> Workload:
+    """How many pods of the workload one node runs when all of it lands there (the worst case for the node).
+
+    Source: apps/v1 defaults (`replicas` 1) for Deployment, ReplicaSet, ReplicationController and StatefulSet; a
+    DaemonSet runs one pod per node; a Job `parallelism` (see _job_pods); a CronJob one Job of its jobTemplate at a
+    time (concurrencyPolicy Allow may overlap two; not counted), none while suspended.
+    """
+    spec = reader.mapping(doc.get("spec"), "spec")
+    if kind == "DaemonSet":
+        pods, counted = 1, "one per node"
+    elif kind == "Job":
+        pods, counted = _job_pods(reader, spec, "spec")
+    elif kind == "CronJob":
+        job_spec = reader.mapping(reader.mapping(spec.get("jobTemplate"), "spec.jobTemplate").get("spec"),
+                                  "spec.jobTemplate.spec")
+        pods, counted = (0, "spec.suspend: true") if spec.get("suspend") is True else _job_pods(
+            reader, job_spec, "spec.jobTemplate.spec")
+    else:
+        pods, counted = _count(reader, spec, "replicas", "spec", 1), "spec.replicas"
+    return Workload(kind, name, pods, counted)
+
+
 def object_from_dict(doc: Any, source: str = "") -> Pod | LimitRange | ResourceQuota:
     """Build the typed object for one Kubernetes document; InputError for anything else."""
     if not isinstance(doc, Mapping) or "kind" not in doc:
@@ -370,7 +444,8 @@ def object_from_dict(doc: Any, source: str = "") -> Pod | LimitRange | ResourceQ
     template = reader.mapping(template, prefix)
     template_meta = reader.mapping(template.get("metadata"), f"{prefix}.metadata")
     merged_meta = {**template_meta, "uid": meta.get("uid")}
-    return pod_from_spec(
+    pod = pod_from_spec(
         name, namespace, merged_meta, reader.mapping(template.get("spec"), f"{prefix}.spec"), reader,
         prefix=f"{prefix}.spec",
     )
+    return replace(pod, workload=_workload(reader, kind, name, doc))

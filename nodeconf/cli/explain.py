@@ -6,24 +6,29 @@ import argparse
 import gc
 import json
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
+from nodeconf.cli.explain_diff import NodeDiff, diff_json, diff_table, workloads
 from nodeconf.cli.manifest_inputs import manifest_paths
 from nodeconf.cli.writable import check_kubelet_accepts, check_writable
 from nodeconf.errors import InputError, shown
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.loader import UnknownFields, load_kubelet_config, load_objects
-from nodeconf.manifest import LimitRange, Pod, ResourceQuota
+from nodeconf.loader import KubeObject, UnknownFields, load_kubelet_config, load_objects
+from nodeconf.manifest import LimitRange, Pod, ResourceQuota, replica_pods
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS, NodeFacts
 from nodeconf.quantity import Quantity, QuantityError, beyond_int64
+from nodeconf.semantics.diff import expectation_changes
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, Expected, NodeExpectation
-from nodeconf.semantics.profile import DEFAULT_VERSION, SUPPORTED_VERSIONS, profile_for
+from nodeconf.semantics.profile import DEFAULT_VERSION, SUPPORTED_VERSIONS, Profile, profile_for
 
 OUTPUTS = ("json", "table")
 # Largest base page size of a Linux architecture (256 KiB: hexagon, powerpc 44x); bigger pages are huge pages.
 MAX_PAGE_SIZE = 256 * 1024
+# The most pods one explain judges, workloads' replicas counted (a node runs at most maxPods, 110 by default).
+MAX_PODS = 10_000
 
 
 def add_parser(subparsers: Any) -> None:
@@ -32,34 +37,68 @@ def add_parser(subparsers: Any) -> None:
         "explain",
         help="show what a node should do with these pods",
         description="Treats all given pods as running together on one node and prints the expected cgroup "
-        "files, oom_score_adj, admission, events and metrics.",
+        "files, oom_score_adj, admission, events and metrics. A workload counts as the pods it runs when all of it "
+        "lands on this node (replicas, one per node for a DaemonSet, a Job's parallelism; docs/diffs.md). With "
+        "--diff, prints only what differs on a second node.",
     )
     parser.add_argument("manifests", nargs="+", metavar="MANIFEST",
                         help="YAML files (multi-document, List), directories of them, - for standard input")
-    parser.add_argument("--kubelet-config", metavar="FILE", help="KubeletConfiguration YAML")
-    parser.add_argument("--memory", default="8Gi", metavar="Q", help="node memory capacity (default 8Gi)")
-    parser.add_argument("--swap", default="4Gi", metavar="Q", help="node swap capacity (default 4Gi)")
-    parser.add_argument("--cpu", default="2", metavar="Q", help="node cpu capacity (default 2)")
-    parser.add_argument(
-        "--kubernetes-version", default=DEFAULT_VERSION, metavar="X.Y",
-        help=f"profile: one of {', '.join(SUPPORTED_VERSIONS)} (default {DEFAULT_VERSION})",
-    )
-    parser.add_argument(
-        "--cpu-weight-formula", default="nonlinear", metavar="linear|nonlinear",
-        help="the runtime's shares→weight formula: linear or nonlinear (default nonlinear)",
-    )
-    parser.add_argument("--page-size", default="4096", metavar="N", help="kernel page size in bytes (default 4096)")
-    parser.add_argument(
-        "--no-swap-controller", action="store_true",
-        help="the node has no swap accounting (no memory.swap.max): the kubelet writes no swap setting",
-    )
-    parser.add_argument("--pids", metavar="N",
-                        help="the node's pid capacity, min(pid_max, threads-max) (default unknown)")
-    parser.add_argument("--hugepages", default="", metavar="SIZE=TOTAL,...",
-                        help="huge page sizes and their total, e.g. 2Mi=64Mi,1Gi=0 (default none)")
+    add_node_options(parser, defaults=True)
     parser.add_argument("-o", "--output", default="json", metavar="json|table", help="json (default) or table")
     parser.add_argument("--strict", action="store_true",
                         help="refuse a field nodeconf does not read (default: a warning naming it, on stderr)")
+    parser.add_argument(
+        "--diff", nargs=argparse.REMAINDER, metavar="NODE-OPTION",
+        help="judge the same pods on a second node: the node options after --diff override the first node's; "
+        "print only what differs (exit 1 when something does, 0 when nothing does)",
+    )
+
+
+def add_node_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """The options that describe the node (kubelet config, profile, capacities, runtime, kernel); without
+    defaults, an option not given is absent from the parsed namespace (the `--diff` side overrides only those)."""
+
+    def default(value: Any) -> Any:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--kubelet-config", default=default(None), metavar="FILE", help="KubeletConfiguration YAML")
+    parser.add_argument("--memory", default=default("8Gi"), metavar="Q", help="node memory capacity (default 8Gi)")
+    parser.add_argument("--swap", default=default("4Gi"), metavar="Q", help="node swap capacity (default 4Gi)")
+    parser.add_argument("--cpu", default=default("2"), metavar="Q", help="node cpu capacity (default 2)")
+    parser.add_argument(
+        "--kubernetes-version", default=default(DEFAULT_VERSION), metavar="X.Y",
+        help=f"profile: one of {', '.join(SUPPORTED_VERSIONS)} (default {DEFAULT_VERSION})",
+    )
+    parser.add_argument(
+        "--cpu-weight-formula", default=default("nonlinear"), metavar="linear|nonlinear",
+        help="the runtime's shares→weight formula: linear or nonlinear (default nonlinear)",
+    )
+    parser.add_argument("--page-size", default=default("4096"), metavar="N",
+                        help="kernel page size in bytes (default 4096)")
+    parser.add_argument(
+        "--no-swap-controller", action="store_true", default=default(False),
+        help="the node has no swap accounting (no memory.swap.max): the kubelet writes no swap setting",
+    )
+    parser.add_argument("--pids", default=default(None), metavar="N",
+                        help="the node's pid capacity, min(pid_max, threads-max) (default unknown)")
+    parser.add_argument("--hugepages", default=default(""), metavar="SIZE=TOTAL,...",
+                        help="huge page sizes and their total, e.g. 2Mi=64Mi,1Gi=0 (default none)")
+
+
+class _DiffOptionParser(argparse.ArgumentParser):
+    """Parses the node options after `--diff`; anything else is one InputError line."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"{message} (only node options and -o may follow --diff)", field="--diff")
+
+
+def diff_side(args: argparse.Namespace) -> argparse.Namespace:
+    """The second node: the first node's options with those given after `--diff` in their place."""
+    parser = _DiffOptionParser(prog="nodeconf explain --diff", add_help=False)
+    add_node_options(parser, defaults=False)
+    parser.add_argument("-o", "--output", default=argparse.SUPPRESS)
+    given = parser.parse_args(args.diff)
+    return argparse.Namespace(**{**vars(args), **vars(given), "diff": None})
 
 
 def _quantity(text: str, flag: str, *, milli: bool = False) -> int:
@@ -243,25 +282,72 @@ def warning_lines(result: NodeExpectation) -> list[str]:
     ]
 
 
-def explain(args: argparse.Namespace) -> NodeExpectation:
-    """Load the inputs named by the options and run the oracle."""
+def node_pods(objects: Sequence[KubeObject]) -> list[Pod]:
+    """The pods on the node: each Pod, and each workload's pods counted as manifest.replica_pods says."""
+    given = [o for o in objects if isinstance(o, Pod)]
+    count = sum(p.workload.pods if p.workload is not None else 1 for p in given)
+    if count > MAX_PODS:
+        raise InputError(f"{count} pods once workloads count their replicas; explain judges at most {MAX_PODS} "
+                         "on one node")
+    return [replica for p in given for replica in replica_pods(p)]
+
+
+@dataclass(frozen=True)
+class NodeSetup:
+    """A node as the options describe it: its facts, its kubelet configuration and the profile."""
+
+    facts: NodeFacts
+    config: KubeletConfig
+    profile: Profile
+
+
+def node_setup(args: argparse.Namespace, unknown: UnknownFields) -> NodeSetup:
+    """The node of the options; InputError names the bad option or file; fields nodeconf does not read go to
+    `unknown`."""
     node = node_facts(args)
-    unknown = UnknownFields(strict=args.strict)
     config = load_kubelet_config(args.kubelet_config, unknown) if args.kubelet_config else KubeletConfig()
     profile = profile_for(args.kubernetes_version, config)
     check_kubelet_accepts(config, profile)
-    objects = load_objects(manifest_paths(args.manifests), unknown)
-    pods = [o for o in objects if isinstance(o, Pod)]
+    return NodeSetup(node, config, profile)
+
+
+def judge(setup: NodeSetup, objects: Sequence[KubeObject]) -> NodeExpectation:
+    """Run the oracle on the node with these objects' pods."""
     namespace_objects = [o for o in objects if isinstance(o, LimitRange | ResourceQuota)]
-    result = expect(pods, node, config, profile, namespace_objects)
+    result = expect(node_pods(objects), setup.facts, setup.config, setup.profile, namespace_objects)
     check_writable(result)
+    return result
+
+
+def explain(args: argparse.Namespace) -> NodeExpectation:
+    """Load the inputs named by the options and run the oracle; unknown fields are named once all input loaded."""
+    unknown = UnknownFields(strict=args.strict)
+    setup = node_setup(args, unknown)
+    result = judge(setup, load_objects(manifest_paths(args.manifests), unknown))
     unknown.warn()
     return result
 
 
+def run_diff(args: argparse.Namespace) -> int:
+    """Judge the pods on both nodes and print what differs; 1 when something does, 0 when nothing does."""
+    second = diff_side(args)
+    output = _choice(second.output, OUTPUTS, "--output")
+    unknown = UnknownFields(strict=args.strict)
+    before, after = node_setup(args, unknown), node_setup(second, unknown)
+    objects = load_objects(manifest_paths(args.manifests), unknown)
+    old, new = judge(before, objects), judge(after, objects)
+    unknown.warn()
+    report = NodeDiff(old, new, expectation_changes(old, new), tuple(workloads(objects)))
+    sys.stdout.write(diff_table(report) if output == "table" else json.dumps(diff_json(report), indent=2) + "\n")
+    return 1 if report.changes else 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the expectation; InputError propagates to the dispatcher (exit 2, one line)."""
+    """Print the expectation, or with `--diff` what differs (exit 1 when something does); InputError propagates
+    to the dispatcher (exit 2, one line)."""
     _choice(args.output, OUTPUTS, "--output")
+    if args.diff is not None:
+        return run_diff(args)
     # The run builds ~10^6 objects and leaves no cycles behind: the cyclic collector would only re-scan them
     # (~6% of the command on 1,000 pods), so it pauses until the output is written.
     collecting = gc.isenabled()

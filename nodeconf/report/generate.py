@@ -8,6 +8,7 @@ from nodeconf.report.allure_json import is_inside, shown
 from nodeconf.report.html import write_html
 from nodeconf.report.postprocess import mark_fixture_failures_broken
 from nodeconf.report.results import ReportError, RunResults, load_results
+from nodeconf.report.run_diff import RunDiff
 
 REPORT_FILE = "nodeconf-report.html"
 ALLURE_FILE = "allure-report.html"
@@ -28,10 +29,11 @@ def read_results(results_dir: Path) -> RunResults:
     return load_results(results_dir)
 
 
-def write_reports(results: RunResults, html_dir: Path) -> WrittenReports:
-    """Write `html_dir/nodeconf-report.html` and, if Allure 3 is installed, `html_dir/allure-report.html`."""
+def write_reports(results: RunResults, html_dir: Path, diff: RunDiff | None = None) -> WrittenReports:
+    """Write `html_dir/nodeconf-report.html` (with `diff`: its changes since an earlier run first) and, if Allure 3
+    is installed, `html_dir/allure-report.html`."""
     remove_reports(html_dir)
-    html = write_html(results, html_dir / REPORT_FILE)
+    html = write_html(results, html_dir / REPORT_FILE, diff)
     outside = links_out(results.results_dir)
     if outside is not None:  # Allure would embed what the link points at
         return WrittenReports(html, None, f"Allure HTML skipped: {shown(outside)} links out of the results directory")

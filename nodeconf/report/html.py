@@ -11,9 +11,11 @@ from pathlib import Path
 from nodeconf.report.allure_json import ReportError, read_bounded, shown
 from nodeconf.report.categories import category_name
 from nodeconf.report.comparison import COMPARISON_MIME, parse_comparison
+from nodeconf.report.html_diff import diff_section
 from nodeconf.report.html_nodes import node_facts, node_matrix
 from nodeconf.report.html_run import run_header
 from nodeconf.report.results import STATUS_ORDER, Attachment, Check, RunResults, Status, Step
+from nodeconf.report.run_diff import RunDiff
 from nodeconf.report.summary import run_causes
 from nodeconf.report.verdict import results_verdict
 
@@ -267,8 +269,9 @@ def _causes(results: RunResults) -> str:
             f"<th>status</th><th>about</th><th>example</th></tr></thead><tbody>{rows}</tbody></table></section>")
 
 
-def render_html(results: RunResults, generated: datetime | None = None) -> str:
-    """The whole report as one HTML document with inline CSS and no scripts or external resources."""
+def render_html(results: RunResults, generated: datetime | None = None, diff: RunDiff | None = None) -> str:
+    """The whole report as one HTML document with inline CSS and no scripts or external resources; with `diff`,
+    the changes since an earlier run come first."""
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M:%S UTC")
     css = resources.files("nodeconf.report").joinpath("report.css").read_text(encoding="utf-8")
     checks = sorted(results.checks, key=_sort_key)
@@ -276,14 +279,16 @@ def render_html(results: RunResults, generated: datetime | None = None) -> str:
     nodes_link = '<a href="#nodes">nodes</a>' if nodes else ""
     causes = _causes(results)
     causes_link = '<a href="#causes">causes</a>' if causes else ""
+    changes = diff_section(diff) if diff is not None else ""
+    changes_link = '<a href="#diff">changes</a>' if changes else ""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>nodeconf conformance report</title><style>{css}</style></head><body>"
         f"<header><h1>nodeconf conformance report</h1><p class=\"meta\">generated {_e(when)} from "
         f"<code>{_e(results.results_dir)}</code></p>{_banner(results)}{run_header(results.environment)}"
-        f'<nav>{causes_link}{nodes_link}<a href="#totals">totals</a><a href="#matrix">matrix</a>'
-        f'<a href="#node">node</a><a href="#checks">checks</a></nav></header><main>{causes}{nodes}'
+        f'<nav>{changes_link}{causes_link}{nodes_link}<a href="#totals">totals</a><a href="#matrix">matrix</a>'
+        f'<a href="#node">node</a><a href="#checks">checks</a></nav></header><main>{changes}{causes}{nodes}'
         '<section id="totals"><h2>Totals</h2><div class="side">'
         f"{_counts_table('per suite', _grouped(checks, 'suite'))}"
         f"{_counts_table('per source', _grouped(checks, 'source'))}</div></section>"
@@ -294,9 +299,9 @@ def render_html(results: RunResults, generated: datetime | None = None) -> str:
     )
 
 
-def write_html(results: RunResults, path: Path) -> Path:
+def write_html(results: RunResults, path: Path, diff: RunDiff | None = None) -> Path:
     """Write the report to `path` (parents created) and return it; ReportError when it cannot be written."""
-    page = render_html(results)
+    page = render_html(results, diff=diff)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(page.encode("utf-8", "replace"))

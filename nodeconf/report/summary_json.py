@@ -153,9 +153,13 @@ def summary_document(outcome: Verdict, results: RunResults | None, written_by: s
     }
 
 
-def write_summary(path: Path, outcome: Verdict, results: RunResults | None, written_by: str) -> Path:
-    """Write summary.json (parents created) and return its path."""
+def write_summary(path: Path, outcome: Verdict, results: RunResults | None, written_by: str,
+                  diff: Mapping[str, Any] | None = None) -> Path:
+    """Write summary.json (parents created) and return its path; `diff` (`nodeconf report --diff`) goes under
+    the key `diff`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     document = summary_document(outcome, results, written_by)
+    if diff is not None:
+        document["diff"] = dict(diff)
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     return path

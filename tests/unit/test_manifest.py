@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from nodeconf.errors import InputError
-from nodeconf.manifest import LimitRange, Pod, ResourceQuota, object_from_dict
+from nodeconf.manifest import LimitRange, Pod, ResourceQuota, object_from_dict, replica_pods
 from nodeconf.manifest_writer import pod_to_dict
 from nodeconf.quantity import Quantity
 
@@ -139,3 +139,45 @@ def test_pod_to_dict_round_trips() -> None:
     assert isinstance(pod, Pod)
     again = object_from_dict(pod_to_dict(pod))
     assert again == replace(pod, source="")
+
+
+@pytest.mark.parametrize(("kind", "spec", "names", "counted"), [
+    pytest.param("Deployment", {"replicas": 3}, ["wl-0", "wl-1", "wl-2"], "spec.replicas", id="deployment-3"),
+    pytest.param("Deployment", {}, ["wl"], "spec.replicas", id="deployment-default-1"),
+    pytest.param("Deployment", {"replicas": 0}, [], "spec.replicas", id="deployment-scaled-to-0"),
+    pytest.param("StatefulSet", {"replicas": 1}, ["wl-0"], "spec.replicas", id="statefulset-ordinal-names"),
+    pytest.param("DaemonSet", {}, ["wl"], "one per node", id="daemonset"),
+    pytest.param("Job", {}, ["wl"], "spec.parallelism", id="job-default"),
+    pytest.param("Job", {"parallelism": 4, "completions": 2}, ["wl-0", "wl-1"], "spec.completions",
+                 id="job-fewer-completions"),
+    pytest.param("Job", {"parallelism": 2, "completions": 5}, ["wl-0", "wl-1"], "spec.parallelism", id="job-parallel"),
+    pytest.param("Job", {"parallelism": 2, "suspend": True}, [], "spec.suspend: true", id="job-suspended"),
+])
+def test_workload_pods_on_one_node(kind: str, spec: dict[str, Any], names: list[str], counted: str) -> None:
+    doc = {"kind": kind, "metadata": {"name": "wl", "uid": "61fc9751-ad7b-4318-9db3-078bbf2e5eb5"},
+           "spec": {**spec, "template": {"spec": {"containers": [{"name": "w"}]}}}}
+    template = object_from_dict(doc)
+    assert isinstance(template, Pod) and template.workload is not None and template.workload.counted == counted
+    pods = replica_pods(template)
+    assert [p.name for p in pods] == names
+    assert len({p.uid for p in pods}) == len(pods)
+
+
+@pytest.mark.parametrize(("cron_spec", "pods"), [
+    pytest.param({}, 1, id="one-job"),
+    pytest.param({"suspend": True}, 0, id="suspended"),
+])
+def test_cron_job_runs_one_job_of_its_template(cron_spec: dict[str, Any], pods: int) -> None:
+    doc = {"kind": "CronJob", "metadata": {"name": "cj"}, "spec": {**cron_spec, "jobTemplate": {"spec": {
+        "template": {"spec": {"containers": [{"name": "w"}]}}}}}}
+    template = object_from_dict(doc)
+    assert isinstance(template, Pod) and len(replica_pods(template)) == pods
+
+
+@pytest.mark.parametrize("spec", [{"replicas": -1}, {"replicas": "3"}, {"parallelism": -2}])
+def test_a_bad_replica_count_names_its_field(spec: dict[str, Any]) -> None:
+    kind = "Job" if "parallelism" in spec else "Deployment"
+    doc = {"kind": kind, "metadata": {"name": "wl"}, "spec": {**spec, "template": {"spec": {"containers": [
+        {"name": "w"}]}}}}
+    with pytest.raises(InputError, match=f"spec.{next(iter(spec))}"):
+        object_from_dict(doc)
