@@ -22,7 +22,7 @@ DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 # The sentence that states the default run's size: "A default run has **219 checks** per node".
 COUNT_STATEMENT = re.compile(r"default run has \*\*(\d+) checks\*\*")
 COLLECTED = re.compile(r"^(\d+) tests? collected", re.MULTILINE)
-# A row of docs/ci.md's exit table: | 2 | `NOTHING RAN` | ...
+# A row of an exit table (docs/ci.md, getting-started.md, report.md): | 2 | `NOTHING RAN` | ...
 VERDICT_ROW = re.compile(r"^\| (\d) \| `([A-Z ]+)` \|", re.MULTILINE)
 
 
@@ -57,7 +57,8 @@ def _results(*statuses: Status) -> RunResults:
     return RunResults(results_dir=ROOT, checks=tuple(_check(s) for s in statuses), shared_fixtures=(), environment=())
 
 
-def test_ci_md_lists_every_verdict_with_its_exit_code() -> None:
+@pytest.mark.parametrize("doc", ["ci.md", "getting-started.md", "report.md"])
+def test_the_docs_list_every_verdict_with_its_exit_code(doc: str) -> None:
     """Each verdict as the code gives it, from pytest's status and the checks' statuses."""
     given = {
         verdict(pytest.ExitCode.OK, _results(Status.PASSED)),
@@ -66,5 +67,5 @@ def test_ci_md_lists_every_verdict_with_its_exit_code() -> None:
         verdict(pytest.ExitCode.NO_TESTS_COLLECTED, None),
         verdict(pytest.ExitCode.INTERRUPTED, None),
     }
-    documented = {label: int(code) for code, label in VERDICT_ROW.findall((ROOT / "docs" / "ci.md").read_text())}
+    documented = {label: int(code) for code, label in VERDICT_ROW.findall((ROOT / "docs" / doc).read_text())}
     assert documented == {outcome.label: outcome.code for outcome in given}
