@@ -139,7 +139,7 @@ def test_the_gitlab_jobs_build_install_and_explain_from_the_wheel(tmp_path: Path
     out = _run_job(jobs["nodeconf"], project, tmp_path)
     assert re.search(r"^suites: \S+/opt/nodeconf/\S+/nodeconf/bundled/suites \(installed\)$", out, re.MULTILINE), out
     assert '"name": "res-demo"' in out and '"qosClass": "Burstable"' in out, out[-2000:]
-    assert not (project / "run" / "reports").exists()  # nothing ran against a node
+    assert not (project / "reports").exists()  # nothing ran against a node
     helped = subprocess.run([str(tmp_path / "opt" / "nodeconf" / "bin" / "nodeconf"), "--help"], cwd=project,
                             capture_output=True, text=True, timeout=60, check=False)
     assert helped.returncode == 0 and "explain" in helped.stdout and "run" in helped.stdout, helped.stderr
