@@ -1,4 +1,5 @@
-"""Numbers the docs state match the code (issue 32): the default run's check count, the verdicts and exit codes.
+"""Numbers the docs state match the code (issue 32): the default run's check count, the verdicts and exit codes;
+and their relative links lead to files.
 
 Cost: one `pytest --collect-only` of suites/ in a subprocess (about 6-12 s here); collection boots no node, which
 the test checks with an empty cache directory that must stay empty.
@@ -69,3 +70,13 @@ def test_the_docs_list_every_verdict_with_its_exit_code(doc: str) -> None:
     }
     documented = {label: int(code) for code, label in VERDICT_ROW.findall((ROOT / "docs" / doc).read_text())}
     assert documented == {outcome.label: outcome.code for outcome in given}
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda path: path.name)
+def test_the_docs_relative_links_lead_to_files(doc: Path) -> None:
+    """README.md and docs/ link each other and benchmarks/results/: every relative link names a file that exists."""
+    targets = [target for target in LINK.findall(doc.read_text(encoding="utf-8")) if "://" not in target]
+    assert [target for target in targets if not (doc.parent / target).exists()] == []
