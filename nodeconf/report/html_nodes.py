@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 
 from nodeconf.nodes.matrix import node_of_test
+from nodeconf.report.node_display import fact_rows, neutral_paths, scope
 from nodeconf.report.results import Check, RunResults, Status
 from nodeconf.report.verdict import node_verdict
 
@@ -50,7 +51,7 @@ def node_matrix(results: RunResults) -> str:
         for name in names)
     facts = "".join(
         f'<tr class="fact"><th scope="row">{_e(title)}</th>'
-        + "".join(f"<td><code>{_e(environments[name].get(key))}</code></td>" if name in environments
+        + "".join(f"<td><code>{_e(neutral_paths(environments[name].get(key)))}</code></td>" if name in environments
                   and environments[name].get(key) else "<td></td>" for name in names)
         + "</tr>"
         for key, title in LAYER_FACTS
@@ -66,10 +67,13 @@ def node_matrix(results: RunResults) -> str:
 
 
 def node_facts(results: RunResults) -> str:
-    """Every recorded fact of each node of a several-node run, one collapsed table per node."""
+    """Each node of a several-node run: its spec and scope, then the facts its column head does not show (as
+    node_display shows them), collapsed."""
     return "".join(
         f'<details class="node-facts"><summary>{_e(node.name)}</summary><table class="facts"><tbody>'
-        + "".join(f"<tr><th>{_e(key)}</th><td>{_e(value)}</td></tr>" for key, value in node.entries)
+        + "".join(f"<tr><th>{_e(key)}</th><td>{_e(value)}</td></tr>"
+                  for key, value in [("node", neutral_paths(node.get("node"))), *scope(dict(node.entries)),
+                                     *fact_rows(node.entries, [key for key, _ in LAYER_FACTS])] if value)
         + "</tbody></table></details>"
         for node in results.nodes)
 

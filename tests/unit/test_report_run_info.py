@@ -82,9 +82,10 @@ def test_run_header_shows_what_the_node_is_after_the_run() -> None:
                          ("init_version", "systemd 257"), ("runtime", "crun"), ("runtime_version", "1.21"),
                          ("cpu_weight_formula", "linear")])
     terms = [term.split("</dt>")[0] for term in header.split("<dt>")[1:]]
-    assert terms == ["command", "node", "kernel", "init", "init version", "runtime", "runtime version",
-                     "cpu.weight formula", "Debian release"]
+    assert terms == ["command", "node", "kernel", "init", "init version", "cpu.weight formula", "Debian release",
+                     "containers started by", "kubelet"]
     assert "<dt>cpu.weight formula</dt><dd><code>linear</code></dd>" in header
+    assert "<dd><code>the node&#x27;s crun 1.21 (OCI runtime, called by nodeconf&#x27;s enforcer)</code></dd>" in header
 
 
 def test_run_header_without_entries_says_so() -> None:
