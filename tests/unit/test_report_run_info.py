@@ -90,3 +90,13 @@ def test_run_header_shows_what_the_node_is_after_the_run() -> None:
 
 def test_run_header_without_entries_says_so() -> None:
     assert "No run information was recorded" in run_header([])
+
+
+@pytest.mark.parametrize("program", ["/work/wt-x/nodeconf/__main__.py", "/home/me/venv/bin/nodeconf",
+                                     "/work/wt-x/nodeconf/cli/main.py", "nodeconf"])
+def test_command_line_names_nodeconf_not_where_it_is_installed(program: str) -> None:
+    assert command_line([program, "run", "--node", "vm"]) == "nodeconf run --node vm"
+
+
+def test_command_line_keeps_another_program() -> None:
+    assert command_line(["/usr/bin/pytest", "suites"]) == "/usr/bin/pytest suites"
