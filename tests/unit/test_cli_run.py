@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import sys
+import tarfile
 import tempfile
 import textwrap
 import xml.etree.ElementTree as ET
@@ -324,6 +325,24 @@ def test_run_writes_summary_json(full_run: FullRun) -> None:
     mismatch = checks["test_memory_high_fails"]["first_mismatch"]
     assert mismatch.startswith('AssertionError: value of cgroup "memory.high"')
     assert summary["run"]["profile"] == "1.36" and summary["run"]["node"] == "local"
+
+
+def test_run_writes_one_results_archive(full_run: FullRun) -> None:
+    reports = full_run.project / "reports"
+    with tarfile.open(reports / "nodeconf-results.tar.gz") as archive:
+        names = set(archive.getnames())
+        summary = archive.extractfile("nodeconf-results/summary.json")
+        assert summary is not None and summary.read() == (reports / "summary.json").read_bytes()
+    assert {"nodeconf-results/junit.xml", "nodeconf-results/html/nodeconf-report.html",
+            "nodeconf-results/allure-results/environment.properties"} <= names
+    assert all(name.startswith("nodeconf-results/") for name in names)
+
+
+def test_a_failed_run_writes_its_archive_too(project: Path) -> None:
+    assert run_cli.run(_args("--", "-k", "errors")) == 2
+    with tarfile.open(project / "reports" / "nodeconf-results.tar.gz") as archive:
+        names = set(archive.getnames())
+    assert {"nodeconf-results/summary.json", "nodeconf-results/junit.xml"} <= names
 
 
 def test_run_html_header_names_what_judged_the_node(full_run: FullRun) -> None:
