@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from nodeconf.report.html_nodes import LAYER_FACTS
 from nodeconf.report.node_display import neutral_paths, scope
-from nodeconf.report.run_info import RUN_KEYS, run_fields
+from nodeconf.report.run_info import COMMAND_KEY, RUN_KEYS, run_fields, shown_command
 
 NODE_KEY = "node"
 IN_SCOPE = ("runtime", "runtime_version")  # the scope line names them
@@ -36,7 +36,11 @@ def run_header(environment: Sequence[tuple[str, str]]) -> str:
              if single and key not in fields and key not in IN_SCOPE and recorded.get(key)]
     facts += scope(recorded) if single else []
     rows = "".join(
-        f"<dt>{html.escape(key)}</dt><dd><code>{html.escape(neutral_paths(value))}</code></dd>"
+        f"<dt>{html.escape(key)}</dt><dd><code>{html.escape(_shown(key, value))}</code></dd>"
         for key, value in [*((key, fields[key]) for key in (*RUN_KEYS, NODE_KEY) if key in fields), *facts]
     )
     return f'<dl class="run">{rows}</dl>'
+
+
+def _shown(key: str, value: str) -> str:
+    return neutral_paths(shown_command(value) if key == COMMAND_KEY else value)

@@ -59,6 +59,12 @@ def command_line(argv: Sequence[str]) -> str:
     return shlex.join(redact(argument) for argument in [*program, *argv[1:]])
 
 
+def shown_command(command: str) -> str:
+    """A recorded command with nodeconf's own program as `nodeconf` (also one recorded before command_line did)."""
+    program, space, rest = command.partition(" ")
+    return f"nodeconf{space}{rest}" if _NODECONF_PROGRAM.search(program) else command
+
+
 def utc_now() -> str:
     """Now as UTC ISO 8601 to the second (`2026-11-30T14:50:24+00:00`)."""
     return datetime.now(UTC).isoformat(timespec="seconds")

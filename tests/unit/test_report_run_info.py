@@ -100,3 +100,8 @@ def test_command_line_names_nodeconf_not_where_it_is_installed(program: str) -> 
 
 def test_command_line_keeps_another_program() -> None:
     assert command_line(["/usr/bin/pytest", "suites"]) == "/usr/bin/pytest suites"
+
+
+def test_header_shows_a_recorded_command_without_where_nodeconf_was_installed() -> None:
+    header = run_header([("command", "/work/wt-x/nodeconf/__main__.py run --reports /tmp/tmpq1w2/reports")])
+    assert "<dd><code>nodeconf run --reports &lt;tmp&gt;/…/reports</code></dd>" in header
