@@ -13,8 +13,10 @@ from pathlib import Path
 
 from nodeconf.report.run_info import RUN_KEYS
 
+IMAGE_KEY = "image"  # what the node booted from (Node.image), shown in its scope
 # Entries that are the run's, not the node's (shown in the run header), and the node's settings shown elsewhere.
-NOT_FACTS = frozenset({*RUN_KEYS, "node", "accepted cpu weight formula", "name", "position", "run_complete"})
+NOT_FACTS = frozenset({*RUN_KEYS, "node", "accepted cpu weight formula", "name", "position", "run_complete",
+                       IMAGE_KEY})
 BYTES_FACTS = frozenset({"memory_capacity", "swap_capacity", "page_size"})
 # The runtimes that take containers over the CRI (the node's own kubelet-facing runtime), by `runtime` fact.
 CRI_RUNTIMES = frozenset({"containerd", "cri-o", "crio"})
@@ -80,8 +82,9 @@ def fact_rows(entries: Sequence[tuple[str, str]], shown_elsewhere: Collection[st
 
 
 def scope(facts: Mapping[str, str]) -> list[tuple[str, str]]:
-    """What was the node's own and what was nodeconf's: who started the containers, what played the kubelet (from
-    the spec and the `runtime`, `runtime_version` and `kubelet_version` facts; any runtime value is shown)."""
+    """What was the node's own and what was nodeconf's: the image it booted from (where nodeconf booted it), who
+    started the containers, what played the kubelet (from the spec and the `image`, `runtime`, `runtime_version`
+    and `kubelet_version` facts; any runtime value is shown)."""
     if not any(facts.get(key) for key in ("node", "runtime", "kubelet_version")):
         return []
     kube = facts.get("node", "").startswith("kube") or bool(facts.get("kubelet_version"))
@@ -101,4 +104,5 @@ def scope(facts: Mapping[str, str]) -> list[tuple[str, str]]:
     oci = dict(pairs(facts.get("runtime_config", ""))).get("oci_runtime_version")
     if oci:
         containers += f", its OCI runtime {oci}"
-    return [("containers started by", containers), ("kubelet", kubelet)]
+    image = [(IMAGE_KEY, facts[IMAGE_KEY])] if facts.get(IMAGE_KEY) else []
+    return [*image, ("containers started by", containers), ("kubelet", kubelet)]

@@ -27,6 +27,7 @@ ENVIRONMENT = {
     "swap_capacity": "1073737728", "page_size": "4096", "kernel_version": "6.1.0-57-amd64",
     "hugepages": "(2097152, 16777216), (1073741824, 0)", "runtime": "runc", "runtime_version": "1.1.5+ds1",
     "kernel_config": "", "init": "minimal",
+    "image": "nodeconf's reference image bookworm-1f6bb7eb03c17dd7 (its recipe and package versions)",
 }
 
 
@@ -77,8 +78,9 @@ def test_no_internal_temp_path(page: str) -> None:
     assert "&lt;tmp&gt;/…/kubelet.yaml" in page
 
 
-def test_scope_line_names_who_started_the_containers_and_played_the_kubelet(page: str) -> None:
+def test_scope_names_the_image_who_started_the_containers_and_what_played_the_kubelet(page: str) -> None:
     text = _text(page)
+    assert "image   nodeconf's reference image bookworm-1f6bb7eb03c17dd7 (its recipe and package versions)" in text
     assert "containers started by   the node's runc 1.1.5+ds1 (OCI runtime, called by nodeconf's enforcer)" in text
     assert "kubelet   nodeconf's enforcer (it plays the kubelet" in text
 
