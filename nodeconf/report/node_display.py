@@ -14,9 +14,10 @@ from pathlib import Path
 from nodeconf.report.run_info import RUN_KEYS
 
 IMAGE_KEY = "image"  # what the node booted from (Node.image), shown in its scope
+KUBELET_KEY = "kubelet_version"  # shown in its scope
 # Entries that are the run's, not the node's (shown in the run header), and the node's settings shown elsewhere.
 NOT_FACTS = frozenset({*RUN_KEYS, "node", "accepted cpu weight formula", "name", "position", "run_complete",
-                       IMAGE_KEY})
+                       IMAGE_KEY, KUBELET_KEY})
 BYTES_FACTS = frozenset({"memory_capacity", "swap_capacity", "page_size"})
 # The runtimes that take containers over the CRI (the node's own kubelet-facing runtime), by `runtime` fact.
 CRI_RUNTIMES = frozenset({"containerd", "cri-o", "crio"})
@@ -85,14 +86,14 @@ def scope(facts: Mapping[str, str]) -> list[tuple[str, str]]:
     """What was the node's own and what was nodeconf's: the image it booted from (where nodeconf booted it), who
     started the containers, what played the kubelet (from the spec and the `image`, `runtime`, `runtime_version`
     and `kubelet_version` facts; any runtime value is shown)."""
-    if not any(facts.get(key) for key in ("node", "runtime", "kubelet_version")):
+    if not any(facts.get(key) for key in ("node", "runtime", KUBELET_KEY)):
         return []
-    kube = facts.get("node", "").startswith("kube") or bool(facts.get("kubelet_version"))
+    kube = facts.get("node", "").startswith("kube") or bool(facts.get(KUBELET_KEY))
     runtime, version = facts.get("runtime", ""), facts.get("runtime_version", "")
     named = " ".join(part for part in (runtime, "" if version == runtime else version) if part)
     if kube:
         containers = f"the node's {named or 'container runtime'} (CRI, through the node's kubelet)"
-        kubelet = " ".join(part for part in ("the node's kubelet", facts.get("kubelet_version", "")) if part)
+        kubelet = " ".join(part for part in ("the node's kubelet", facts.get(KUBELET_KEY, "")) if part)
     else:
         kubelet = "nodeconf's enforcer (it plays the kubelet: the node's own kubelet is not exercised)"
         if runtime in ("", DIRECT):

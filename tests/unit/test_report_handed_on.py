@@ -12,6 +12,7 @@ import pytest
 
 from nodeconf.report.citations import ARTICLE, POST, UNSHIPPED
 from nodeconf.report.html import render_html
+from nodeconf.report.node_display import scope
 from nodeconf.report.results import load_results
 
 RULE_ROW = ("pod,container,cgroup_path,file,expected,actual,rule,ok\n"
@@ -94,3 +95,21 @@ def test_failure_cause_says_what_to_check(page: str) -> None:
     assert ("what to check: container cpu.weight is the runtime&#x27;s shares→weight formula; a runtime writing the "
             "linear one fails here: upgrade to runc ≥ 1.3.2 / crun ≥ 1.23, or accept it with --cpu-weight-formula "
             "linear") in page
+
+
+def test_a_kubernetes_node_scope_is_its_own_runtime_and_kubelet() -> None:
+    facts = {"node": "kube:ctx?node=worker-1", "runtime": "containerd", "runtime_version": "2.1.1",
+             "kubelet_version": "v1.34.2"}
+    assert scope(facts) == [("containers started by", "the node's containerd 2.1.1 (CRI, through the node's kubelet)"),
+                            ("kubelet", "the node's kubelet v1.34.2")]
+
+
+@pytest.mark.parametrize(("runtime", "shown"), [
+    ("direct", "nodeconf's enforcer (direct: it writes the cgroups itself; no container runtime exercised)"),
+    ("containerd", "the node's containerd 1.7.24 (CRI, called by nodeconf's enforcer)"),
+    ("youki", "the node's youki 1.7.24 (OCI runtime, called by nodeconf's enforcer)"),
+], ids=["direct", "cri", "a-runtime-nodeconf-does-not-know-yet"])
+def test_runtime_facts_are_shown_generically(runtime: str, shown: str) -> None:
+    facts = {"node": f"vm?runtime={runtime}", "runtime": runtime,
+             "runtime_version": "direct" if runtime == "direct" else "1.7.24"}
+    assert dict(scope(facts))["containers started by"] == shown
