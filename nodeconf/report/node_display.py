@@ -15,6 +15,7 @@ from nodeconf.report.run_info import RUN_KEYS
 
 IMAGE_KEY = "image"  # what the node booted from (Node.image), shown in its scope
 KUBELET_KEY = "kubelet_version"  # shown in its scope
+SCOPE_TITLES = (IMAGE_KEY, "containers started by", "kubelet")  # scope()'s rows, in its order
 # Entries that are the run's, not the node's (shown in the run header), and the node's settings shown elsewhere.
 NOT_FACTS = frozenset({*RUN_KEYS, "node", "accepted cpu weight formula", "name", "position", "run_complete",
                        IMAGE_KEY, KUBELET_KEY})
@@ -96,7 +97,9 @@ def scope(facts: Mapping[str, str]) -> list[tuple[str, str]]:
         kubelet = " ".join(part for part in ("the node's kubelet", facts.get(KUBELET_KEY, "")) if part)
     else:
         kubelet = "nodeconf's enforcer (it plays the kubelet: the node's own kubelet is not exercised)"
-        if runtime in ("", DIRECT):
+        if not runtime:
+            containers = "not recorded (the node's facts name no runtime)"
+        elif runtime == DIRECT:
             containers = "nodeconf's enforcer (direct: it writes the cgroups itself; no container runtime exercised)"
         elif runtime in CRI_RUNTIMES:
             containers = f"the node's {named} (CRI, called by nodeconf's enforcer)"
@@ -106,4 +109,4 @@ def scope(facts: Mapping[str, str]) -> list[tuple[str, str]]:
     if oci:
         containers += f", its OCI runtime {oci}"
     image = [(IMAGE_KEY, facts[IMAGE_KEY])] if facts.get(IMAGE_KEY) else []
-    return [*image, ("containers started by", containers), ("kubelet", kubelet)]
+    return [*image, (SCOPE_TITLES[1], containers), (SCOPE_TITLES[2], kubelet)]
