@@ -26,7 +26,7 @@ DIRECT = "direct"
 _UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 _TUPLE = re.compile(r"\(\s*'?([^,')]*)'?\s*,\s*'?([^')]*)'?\s*\)")  # ('CONFIG_X', 'y') or (2097152, 16777216)
 _TEMP_DIRS = tuple(sorted({"/tmp", "/var/tmp", tempfile.gettempdir()}, key=len, reverse=True))
-_TEMP_PATH = re.compile("(?:" + "|".join(re.escape(d) for d in _TEMP_DIRS) + r")(?:/[^\s'\"&;,)]+)+")
+_TEMP_PATH = re.compile(r"(?<![\w./-])(?:" + "|".join(re.escape(d) for d in _TEMP_DIRS) + r")(?:/[^\s'\"&;,)]+)+")
 
 
 def human_bytes(count: int) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from nodeconf.report.citations import ARTICLE, POST, UNSHIPPED
 from nodeconf.report.html import render_html
-from nodeconf.report.node_display import scope
+from nodeconf.report.node_display import neutral_paths, scope
 from nodeconf.report.results import load_results
 
 RULE_ROW = ("pod,container,cgroup_path,file,expected,actual,rule,ok\n"
@@ -113,3 +113,13 @@ def test_runtime_facts_are_shown_generically(runtime: str, shown: str) -> None:
     facts = {"node": f"vm?runtime={runtime}", "runtime": runtime,
              "runtime_version": "direct" if runtime == "direct" else "1.7.24"}
     assert dict(scope(facts))["containers started by"] == shown
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("--reports /tmp/tmp8x2/reports", "--reports <tmp>/…/reports"),
+    ("kube:/var/tmp/k/kubeconfig?node=a", "kube:<tmp>/…/kubeconfig?node=a"),
+    ("/work/tmp/kept and /srv/data", "/work/tmp/kept and /srv/data"),
+    ("/tmp", "/tmp"),
+], ids=["tmp", "var-tmp-in-a-spec", "not-a-temp-dir", "the-dir-itself"])
+def test_temp_paths_are_shown_neutral(text: str, shown: str) -> None:
+    assert neutral_paths(text) == shown
