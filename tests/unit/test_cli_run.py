@@ -209,7 +209,7 @@ def test_run_labels_parameters_and_enforcer_log(full_run: FullRun) -> None:
     results = {str(result["name"]): result for result in _results(full_run.project)}
     failed = results["test_memory_high_fails"]
     assert (_labels(failed, "epic"), _labels(failed, "feature"), _labels(failed, "story")) == (
-        ["Memory QoS v1.36"], ["swap"], ["memory high fails"])
+        ["Memory QoS v1.36 post"], ["swap"], ["memory high fails"])
     assert _labels(results["test_swap_limit_passes"], "epic") == ["KEP-5359"]
     assert failed["parameters"] == [{"name": "node", "value": "'local'"}, {"name": "profile", "value": "'1.36'"}]
     logged = {name for name, result in results.items() if "enforcer log" in _attachment_names(result)}

@@ -14,7 +14,7 @@ import pytest
 
 from fixtures.evidence import check_sources, source_title, upstream_cases
 from fixtures.markers import SOURCE_MARKERS
-from nodeconf.report.citations import UPSTREAM_URL
+from nodeconf.report.citations import REFERENCES, UPSTREAM_URL
 
 ROOT = Path(__file__).resolve().parents[2]
 # A plugin that writes each collected check's epic labels (fixtures.evidence adds them at collection).
@@ -64,3 +64,8 @@ def test_upstream_file_and_case_are_the_source_when_given() -> None:
 
 def test_a_bare_upstream_marker_still_names_the_upstream_tests() -> None:
     assert check_sources([pytest.mark.upstream_e2e.mark]) == ["Kubernetes node e2e tests"]
+
+
+@pytest.mark.parametrize("marker", ["kep5359", "kep2400", "memory_qos", "requests_limits"])
+def test_a_document_source_is_named_as_the_references_list_it(marker: str) -> None:
+    assert source_title(marker) in dict(REFERENCES)
