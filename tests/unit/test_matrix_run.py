@@ -32,6 +32,7 @@ LEDGER = Path(os.environ["FAKE_NODE_LEDGER"])
 class FakeNode:
     def __init__(self, spec):
         self.spec = spec
+        self.image = f"image-{spec.name}.qcow2, sha256 0123"
 
     def facts(self):
         return NodeFacts(memory_capacity=1 << 30, kernel_version=f"6.1-{self.spec.name}")
@@ -143,6 +144,7 @@ def assert_junit_per_node(path: Path) -> None:
 def assert_environment_per_node(allure: Path) -> None:
     environment_b = (allure / "environment-b.properties").read_text()
     assert "name=b\n" in environment_b and "kernel_version=6.1-b\n" in environment_b
+    assert "image=image-b.qcow2, sha256 0123\n" in environment_b  # what the node booted from, for its scope
     assert "kernel_version" not in (allure / "environment.properties").read_text()
     raw = [json.loads(path.read_text()) for path in allure.glob("*-result.json")]
     assert len({result["historyId"] for result in raw}) == 7  # the same check on two nodes: two histories

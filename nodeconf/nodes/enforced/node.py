@@ -175,8 +175,9 @@ class EnforcedNode(Node):
 
     def __init__(self, transport: AgentTransport, settings: EnforcerSettings = EnforcerSettings(), *,
                  spec: str = "", after_close: Sequence[Callable[[], None]] = (),
-                 describe_host: Callable[[], str] | None = None) -> None:
+                 describe_host: Callable[[], str] | None = None, image: str = "") -> None:
         self.spec = spec
+        self.image = image
         self.transport = transport
         self.settings = settings
         self.after_close = tuple(after_close)
