@@ -288,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(held, file=sys.stderr)
         return ALREADY_RUNNING
     if agent_answers(args.socket):
-        print(f"nodeconf agent: another agent is running at {args.socket}", file=sys.stderr)
+        print(f"nodeconf agent: another agent is running at {args.socket}; stop it first", file=sys.stderr)
         return ALREADY_RUNNING
     return _daemonize(args) if args.daemon else _serve(args, None)
 

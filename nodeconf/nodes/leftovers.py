@@ -12,7 +12,7 @@ from typing import Any
 
 from nodeconf.enforcer.wire import ALREADY_RUNNING
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced.bundle import TREE_CHANGED, agent_bundle, launch_argv, tree_digest
+from nodeconf.nodes.enforced.bundle import TREE_CHANGED, agent_bundle, agent_socket, launch_argv, tree_digest
 from nodeconf.nodes.enforced.node import AgentTransport, EnforcerSettings
 from nodeconf.nodes.kube.pods import MANAGED_BY
 from nodeconf.nodes.shield import signals_deferred
@@ -45,7 +45,7 @@ def clean_enforcer(transport: AgentTransport, settings: EnforcerSettings) -> str
         with signals_deferred("the enforcer's cleanup on the node is done"):
             return _checked(transport, launch_argv(
                 settings.python, scratch, tree_digest(bundle), "cleanup", "--root", settings.cgroup_root,
-                "--state-dir", settings.state_dir, "--socket", f"{settings.state_dir}/agent.sock",
+                "--state-dir", settings.state_dir, "--socket", agent_socket(settings.state_dir),
                 *(["--stand-in"] if settings.stand_in else [])))
     finally:
         _checked(transport, ["rm", "-rf", "--", scratch])

@@ -148,6 +148,11 @@ TREE_CHANGED = 6
 LAUNCH = LAUNCH.replace("MARK", repr(MARKER_FILE)).replace("TREE_CHANGED", str(TREE_CHANGED))
 
 
+def agent_socket(state_dir: str) -> str:
+    """Where the agent of a state directory answers."""
+    return f"{state_dir}/agent.sock"
+
+
 def launch_argv(python: str, top: str, digest: str, *args: str) -> list[str]:
     """The command that runs `python3 -m nodeconf.enforcer ARGS` from the pushed tree at top, from `/`, isolated,
     once the tree's digest is the push's."""

@@ -55,6 +55,7 @@ from nodeconf.nodes.enforced.bundle import (
     STATE_DIR,
     TREE_CHANGED,
     agent_bundle,
+    agent_socket,
     launch_argv,
     tree_digest,
 )
@@ -202,7 +203,7 @@ class EnforcedNode(Node):
 
     @property
     def socket(self) -> str:
-        return f"{self.settings.state_dir}/agent.sock"
+        return agent_socket(self.settings.state_dir)
 
     @property
     def client(self) -> AgentClient:
@@ -233,12 +234,12 @@ class EnforcedNode(Node):
             bundle = agent_bundle()
             self._digest = tree_digest(bundle)
             pushed = self.transport.run(push, input=bundle, timeout=START_TIMEOUT)
-            self._refuse(pushed.rc, pushed.stderr, "")
+            self._refuse(pushed.rc, pushed.stderr)
             if pushed.rc != 0:
                 raise NodeError(f"pushing the enforcer failed (exit {pushed.rc}): {_text(pushed.stderr)}")
             self._pushed = True
             started = self.transport.run(self._agent_argv(*serve), timeout=START_TIMEOUT)
-            self._refuse(started.rc, started.stderr, "; stop it first")
+            self._refuse(started.rc, started.stderr)
             if started.rc != 0:
                 raise NodeError(f"the enforcer did not start: {_text(started.stderr)}")
             bridge = self._agent_argv("bridge", "--socket", self.socket)
@@ -250,13 +251,13 @@ class EnforcedNode(Node):
             raise
         return self
 
-    def _refuse(self, rc: int, stderr: bytes, advice: str) -> None:
+    def _refuse(self, rc: int, stderr: bytes) -> None:
         """NodeError with the node's one line when it refused: an agent already runs there (then nothing of it
         may be cleaned up), a directory or cgroup in its place is not nodeconf's, or its Python is too old."""
         if rc == ALREADY_RUNNING:
             self._closed = True
             self.transport.close()
-            raise NodeError(f"{_text(stderr)}{advice}")
+            raise NodeError(_text(stderr))
         if rc in (REFUSED, FOREIGN_TREE, PYTHON_TOO_OLD, TREE_CHANGED):
             raise NodeError(_text(stderr))
 
