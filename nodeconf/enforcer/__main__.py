@@ -19,7 +19,7 @@ from pathlib import Path
 
 from nodeconf.enforcer import reserved
 from nodeconf.enforcer.agent import Agent
-from nodeconf.enforcer.agent_core import LOG_FILE, STATE_FILE
+from nodeconf.enforcer.agent_core import LOCK_FILE, LOG_FILE, PID_FILE, STATE_FILE
 from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree, is_cgroup2
 from nodeconf.enforcer.facts import detect, node_memory_used
@@ -38,9 +38,6 @@ from nodeconf.enforcer.systemd_tree import SystemdTree, tree_for
 from nodeconf.enforcer.wire import ALREADY_RUNNING, FOREIGN_TREE, Op, decode_reply, encode_request
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
-PID_FILE = "agent.pid"
-# Held (flock) by the serving agent for its lifetime: one agent per state directory.
-LOCK_FILE = "agent.lock"
 STAND_IN_HELP = "the root is a plain directory standing for a cgroup tree (tests); without it the root must be cgroup2"
 # How long cleanup waits for an agent it asked to stop.
 STOP_TIMEOUT = 30.0
@@ -226,11 +223,7 @@ def _hold_lock(state_dir: Path) -> str:
         holder = _recorded_agent(state_dir / PID_FILE)
         return (f"nodeconf agent: another agent (pid {holder if holder is not None else 'unknown'}) holds {lock}: "
                 "one run per node; stop that run first")
-    _LOCKS.append(fd)  # kept open (and the lock held) for the agent's lifetime
-    return ""
-
-
-_LOCKS: list[int] = []
+    return ""  # fd is never closed: the lock is held while this process and the daemon it forks live
 
 
 def _daemonize(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ import io
 import tarfile
 from pathlib import Path
 
+from nodeconf.enforcer.agent_core import LOCK_FILE, PID_FILE
 from nodeconf.resources import locate_tree
 from nodeconf.workloads import PROGRAMS
 
@@ -53,14 +54,14 @@ def guard(path):
                        % (here, info.st_uid, stat.S_IMODE(info.st_mode), uid, path))
 for path in (work, state):
     guard(path)
-lock = os.path.join(state, "agent.lock")
+lock = os.path.join(state, LOCK_FILE)
 if os.path.isfile(lock) and not os.path.islink(lock):
     fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         try:
-            holder = open(os.path.join(state, "agent.pid")).read().split()[0]
+            holder = open(os.path.join(state, PID_FILE)).read().split()[0]
         except (OSError, IndexError):
             holder = "unknown"
         refuse(3, "another agent (pid %s) holds %s: one run per node; stop that run first" % (holder, lock))
@@ -146,6 +147,7 @@ REFUSED = 4
 PYTHON_TOO_OLD = 5
 TREE_CHANGED = 6
 LAUNCH = LAUNCH.replace("MARK", repr(MARKER_FILE)).replace("TREE_CHANGED", str(TREE_CHANGED))
+CHECK = CHECK.replace("LOCK_FILE", repr(LOCK_FILE)).replace("PID_FILE", repr(PID_FILE))
 
 
 def agent_socket(state_dir: str) -> str:
