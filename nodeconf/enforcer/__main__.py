@@ -5,21 +5,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import fcntl
 import json
 import logging
 import os
 import signal
-import socket
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from nodeconf.enforcer import reserved
 from nodeconf.enforcer.agent import Agent
-from nodeconf.enforcer.agent_core import LOCK_FILE, LOG_FILE, PID_FILE, STATE_FILE
+from nodeconf.enforcer.agent_claim import hold_lock, kill_agent, stop_abandoned, write_pid_file
+from nodeconf.enforcer.agent_core import LOG_FILE, PID_FILE, STATE_FILE
 from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree, is_cgroup2
 from nodeconf.enforcer.facts import detect, node_memory_used
@@ -31,16 +29,13 @@ from nodeconf.enforcer.ownership import (
     foreign_message,
     kill_recorded,
     owner_of,
-    process_start,
 )
 from nodeconf.enforcer.server import AgentServer, agent_answers
 from nodeconf.enforcer.systemd_tree import SystemdTree, tree_for
-from nodeconf.enforcer.wire import ALREADY_RUNNING, FOREIGN_TREE, Op, decode_reply, encode_request
+from nodeconf.enforcer.wire import ALREADY_RUNNING, FOREIGN_TREE
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
 STAND_IN_HELP = "the root is a plain directory standing for a cgroup tree (tests); without it the root must be cgroup2"
-# How long cleanup waits for an agent it asked to stop.
-STOP_TIMEOUT = 30.0
 # Where the agent's code (and the workload programs next to it) lives: containers see it read-only.
 AGENT_HOME = Path(__file__).resolve().parents[2]
 
@@ -102,7 +97,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
              facts.runtime_version, facts.measured_cpu_weight_formula)
     agent.recover()
     server = AgentServer(args.socket, agent)
-    (args.state_dir / PID_FILE).write_text(f"{os.getpid()} {process_start(os.getpid())}\n")
+    write_pid_file(args.state_dir)
 
     def supervise() -> None:
         while not server.stopping.wait(args.tick):
@@ -131,26 +126,6 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
     return 0
 
 
-def _recorded_agent(pid_file: Path) -> int | None:
-    """The pid the pid file names when that process is still the agent that wrote it: its start time is the
-    recorded one (a reused pid is another process) and it runs `nodeconf.enforcer`."""
-    try:
-        pid_text, start_text = pid_file.read_text().split()
-        pid, start = int(pid_text), int(start_text)
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError):
-        return None
-    return pid if process_start(pid) == start and b"nodeconf.enforcer" in command else None
-
-
-def _kill_agent(pid_file: Path) -> None:
-    """SIGKILL the agent its pid file names, when that pid is still that agent (_recorded_agent)."""
-    pid = _recorded_agent(pid_file)
-    if pid is not None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
 def _cleanup(args: argparse.Namespace) -> int:
     """Kill the agent and the processes its state file records, remove its marked cgroups and the state file
     (no later agent restarts these pods); a cgroup nodeconf did not create is left alone and named on stderr.
@@ -165,7 +140,7 @@ def _cleanup(args: argparse.Namespace) -> int:
     owner = "nodeconf"
     if args.state_dir is not None:
         owner = agent_owner(args.state_dir)
-        _kill_agent(args.state_dir / PID_FILE)
+        kill_agent(args.state_dir / PID_FILE)
         with contextlib.suppress(OSError, ValueError):
             state = json.loads((args.state_dir / STATE_FILE).read_text())
             kill_recorded(state)
@@ -182,48 +157,6 @@ def _cleanup(args: argparse.Namespace) -> int:
             with contextlib.suppress(FileNotFoundError):
                 (args.state_dir / name).unlink()
     return 0
-
-
-def stop_abandoned(path: Path) -> str:
-    """Ask the agent at the socket to stop when no driver talks to it (its run was killed) and wait until it did,
-    saying so on stdout; the refusal line when a run still talks to it ('' when none answers there)."""
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(STOP_TIMEOUT)
-            conn.connect(str(path))
-            stream = conn.makefile("rwb")
-            stream.write(encode_request(1, Op.PING, {}))
-            stream.flush()
-            pong = decode_reply(stream.readline()).result
-            if pong.get("clients", 1) > 1:
-                return (f"nodeconf agent: the agent at {path} (pid {pong['pid']}) serves a live run (a driver is "
-                        "connected): not cleaned; stop that run first")
-            stream.write(encode_request(2, Op.SHUTDOWN, {}))
-            stream.flush()
-            stream.readline()
-    except (OSError, ValueError, KeyError, AttributeError):
-        return ""  # nothing answers there (or not as an agent does): the pid file names what to kill
-    deadline = time.monotonic() + STOP_TIMEOUT
-    while agent_answers(path) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    print(f"nodeconf agent: stopped the agent (pid {pong['pid']}) nobody was connected to")
-    return ""
-
-
-def _hold_lock(state_dir: Path) -> str:
-    """Take the state directory's lock for this process and the daemon it forks ('' when taken), or the line that
-    names the agent holding it."""
-    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    lock = state_dir / LOCK_FILE
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        holder = _recorded_agent(state_dir / PID_FILE)
-        return (f"nodeconf agent: another agent (pid {holder if holder is not None else 'unknown'}) holds {lock}: "
-                "one run per node; stop that run first")
-    return ""  # fd is never closed: the lock is held while this process and the daemon it forks live
 
 
 def _daemonize(args: argparse.Namespace) -> int:
@@ -276,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if foreign:
         print(foreign_message(foreign[0], is_cgroup2(args.root)), file=sys.stderr)
         return FOREIGN_TREE
-    held = _hold_lock(args.state_dir)
+    held = hold_lock(args.state_dir)
     if held:
         print(held, file=sys.stderr)
         return ALREADY_RUNNING
