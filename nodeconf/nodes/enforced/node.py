@@ -253,7 +253,8 @@ class EnforcedNode(Node):
 
     def _refuse(self, rc: int, stderr: bytes) -> None:
         """NodeError with the node's one line when it refused: an agent already runs there (then nothing of it
-        may be cleaned up), a directory or cgroup in its place is not nodeconf's, or its Python is too old."""
+        may be cleaned up), a directory or cgroup in its place is not this run's, a directory above them others can
+        change, the pushed tree changed before it ran, or its Python is too old."""
         if rc == ALREADY_RUNNING:
             self._closed = True
             self.transport.close()
