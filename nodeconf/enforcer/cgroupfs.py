@@ -249,7 +249,8 @@ class CgroupTree:
         tops = [self.root / name for name in self.owned]
         taken = [top for top in tops if (top.exists() or top.is_symlink())
                  and not is_marked(top, self.kernel, self.owner)]
-        return [*inside[:1], *taken, *(p for p in _kubepods_below(base, set(tops)) if p not in taken)]
+        found = [*inside[:1], *taken]
+        return found + [p for p in _kubepods_below(base, set(tops)) if p not in found]
 
     def refuse_foreign(self) -> None:
         """ForeignCgroup naming the first place a kubelet or another run keeps pods (checked before any write)."""
