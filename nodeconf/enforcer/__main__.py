@@ -57,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tick", type=float, default=0.1, help="supervision interval in seconds")
     serve.add_argument("--daemon", action="store_true", help="detach; exit once the socket accepts requests")
     serve.add_argument("--stand-in", action="store_true", help=STAND_IN_HELP)
+    serve.add_argument("--token", help="the driver session's token: the state directory's mark must hold it")
     bridge = sub.add_parser("bridge", help="relay stdin/stdout to the agent's socket")
     bridge.add_argument("--socket", type=Path, required=True)
     cleanup = sub.add_parser("cleanup", help="kill the agent and remove everything it started and created")
@@ -209,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if foreign:
         print(foreign_message(foreign[0], is_cgroup2(args.root)), file=sys.stderr)
         return FOREIGN_TREE
-    held = hold_lock(args.state_dir)
+    held = hold_lock(args.state_dir, args.token)
     if held:
         print(held, file=sys.stderr)
         return ALREADY_RUNNING

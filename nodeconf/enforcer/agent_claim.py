@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from nodeconf.enforcer.agent_core import LOCK_FILE, PID_FILE
-from nodeconf.enforcer.ownership import process_start
+from nodeconf.enforcer.ownership import MARKER_FILE, process_start
 from nodeconf.enforcer.server import agent_answers
 from nodeconf.enforcer.wire import Op, decode_reply, encode_request
 
@@ -75,9 +75,10 @@ def stop_abandoned(path: Path) -> str:
     return ""
 
 
-def hold_lock(state_dir: Path) -> str:
+def hold_lock(state_dir: Path, token: str | None = None) -> str:
     """Take the state directory's lock for this process and the daemon it forks ('' when taken), or the line that
-    names the agent holding it."""
+    names the agent holding it; with the token of the driver's session, the state directory's mark must still hold
+    it (another session's push between this one's push and this start marked it with its own)."""
     state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     lock = state_dir / LOCK_FILE
     fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -88,4 +89,14 @@ def hold_lock(state_dir: Path) -> str:
         holder = recorded_agent(state_dir / PID_FILE)
         return (f"nodeconf agent: another agent (pid {holder if holder is not None else 'unknown'}) holds {lock}: "
                 "one run per node; stop that run first")
+    if token is not None and _mark_of(state_dir) != f"{token}\n":
+        return (f"nodeconf agent: {state_dir} carries another session's token (another nodeconf run pushed after "
+                "this one): one run per node; stop that run first")
     return ""  # fd is never closed: the lock is held while this process and the daemon it forks live
+
+
+def _mark_of(state_dir: Path) -> str | None:
+    try:
+        return (state_dir / MARKER_FILE).read_text()
+    except OSError:
+        return None

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from enforcer_support import res_demo
@@ -16,9 +18,11 @@ from test_nodes_enforced import local_settings
 from nodeconf.enforcer.wire import ALREADY_RUNNING, Op
 from nodeconf.errors import InputError
 from nodeconf.nodes.base import NodeError
+from nodeconf.nodes.enforced.bundle import MARKER_FILE
 from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.matrix import run_nodes
 from nodeconf.nodes.spec import parse_node_spec
+from nodeconf.nodes.transport.base import CommandResult
 from nodeconf.nodes.transport.local import LocalTransport
 from suites.toolkit.builders import typed_pod
 
@@ -88,3 +92,31 @@ def test_a_second_agent_of_the_same_state_never_takes_over(tmp_path: Path) -> No
     finally:
         first.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cgroup"]
+
+
+class OverpushingTransport(LocalTransport):
+    """Another session's push lands between this session's push and its agent's start: it marks the state
+    directory with its own token."""
+
+    def __init__(self, state_mark: Path) -> None:
+        self.state_mark = state_mark
+
+    def run(self, argv: Sequence[str], **kwargs: Any) -> CommandResult:
+        result = super().run(argv, **kwargs)
+        if len(argv) > 3 and argv[3] == "push" and result.rc == 0:
+            self.state_mark.write_text(f"{OTHER_TOKEN}\n")
+        return result
+
+
+OTHER_TOKEN = "e1" * 16
+
+
+def test_a_session_another_pushed_over_does_not_start(tmp_path: Path) -> None:
+    settings = local_settings(tmp_path)
+    state_mark = Path(settings.state_dir) / MARKER_FILE
+    with pytest.raises(NodeError) as refused:
+        EnforcedNode(OverpushingTransport(state_mark), settings).start()
+    assert str(refused.value) == (f"nodeconf agent: {settings.state_dir} carries another session's token (another "
+                                  "nodeconf run pushed after this one): one run per node; stop that run first")
+    assert state_mark.read_text() == f"{OTHER_TOKEN}\n", "the other session's directories are left to it"
+    assert not (Path(settings.state_dir) / "agent.pid").exists()

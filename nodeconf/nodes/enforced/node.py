@@ -225,7 +225,7 @@ class EnforcedNode(Node):
         serve = ["serve", "--daemon", "--root", settings.cgroup_root, "--state-dir", settings.state_dir,
                  "--socket", self.socket, "--cpu-weight-formula", settings.cpu_weight_formula,
                  "--runtime", settings.runtime,
-                 "--backoff", str(settings.backoff), *self._stand_in()]
+                 "--backoff", str(settings.backoff), "--token", self.token, *self._stand_in()]
         for fault in settings.faults:
             serve += ["--fault", fault]
         push = ["sh", "-c", PUSH_SCRIPT, "push", settings.remote_dir, settings.state_dir, self.token,
