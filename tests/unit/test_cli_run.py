@@ -255,6 +255,8 @@ def test_pytest_usage_error_never_reports_an_earlier_run(project: Path, capfd: p
         pytest.param(("--profile", "latest"), 'must look like "1.36"', id="bad-profile"),
         pytest.param(("--node", "local", "--node", "local?cpu-weight-formula=linear"),
                      "--node: two nodes are named 'local'", id="same-name"),
+        pytest.param(("--node", "local", "--node", "local?name=b"),
+                     r"--node: nodes local and b are the same machine \(local\)", id="same-machine"),
         pytest.param(("--kubelet-config", "missing.yaml"), "missing.yaml: --kubelet-config: no such file",
                      id="missing-kubelet-config"),
     ],
