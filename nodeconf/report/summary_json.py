@@ -26,7 +26,7 @@ from nodeconf.resources import Tree, locate_tree
 SCHEMA_VERSION = 1
 SUMMARY_FILE = "summary.json"
 # The suite markers that name a check's source (fixtures/markers.py SOURCE_MARKERS; a unit test keeps them equal).
-SOURCE_MARKERS = ("kep5359", "kep2400", "memory_qos", "requests_limits", "upstream_e2e")
+SOURCE_MARKERS = ("kep5359", "kep2400", "memory_qos", "requests_limits", "upstream_e2e", "kubelet_code")
 # The stable first line of a comparison failure (suites/toolkit/compare.py mismatch_message); the next line is a
 # mismatch.
 _COMPARISON_HEAD = re.compile(r"compared values differ from the oracle$")

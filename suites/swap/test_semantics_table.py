@@ -83,11 +83,18 @@ def _cell_value(cell: str, p: Pod, container: str, facts: NodeFacts) -> str:
                           facts.page_size))
 
 
+# The upstream swap_test.go entries a cell mirrors: a pod without limits.swap of that class, on NoSwap and LimitedSwap.
+UPSTREAM_ENTRIES = {"omitted-besteffort": "QOS Best-effort", "omitted-burstable": "QOS Burstable",
+                    "omitted-guaranteed": "QOS Guaranteed"}
+UPSTREAM_TABLES = {NO_SWAP: "Swap / with configuration", LIMITED: "Swap / Basic functionality / with configuration"}
+
+
 def _cell_marks(row: str, mode: str) -> list[pytest.MarkDecorator]:
-    """Rows without limits.swap on NoSwap and LimitedSwap are KEP-2400's and hold before 1.38; the rest need
-    KEP-5359 (WorkloadControlledSwap, limits.swap)."""
+    """Rows without limits.swap on NoSwap and LimitedSwap are KEP-2400's and hold before 1.38 (and mirror upstream's
+    swap_test.go entries); the rest need KEP-5359 (WorkloadControlledSwap, limits.swap)."""
     if row.startswith("omitted-") and mode != WORKLOAD:
-        return [pytest.mark.kep2400]
+        return [pytest.mark.kep2400, pytest.mark.upstream_e2e(
+            file="test/e2e_node/swap_test.go", case=f"{UPSTREAM_TABLES[mode]} / {UPSTREAM_ENTRIES[row]}")]
     return [KEP_5359]
 
 
