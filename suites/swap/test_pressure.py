@@ -104,11 +104,6 @@ CASES = {
         (*LIMITED_MARKS, pytest.mark.upstream_e2e(
             file="test/e2e_node/swap_test.go",
             case="Swap / with swap stress / LimitedSwap / should be able to use more memory than memory limits"))),
-    # LimitedSwap, Burstable with memory request == limit: memory.swap.max 0 (GetContainerSwapBehavior), so a 64 MiB
-    # hog over its 32Mi cannot swap and is OOM-killed. Relies on memory.swap.max 0 refusing every swap-out charge.
-    "limitedswap-request-eq-limit": Case(
-        lambda: _burstable({MEMORY: "32Mi"}, "32Mi"), ("app",), 64, False, NONE,
-        "KEP-2400 LimitedSwap: memory request == limit gets no swap", LIMITED, LIMITED_MARKS),
 }
 
 
@@ -210,29 +205,33 @@ def _wait_swap_full(handle: PodHandle, hog: str, timeout: float = 120.0) -> Watc
         time.sleep(0.2)
 
 
-# (node mode, the hog's limits): WorkloadControlledSwap with limits.swap 16Mi; LimitedSwap with no swap limit, so
-# its memory request 16Mi (< limit 32Mi) gives about 8 MiB, the proportional share. Both rely on memory.swap.max
-# being a hard limit (page_counter charges fail beyond it) and on memory.reclaim forcing reclaim deterministically.
+# (node mode, the hog's memory request, its limits): WorkloadControlledSwap with limits.swap 16Mi; LimitedSwap with
+# no swap limit, so a memory request of 16Mi (< limit 32Mi) gives about 8 MiB, the proportional share, and a request
+# equal to the limit gives none (GetContainerSwapBehavior): its hog is OOM-killed without a byte in swap. All rely on
+# memory.swap.max being a hard limit (page_counter charges fail beyond it; 0 refuses every swap-out) and on
+# memory.reclaim forcing reclaim deterministically while swap has room.
 FILL_CASES = [
-    pytest.param(WORKLOAD_CONTROLLED, {MEMORY: "32Mi", SWAP: "16Mi"}, id="explicit-swap"),
-    pytest.param(LIMITED, {MEMORY: "32Mi"}, id="limitedswap-proportional", marks=LIMITED_MARKS),
+    pytest.param(WORKLOAD_CONTROLLED, "16Mi", {MEMORY: "32Mi", SWAP: "16Mi"}, id="explicit-swap"),
+    pytest.param(LIMITED, "16Mi", {MEMORY: "32Mi"}, id="limitedswap-proportional", marks=LIMITED_MARKS),
+    pytest.param(LIMITED, "32Mi", {MEMORY: "32Mi"}, id="limitedswap-request-eq-limit", marks=LIMITED_MARKS),
 ]
 
 
-@pytest.mark.parametrize(("mode", "limits"), FILL_CASES)
+@pytest.mark.parametrize(("mode", "memory_request", "limits"), FILL_CASES)
 def test_swap_fills_to_its_limit_then_oom_kills(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, mode: str,
-                                                limits: dict[str, str]) -> None:
+                                                memory_request: str, limits: dict[str, str]) -> None:
     """swap-limit-reached, made deterministic: the hog (limits memory 32Mi and swap 16Mi, or on LimitedSwap its
-    request's share) stays below memory.max while memory.reclaim pushes its pages out until memory.swap.current sits
-    at memory.swap.max, then, released by a trigger file, grows to 96 MiB, beyond memory + swap, and is OOM-killed;
-    swap never exceeds its limit."""
+    request's share, none when request == limit) stays below memory.max while memory.reclaim pushes its pages out
+    until memory.swap.current sits at memory.swap.max (the oracle's), then, released by a trigger file, grows to
+    96 MiB, beyond memory + swap, and is OOM-killed; swap never exceeds its limit."""
     kubelet.swap(mode)
     trigger = f"/tmp/nodeconf-swap-full-{uuid.uuid4().hex}"
-    workload = _hogging(_burstable(limits), ("app",), 96, reclaim=True, wait_for=trigger)
+    workload = _hogging(_burstable(limits, memory_request), ("app",), 96, reclaim=True, wait_for=trigger)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
     handle, expected = deployed.handle(workload.name), deployed.expected(workload.name)
     check_admission(handle, expected)
     check_qos(handle, expected, None)
+    handle.wait_running()  # with no swap room the hog is at once at rest: its cgroup and trigger need it started
     full = _wait_swap_full(handle, "app")
     rest, at_rest = full.evidence.container("app").cgroup, "memory.swap.current with swap full, at rest"
     # The limit it fills is the oracle's (limits.swap, or LimitedSwap's share of the request): a node writing another
