@@ -52,6 +52,9 @@ class NodeFacts:
     init_version: str = ""
     runtime: str = ""
     runtime_version: str = ""
+    # The node's own kubelet (a Kubernetes node's status.nodeInfo.kubeletVersion); "" where nodeconf's enforcer
+    # plays the kubelet.
+    kubelet_version: str = ""
     cgroup2_mount_options: tuple[str, ...] = ()
     cgroup_subtree_control: tuple[str, ...] = ()
     swap_devices: tuple[str, ...] = ()

@@ -59,7 +59,8 @@ def open_vm_node(spec: NodeSpec) -> Node:
     machine = boot_vm(spec.vm)
     try:
         node = EnforcedNode(machine.ssh(), enforcer_settings(spec), spec=spec.display, after_close=(machine.stop,),
-                            describe_host=machine.console_report)
+                            describe_host=machine.console_report,
+                            image=f"nodeconf's reference image {machine.image.key} (its recipe and package versions)")
         return node.start()
     except BaseException:
         machine.stop()

@@ -117,7 +117,8 @@ def clean_node(text: str, dry_run: bool) -> None:
             _say(line)
         return
     if dry_run:
-        _say(f"{spec.display}: would run the enforcer's cleanup (kills its agent, removes the cgroups it marked)")
+        _say(f"{spec.display}: would run the enforcer's cleanup (refuses an agent a run is connected to, stops an "
+             "abandoned one, removes the cgroups it marked and its state file)")
         return
     settings = enforcer_settings(spec)
     if spec.scheme == "local":

@@ -158,6 +158,7 @@ def _run_pytest(argv: list[str]) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the suites, write the reports, print the summary and return 0, 1 or 2."""
     _check_usage(args)
+    from nodeconf.report.archive import ARCHIVE_FILE
     from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
     from nodeconf.report.results import ReportError
     from nodeconf.report.results_mark import claim_results_dir
@@ -170,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
     claim_results_dir(reports / RESULTS_DIR)  # refused before anything is removed when no nodeconf run made it
     (reports / JUNIT_FILE).unlink(missing_ok=True)
     (reports / SUMMARY_FILE).unlink(missing_ok=True)  # a run killed before the end leaves none that looks current
+    (reports / ARCHIVE_FILE).unlink(missing_ok=True)
     remove_reports(reports / HTML_DIR)
     started = time.monotonic()
     os.environ[COMMAND_ENV] = command_line(sys.argv)  # the report records the command, not pytest's
@@ -195,13 +197,21 @@ def run(args: argparse.Namespace) -> int:
 
 def _finish(outcome: Verdict, started: float, reports: Path, results: RunResults | None,
             code: int | None = None) -> int:
-    """Write summary.json, print the verdict line and return its exit code (`code` when the reports themselves
-    failed)."""
+    """Write summary.json and the results archive, print the verdict line and return its exit code (`code` when the
+    reports themselves failed)."""
+    from nodeconf.report.archive import write_archive
+    from nodeconf.report.results import ReportError
     from nodeconf.report.summary_json import SUMMARY_FILE, write_summary
     from nodeconf.report.verdict import EXIT_ERROR, INTERRUPTED
 
     code = max(outcome.code, code) if code is not None else outcome.code
     write_summary(reports / SUMMARY_FILE, outcome, results, "nodeconf run")
+    try:
+        archive = write_archive(reports, (JUNIT_FILE, HTML_DIR, SUMMARY_FILE, RESULTS_DIR))
+        print(f"results archive: {archive}")
+    except ReportError as error:
+        print(f"nodeconf: {error}", file=sys.stderr)
+        code = EXIT_ERROR
     stream = sys.stdout if code != EXIT_ERROR else sys.stderr
     wall = time.monotonic() - started
     interrupted = f"{INTERRUPTED}: " if outcome.label == INTERRUPTED else ""

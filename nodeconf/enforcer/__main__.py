@@ -16,19 +16,26 @@ from pathlib import Path
 
 from nodeconf.enforcer import reserved
 from nodeconf.enforcer.agent import Agent
-from nodeconf.enforcer.agent_core import LOG_FILE, STATE_FILE
+from nodeconf.enforcer.agent_claim import hold_lock, kill_agent, stop_abandoned, write_pid_file
+from nodeconf.enforcer.agent_core import LOG_FILE, PID_FILE, STATE_FILE
 from nodeconf.enforcer.bridge import relay
-from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree
+from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree, is_cgroup2
 from nodeconf.enforcer.facts import detect, node_memory_used
 from nodeconf.enforcer.lifecycle import Backoff, Faults
 from nodeconf.enforcer.oci_runtime import DIRECT, RUNTIMES, OciRuntime, become_subreaper, runtime_facts
-from nodeconf.enforcer.ownership import foreign_message, kill_recorded
+from nodeconf.enforcer.ownership import (
+    MARKER_FILE,
+    agent_owner,
+    foreign_message,
+    kill_recorded,
+    owner_of,
+)
 from nodeconf.enforcer.server import AgentServer, agent_answers
 from nodeconf.enforcer.systemd_tree import SystemdTree, tree_for
 from nodeconf.enforcer.wire import ALREADY_RUNNING, FOREIGN_TREE
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
-PID_FILE = "agent.pid"
+STAND_IN_HELP = "the root is a plain directory standing for a cgroup tree (tests); without it the root must be cgroup2"
 # Where the agent's code (and the workload programs next to it) lives: containers see it read-only.
 AGENT_HOME = Path(__file__).resolve().parents[2]
 
@@ -49,11 +56,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--backoff", type=float, default=10.0, help="initial restart back-off in seconds")
     serve.add_argument("--tick", type=float, default=0.1, help="supervision interval in seconds")
     serve.add_argument("--daemon", action="store_true", help="detach; exit once the socket accepts requests")
+    serve.add_argument("--stand-in", action="store_true", help=STAND_IN_HELP)
+    serve.add_argument("--token", help="the driver session's token: the state directory's mark must hold it")
     bridge = sub.add_parser("bridge", help="relay stdin/stdout to the agent's socket")
     bridge.add_argument("--socket", type=Path, required=True)
     cleanup = sub.add_parser("cleanup", help="kill the agent and remove everything it started and created")
     cleanup.add_argument("--root", type=Path, default=Path("/sys/fs/cgroup"))
     cleanup.add_argument("--state-dir", type=Path, help="where the agent keeps its pid file")
+    cleanup.add_argument("--socket", type=Path,
+                         help="refuse when a run talks to the agent there, else ask it to stop first")
+    cleanup.add_argument("--stand-in", action="store_true", help=STAND_IN_HELP)
     return parser
 
 
@@ -67,7 +79,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
 
     with contextlib.suppress(OSError):
         Path("/proc/self/oom_score_adj").write_text(str(KUBELET_OOM_SCORE_ADJ))
-    tree = tree_for(args.root, OWNED, _owner(args.state_dir))
+    tree = tree_for(args.root, OWNED, agent_owner(args.state_dir))
     facts = detect(args.root, args.cpu_weight_formula, args.runtime)
     runtime = None
     faults = Faults.parse(args.fault)
@@ -86,7 +98,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
              facts.runtime_version, facts.measured_cpu_weight_formula)
     agent.recover()
     server = AgentServer(args.socket, agent)
-    (args.state_dir / PID_FILE).write_text(str(os.getpid()))
+    write_pid_file(args.state_dir)
 
     def supervise() -> None:
         while not server.stopping.wait(args.tick):
@@ -115,38 +127,36 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
     return 0
 
 
-def _kill_agent(pid_file: Path) -> None:
-    """SIGKILL the agent named by its pid file, if that pid still runs `nodeconf.enforcer` (no pid reuse)."""
-    try:
-        pid = int(pid_file.read_text())
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, ValueError):
-        return
-    if b"nodeconf.enforcer" in command:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def _owner(state_dir: Path) -> str:
-    """The mark the agent puts on its cgroups: whose they are (the agent of this state directory)."""
-    return f"nodeconf agent {state_dir.resolve()}"
-
-
 def _cleanup(args: argparse.Namespace) -> int:
-    """Kill the agent and the processes its state file records, remove its marked cgroups; a cgroup nodeconf did
-    not create is left alone and named on stderr."""
+    """Kill the agent and the processes its state file records, remove its marked cgroups and the state file
+    (no later agent restarts these pods); a cgroup nodeconf did not create is left alone and named on stderr.
+    With --socket an agent a run still talks to is refused (exit ALREADY_RUNNING), one nobody talks to is asked to
+    stop first (it kills its pods itself)."""
+    if args.socket is not None:
+        refusal = stop_abandoned(args.socket)
+        if refusal:
+            print(refusal, file=sys.stderr)
+            return ALREADY_RUNNING
     state = None
+    owner = "nodeconf"
     if args.state_dir is not None:
-        _kill_agent(args.state_dir / PID_FILE)
+        owner = agent_owner(args.state_dir)
+        kill_agent(args.state_dir / PID_FILE)
         with contextlib.suppress(OSError, ValueError):
             state = json.loads((args.state_dir / STATE_FILE).read_text())
             kill_recorded(state)
-    tree = tree_for(args.root, OWNED)
+    tree = tree_for(args.root, OWNED, owner)
     left = [*tree.foreign_roots(), *tree.clear()]
     for top in sorted({reserved.top(p) for p in reserved.in_state(tree, state)}):
         left += reserved.remove(tree, top)
     for directory in left:
-        print(f"nodeconf agent: left {directory} in place: not created by nodeconf", file=sys.stderr)
+        other = owner_of(directory, tree.kernel)
+        whose = f"created by another nodeconf run ({other})" if other else "not created by nodeconf"
+        print(f"nodeconf agent: left {directory} in place: {whose}", file=sys.stderr)
+    if args.state_dir is not None and (args.state_dir / MARKER_FILE).is_file():
+        for name in (STATE_FILE, PID_FILE):
+            with contextlib.suppress(FileNotFoundError):
+                (args.state_dir / name).unlink()
     return 0
 
 
@@ -185,6 +195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "bridge":
         return relay(args.socket)
+    if not args.stand_in and not is_cgroup2(args.root):
+        print(f"nodeconf agent: {args.root} is not a cgroup v2 file system; the enforcer needs cgroup v2 (a unified "
+              "hierarchy)", file=sys.stderr)
+        return 2
     if args.command == "cleanup":
         return _cleanup(args)
     try:
@@ -192,13 +206,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         print(f"nodeconf agent: {err}", file=sys.stderr)
         return 2
-    if agent_answers(args.socket):
-        print(f"nodeconf agent: another agent is running at {args.socket}", file=sys.stderr)
-        return ALREADY_RUNNING
-    foreign = CgroupTree(args.root, OWNED).foreign_roots()
+    foreign = CgroupTree(args.root, OWNED, agent_owner(args.state_dir)).foreign_roots()
     if foreign:
-        print(foreign_message(foreign[0]), file=sys.stderr)
+        print(foreign_message(foreign[0], is_cgroup2(args.root)), file=sys.stderr)
         return FOREIGN_TREE
+    held = hold_lock(args.state_dir, args.token)
+    if held:
+        print(held, file=sys.stderr)
+        return ALREADY_RUNNING
+    if agent_answers(args.socket):
+        print(f"nodeconf agent: another agent is running at {args.socket}; stop it first", file=sys.stderr)
+        return ALREADY_RUNNING
     return _daemonize(args) if args.daemon else _serve(args, None)
 
 

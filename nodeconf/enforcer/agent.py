@@ -104,7 +104,7 @@ class Agent(Supervision):
                 return [f"pod {pod.ref}: uid {pod.uid} is already used by pod {other.ref} (cgroup {other.cgroup}); "
                         "two pods must not share one uid"]
         directory = self.tree.dir(cgroup)
-        if directory.exists() and not is_marked(directory, self.tree.kernel):
+        if directory.exists() and not is_marked(directory, self.tree.kernel, self.tree.owner):
             return [f"pod {pod.ref}: {foreign_message(directory)}"]
         return []
 

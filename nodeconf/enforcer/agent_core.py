@@ -62,6 +62,10 @@ TERMINAL = ("Succeeded", "Failed")
 EVICTION_INTERVAL = 1.0
 STATE_FILE = "state.json"
 LOG_FILE = "agent.log"
+# The serving agent's pid and start time (/proc/PID/stat field 22), and the file it holds locked (flock) for its
+# lifetime: one agent per state directory.
+PID_FILE = "agent.pid"
+LOCK_FILE = "agent.lock"
 
 
 class AgentError(Exception):

@@ -12,7 +12,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nodeconf import names
-from nodeconf.enforcer.ownership import ForeignCgroup, foreign_message, holds_foreign, is_marked, mark, walk
+from nodeconf.enforcer.ownership import (
+    ForeignCgroup,
+    foreign_message,
+    holds_foreign,
+    is_kubepods,
+    is_marked,
+    mark,
+    walk,
+)
 
 # The agent's own top-level cgroups: kubepods of the systemd and the cgroupfs drivers (kubelet cm/cgroup_manager).
 OWNED = ("kubepods.slice", "kubepods")
@@ -20,21 +28,27 @@ OWNED = ("kubepods.slice", "kubepods")
 CONTROLLERS = ("cpu", "memory", "pids", "hugetlb")
 
 
-def is_cgroup2(path: Path) -> bool:
-    """True when path is on a mounted cgroup2 file system (/proc/self/mountinfo)."""
+def cgroup2_mount(path: Path) -> Path | None:
+    """The mount point of the cgroup2 file system path is on, None when path is on another (/proc/self/mountinfo:
+    the longest mount point containing path)."""
     resolved = str(path.resolve())
     try:
         with open("/proc/self/mountinfo", encoding="utf-8") as handle:
             mounts = [line.split(" - ") for line in handle]
     except OSError:
-        return False
+        return None
     best = ""
     fstype = ""
     for head, tail in (m for m in mounts if len(m) == 2):
         point = head.split()[4]
         if (resolved == point or resolved.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
             best, fstype = point, tail.split()[0]
-    return fstype == "cgroup2"
+    return Path(best) if fstype == "cgroup2" else None
+
+
+def is_cgroup2(path: Path) -> bool:
+    """True when path is on a mounted cgroup2 file system."""
+    return cgroup2_mount(path) is not None
 
 
 class CgroupTree:
@@ -89,7 +103,7 @@ class CgroupTree:
         """Tell the cgroup's manager the values before they are written (systemd units); nothing here."""
 
     def _refuse_foreign(self, directory: Path) -> None:
-        if (directory.exists() or directory.is_symlink()) and not is_marked(directory, self.kernel):
+        if (directory.exists() or directory.is_symlink()) and not is_marked(directory, self.kernel, self.owner):
             raise ForeignCgroup(foreign_message(directory))
 
     def _mark_new(self, directory: Path) -> None:
@@ -152,7 +166,7 @@ class CgroupTree:
     def pids(self, path: str) -> list[int]:
         """Pids in the cgroup and its marked descendants (not in a cgroup of someone else below it)."""
         found: list[int] = []
-        for directory in walk(self.dir(path), self.kernel)[0]:
+        for directory in walk(self.dir(path), self.kernel, self.owner)[0]:
             with contextlib.suppress(OSError):
                 found += [int(p) for p in (directory / "cgroup.procs").read_text().split() if p.isdigit()]
         return found
@@ -167,7 +181,7 @@ class CgroupTree:
             pids = self.pids(path)
             if not self.kernel or not pids:
                 return
-            owned, foreign = walk(self.dir(path), self.kernel)
+            owned, foreign = walk(self.dir(path), self.kernel, self.owner)
             whole = [d for d in owned if not holds_foreign(d, foreign)]
             for directory in (d for d in whole if d.parent not in whole):
                 kill_file = directory / "cgroup.kill"
@@ -183,7 +197,7 @@ class CgroupTree:
     def remove(self, path: str) -> list[Path]:
         """Remove the cgroup and its marked descendants, deepest first (kill its processes first); a cgroup of
         someone else below it stays, with its marked ancestors. Returns those foreign cgroups."""
-        owned, foreign = walk(self.dir(path), self.kernel)
+        owned, foreign = walk(self.dir(path), self.kernel, self.owner)
         for directory in reversed(owned):
             if not holds_foreign(directory, foreign):
                 self._remove_dir(directory)
@@ -221,17 +235,44 @@ class CgroupTree:
 
     def owned_roots(self) -> list[str]:
         """The top-level cgroups that exist now and carry nodeconf's mark."""
-        return [name for name in self.owned if is_marked(self.root / name, self.kernel)]
+        return [name for name in self.owned if is_marked(self.root / name, self.kernel, self.owner)]
 
     def foreign_roots(self) -> list[Path]:
-        """The top-level cgroups in the agent's place that exist now without nodeconf's mark."""
+        """Where a kubelet (or another nodeconf run) keeps pods on this node, by the kubelet's names: a kubepods
+        cgroup the root lies in, a top-level cgroup in the agent's place without this agent's mark, and a kubepods
+        cgroup anywhere else on the file system (a kubelet's custom cgroupRoot)."""
+        mount = cgroup2_mount(self.root) if self.kernel else None
+        base = mount or self.root  # a stand-in is searched below its root, its whole path for the root's place
+        parts = self.root.resolve().relative_to(mount or "/").parts
+        inside = [(mount or Path("/")).joinpath(*parts[:depth + 1])
+                  for depth, part in enumerate(parts) if is_kubepods(part)]
         tops = [self.root / name for name in self.owned]
-        return [top for top in tops if (top.exists() or top.is_symlink()) and not is_marked(top, self.kernel)]
+        taken = [top for top in tops if (top.exists() or top.is_symlink())
+                 and not is_marked(top, self.kernel, self.owner)]
+        found = [*inside[:1], *taken]
+        return found + [p for p in _kubepods_below(base, set(tops)) if p not in found]
 
     def refuse_foreign(self) -> None:
-        """ForeignCgroup naming the first top-level cgroup nodeconf did not create (checked before any write)."""
+        """ForeignCgroup naming the first place a kubelet or another run keeps pods (checked before any write)."""
         for top in self.foreign_roots():
-            raise ForeignCgroup(foreign_message(top))
+            raise ForeignCgroup(foreign_message(top, self.kernel))
+
+
+def _kubepods_below(base: Path, skip: set[Path]) -> list[Path]:
+    """The kubepods-named cgroups below base (not entered, nor the `skip` ones), breadth first, no symlinks."""
+    found: list[Path] = []
+    level = [base]
+    while level:
+        below: list[Path] = []
+        for directory in level:
+            with contextlib.suppress(OSError), os.scandir(directory) as entries:
+                children = sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+            for child in children:
+                if child in skip:
+                    continue
+                (found if is_kubepods(child.name) else below).append(child)
+        level = below
+    return found
 
 
 def _read_at(directory: int, name: str) -> str | None:

@@ -13,6 +13,7 @@ from typing import Any
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord
 from nodeconf.manifest import CPU, MEMORY, SWAP, Container, Pod, Resources
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
+from nodeconf.quantity import Quantity
 
 
 @dataclass(frozen=True)
@@ -32,9 +33,14 @@ class Backoff:
 # config says); `hugetlb=ignore`: no hugetlb.<size>.max written on kubepods, the reserve, pod or container cgroups
 # (they keep max, so a pod's huge pages are unbounded); admission still counts the node's huge pages;
 # `reserved-cgroups=ignore`: as if enforceNodeAllocatable named neither system-reserved nor kube-reserved;
-# `psi-metrics=micro`: the PSI counters of /metrics/cadvisor carry the kernel's µs instead of seconds.
+# `psi-metrics=micro`: the PSI counters of /metrics/cadvisor carry the kernel's µs instead of seconds;
+# `limited-swap=ignore-request-limit`: on LimitedSwap a container whose memory request equals its limit is computed as
+# if its request were one byte lower, so it gets its request's share of swap (GetContainerSwapBehavior without its
+# request == limit exclusion); only in pods that cannot be Guaranteed (no pod-level resources, the container's cpu
+# request and limit not equal), whose QoS class the byte does not change.
 _SWITCHES = {
     "limited-swap=ignore-explicit": "limited_swap_ignores_explicit",
+    "limited-swap=ignore-request-limit": "limited_swap_ignores_request_limit",
     "pids-limit=ignore": "pids_limit_ignored",
     "single-process-oom-kill=ignore": "single_process_oom_kill_ignored",
     "hugetlb=ignore": "hugetlb_ignored",
@@ -50,6 +56,7 @@ class Faults:
     cpu_weight_formula: str | None = None
     memory_throttling_factor: float | None = None
     limited_swap_ignores_explicit: bool = False
+    limited_swap_ignores_request_limit: bool = False
     pids_limit_ignored: bool = False
     single_process_oom_kill_ignored: bool = False
     hugetlb_ignored: bool = False
@@ -59,8 +66,9 @@ class Faults:
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
         """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1),
-        `limited-swap=ignore-explicit`, `pids-limit=ignore`, `single-process-oom-kill=ignore`, `hugetlb=ignore`,
-        `reserved-cgroups=ignore`, `psi-metrics=micro`; ValueError otherwise."""
+        `limited-swap=ignore-explicit`, `limited-swap=ignore-request-limit`, `pids-limit=ignore`,
+        `single-process-oom-kill=ignore`, `hugetlb=ignore`, `reserved-cgroups=ignore`, `psi-metrics=micro`;
+        ValueError otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")
@@ -76,10 +84,16 @@ class Faults:
         return cls(**fields)
 
     def pods_seen(self, pods: Sequence[Pod], swap_behavior: str) -> list[Pod]:
-        """The pods as the faulty agent computes with them: on LimitedSwap, without their limits.swap."""
-        if not (self.limited_swap_ignores_explicit and swap_behavior == "LimitedSwap"):
-            return list(pods)
-        return [_without_swap_limits(p) for p in pods]
+        """The pods as the faulty agent computes with them: on LimitedSwap, without their limits.swap, or with a
+        memory request equal to its limit one byte lower."""
+        seen = list(pods)
+        if swap_behavior != "LimitedSwap":
+            return seen
+        if self.limited_swap_ignores_explicit:
+            seen = [_without_swap_limits(p) for p in seen]
+        if self.limited_swap_ignores_request_limit:
+            seen = [_request_below_limit(p) for p in seen]
+        return seen
 
 
 def _without_swap_limits(pod: Pod) -> Pod:
@@ -90,6 +104,21 @@ def _without_swap_limits(pod: Pod) -> Pod:
         pod.with_containers([dataclasses.replace(c, resources=strip(c.resources)) for c in pod.containers],
                             [dataclasses.replace(c, resources=strip(c.resources)) for c in pod.init_containers]),
         resources=strip(pod.resources) if pod.resources is not None else None)
+
+
+def _request_below_limit(pod: Pod) -> Pod:
+    if pod.resources is not None:
+        return pod
+
+    def lower(c: Container) -> Container:
+        request, limit = c.resources.request(MEMORY), c.resources.limit(MEMORY)
+        cpu_equal = c.resources.limit(CPU) is not None and c.resources.request(CPU) == c.resources.limit(CPU)
+        if limit is None or cpu_equal or (request is not None and request != limit):
+            return c
+        requests = {**c.resources.requests, MEMORY: Quantity.of(limit.value() - 1)}
+        return dataclasses.replace(c, resources=Resources(requests=requests, limits=c.resources.limits))
+
+    return pod.with_containers([lower(c) for c in pod.containers], list(pod.init_containers))
 
 
 def _fraction(text: str) -> float | None:

@@ -44,7 +44,7 @@ def reserve_tree(tree: CgroupTree, path: str) -> CgroupTree:
 
 def made(tree: CgroupTree, paths: Iterable[str]) -> list[str]:
     """The reserve cgroups that exist now and carry nodeconf's mark (the only ones read or given a process)."""
-    return [p for p in paths if is_marked(reserve_tree(tree, p).dir(p), tree.kernel)]
+    return [p for p in paths if is_marked(reserve_tree(tree, p).dir(p), tree.kernel, tree.owner)]
 
 
 def refusal(tree: CgroupTree, paths: Iterable[str]) -> str | None:
@@ -53,7 +53,7 @@ def refusal(tree: CgroupTree, paths: Iterable[str]) -> str | None:
         parts = path.split("/")
         for depth in range(1, len(parts) + 1):
             directory = tree.root / "/".join(parts[:depth])
-            if (directory.exists() or directory.is_symlink()) and not is_marked(directory, tree.kernel):
+            if (directory.exists() or directory.is_symlink()) and not is_marked(directory, tree.kernel, tree.owner):
                 return foreign_message(directory)
     return None
 

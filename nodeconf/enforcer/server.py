@@ -100,6 +100,16 @@ def _reply(agent: Agent, line: bytes, operations: dict[str, Handler]) -> Reply:
 class _Connection(socketserver.StreamRequestHandler):
     server: AgentServer
 
+    def setup(self) -> None:
+        super().setup()
+        with self.server.count_lock:
+            self.server.clients += 1
+
+    def finish(self) -> None:
+        with self.server.count_lock:
+            self.server.clients -= 1
+        super().finish()
+
     def handle(self) -> None:
         for line in self.rfile:
             if not line.strip():
@@ -111,13 +121,16 @@ class _Connection(socketserver.StreamRequestHandler):
 
 
 class AgentServer(socketserver.ThreadingUnixStreamServer):
-    """The socket server; a `shutdown` request stops the agent (it cleans up first)."""
+    """The socket server; a `shutdown` request stops the agent (it cleans up first); `ping` also says how many
+    connections are open (`clients`, the asking one included: a driver's bridge is one)."""
 
     daemon_threads = True
 
     def __init__(self, path: Path, agent: Agent) -> None:
         self.agent = agent
         self.stopping = threading.Event()
+        self.clients = 0
+        self.count_lock = threading.Lock()
         if path.exists():
             path.unlink()
         old_umask = os.umask(0o077)
@@ -125,7 +138,9 @@ class AgentServer(socketserver.ThreadingUnixStreamServer):
             super().__init__(str(path), _Connection)
         finally:
             os.umask(old_umask)
-        self.operations: dict[str, Handler] = {**OPERATIONS, Op.SHUTDOWN: self._shutdown_op}
+        self.operations: dict[str, Handler] = {**OPERATIONS, Op.SHUTDOWN: self._shutdown_op,
+                                               Op.PING: lambda agent, r: {**OPERATIONS[Op.PING](agent, r),
+                                                                          "clients": self.clients}}
 
     def _shutdown_op(self, agent: Agent, request: dict[str, Any]) -> Any:
         result = agent.shutdown()

@@ -108,7 +108,7 @@ class SystemdTree(CgroupTree):
         if not self.needs_process(path) or not directory.is_dir():
             raise ValueError(f"{path} is not a running container scope")
         for made in (directory, directory / CRUN_SUBGROUP):
-            if made.is_dir() and not is_marked(made, self.kernel):
+            if made.is_dir() and not is_marked(made, self.kernel, self.owner):
                 self._mark_new(made)
 
     def await_gone(self, path: str, timeout: float = JOB_TIMEOUT) -> None:
@@ -121,7 +121,7 @@ class SystemdTree(CgroupTree):
         """crun's sub-cgroup of a scope when it made one (there are the process and the values crun wrote),
         else the scope."""
         sub = f"{path}/{CRUN_SUBGROUP}"
-        return sub if self.needs_process(path) and is_marked(self.dir(sub), self.kernel) else path
+        return sub if self.needs_process(path) and is_marked(self.dir(sub), self.kernel, self.owner) else path
 
     def _mark_new_unit(self, path: str) -> None:
         """Mark a unit's new cgroup; one that cannot be marked is stopped again (it could not be told apart)."""
@@ -142,7 +142,7 @@ class SystemdTree(CgroupTree):
     def remove(self, path: str) -> list[Path]:
         """Stop the units (remove the directories) of the cgroup's marked subtree, deepest first; a cgroup of
         someone else below keeps its marked ancestors. Returns those foreign cgroups."""
-        owned, foreign = walk(self.dir(path), self.kernel)
+        owned, foreign = walk(self.dir(path), self.kernel, self.owner)
         for directory in reversed(owned):
             if holds_foreign(directory, foreign):
                 continue

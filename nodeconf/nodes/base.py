@@ -255,6 +255,7 @@ class Node(ABC):
     """One node under test; a context manager that releases it."""
 
     spec: str = ""
+    image: str = ""  # what the node booted from, where nodeconf booted it (the reports show it); "" when unknown
 
     @abstractmethod
     def facts(self) -> NodeFacts: ...

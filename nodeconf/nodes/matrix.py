@@ -23,6 +23,7 @@ from nodeconf.nodes.spec import (
     check_node_name,
     chosen_specs,
     parse_node_spec,
+    refuse_shared_machines,
 )
 
 MATRIX_KEYS = ("node", "kubeletConfig", "profile", "name")
@@ -147,6 +148,10 @@ def run_nodes(specs: Sequence[NodeSpec] | None, matrix: Path | None) -> list[Run
         nodes = parse_matrix(matrix)
     else:
         nodes = unique([RunNode(spec) for spec in chosen_specs(specs)])
+    try:
+        refuse_shared_machines([node.spec for node in nodes])
+    except NodeSpecError as err:
+        raise InputError(str(err), field="--node") from None
     return share_host_cpus(nodes, os.cpu_count() or 1)
 
 

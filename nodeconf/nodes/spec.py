@@ -183,6 +183,30 @@ def chosen_specs(given: Sequence[NodeSpec] | None) -> list[NodeSpec]:
     return list(given) if given else [parse_node_spec(DEFAULT_SPEC)]
 
 
+def machine(spec: NodeSpec) -> str | None:
+    """The machine an enforced spec runs on, as far as the spec tells (`local`, `ssh HOST:PORT`); None for a VM of
+    its own and for clusters."""
+    if spec.scheme == "local":
+        return "local"
+    if spec.ssh is not None:
+        return f"ssh {spec.ssh.target.host.lower()}:{spec.ssh.target.port}"
+    return None
+
+
+def refuse_shared_machines(specs: Sequence[NodeSpec]) -> None:
+    """NodeSpecError when two specs name one machine: its enforcer, state directory and cgroups are one per
+    machine, whatever dir= says (two `local`, or ssh to one host and port)."""
+    seen: dict[str, NodeSpec] = {}
+    for spec in specs:
+        where = machine(spec)
+        if where is None:
+            continue
+        if where in seen:
+            raise NodeSpecError(f"nodes {seen[where].name} and {spec.name} are the same machine ({where}): one "
+                                "nodeconf run per node (its enforcer, state and cgroups are one per machine)")
+        seen[where] = spec
+
+
 def declare_node_option(add_option: Callable[..., object]) -> None:
     """Declare `--node` (repeatable, parsed by parse_node_spec) with `nodeconf run`'s add_argument or pytest's
     addoption: one declaration for both."""

@@ -5,6 +5,8 @@ import io
 from collections.abc import Iterable
 from typing import Protocol
 
+from nodeconf.report.citations import readable
+
 COMPARISON_COLUMNS: tuple[str, ...] = (
     "pod", "container", "cgroup_path", "file", "expected", "actual", "rule", "ok",
 )
@@ -44,12 +46,13 @@ def cell(value: object) -> str:
 
 
 def comparison_csv(rows: Iterable[ComparedFile]) -> str:
-    """The rows as CSV with the COMPARISON_COLUMNS header."""
+    """The rows as CSV with the COMPARISON_COLUMNS header, each rule as a reader can follow it (citations)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COMPARISON_COLUMNS)
     for row in rows:
-        writer.writerow(cell(getattr(row, column)) for column in COMPARISON_COLUMNS)
+        writer.writerow(readable(cell(getattr(row, column))) if column == "rule" else cell(getattr(row, column))
+                        for column in COMPARISON_COLUMNS)
     return out.getvalue()
 
 

@@ -10,10 +10,12 @@ from pathlib import Path
 
 from nodeconf.report.allure_json import ReportError, read_bounded, shown
 from nodeconf.report.categories import category_name
+from nodeconf.report.citations import REFERENCES, UPSTREAM_CASE_LABEL, UPSTREAM_URL, readable
 from nodeconf.report.comparison import COMPARISON_MIME, parse_comparison
 from nodeconf.report.html_diff import diff_section
 from nodeconf.report.html_nodes import node_facts, node_matrix
-from nodeconf.report.html_run import run_header
+from nodeconf.report.html_run import header_facts, run_header
+from nodeconf.report.node_display import fact_rows, neutral_paths
 from nodeconf.report.results import STATUS_ORDER, Attachment, Check, RunResults, Status, Step
 from nodeconf.report.run_diff import RunDiff
 from nodeconf.report.summary import run_causes
@@ -93,10 +95,15 @@ def _matrix(checks: Iterable[Check]) -> str:
     )
 
 
-def _node(environment: tuple[tuple[str, str], ...]) -> str:
-    if not environment:
+def _node(results: RunResults) -> str:
+    """The facts of a one-node run that its header does not show, as node_display shows them (several nodes: each
+    in node_facts)."""
+    if results.nodes:
+        return ""
+    facts = fact_rows(results.environment, header_facts())
+    rows = "".join(f"<tr><th>{_e(key)}</th><td>{_e(value)}</td></tr>" for key, value in facts)
+    if not rows:
         return '<p class="none">No node facts were recorded (environment.properties is missing).</p>'
-    rows = "".join(f"<tr><th>{_e(key)}</th><td>{_e(value)}</td></tr>" for key, value in environment)
     return f'<table class="facts"><tbody>{rows}</tbody></table>'
 
 
@@ -152,7 +159,8 @@ def _comparison_table(cls: str, rows: list[dict[str, str]]) -> str:
             f'<tr class="{cls}"><td>{_e(_where(row))}</td>'
             f"<td><code>{_e(row.get('file', ''))}</code></td>"
             f'<td class="expected"><code>{_e(row.get("expected", ""))}</code></td>'
-            f'<td class="actual"><code>{_e(row.get("actual", ""))}</code></td><td>{_e(row.get("rule", ""))}</td></tr>'
+            f'<td class="actual"><code>{_e(row.get("actual", ""))}</code></td>'
+            f'<td>{_e(readable(row.get("rule", "")))}</td></tr>'
             for row in members
         )
         bodies.append(
@@ -205,12 +213,17 @@ def _check(check: Check) -> str:
     category = category_name(check.status.value)
     params = "".join(f"<span class=\"param\">{_e(name)}={_e(value)}</span>" for name, value in check.parameters)
     params += f'<span class="category {check.status.value}">{_e(category)}</span>' if category else ""
-    message = f'<pre class="message">{_e(check.message.strip())}</pre>' if check.message.strip() else ""
+    text = neutral_paths(readable(check.message.strip()))
+    message = f'<pre class="message">{_e(text)}</pre>' if text else ""
     trace = (
-        f'<details class="trace"><summary>details</summary><pre>{_e(check.trace)}</pre></details>'
+        f'<details class="trace"><summary>details</summary><pre>{_e(neutral_paths(check.trace))}</pre></details>'
         if check.trace
         else ""
     )
+    upstream = "".join(
+        f'<p class="upstream">mirrors upstream <a href="{_e(UPSTREAM_URL.format(file=file))}"><code>{_e(file)}'
+        f"</code></a> case “{_e(case)}”</p>"
+        for file, _, case in (value.partition(": ") for key, value in check.labels if key == UPSTREAM_CASE_LABEL))
     is_open = " open" if check.status in (Status.FAILED, Status.BROKEN) else ""
     reason = f'<span class="reason">{_e(check.first_line)}</span>' if check.status is Status.SKIPPED else ""
     return (
@@ -218,7 +231,7 @@ def _check(check: Check) -> str:
         f'<span class="badge {check.status.value}">{check.status.value}</span>'
         f'<span class="name">{_e(check.name)}</span><span class="meta">{meta}</span>{reason}'
         f'<span class="duration">{check.duration_ms / 1000:.1f} s</span></summary>'
-        f'<div class="body"><p class="id"><code>{_e(check.full_name)}</code> {params}</p>{message}'
+        f'<div class="body"><p class="id"><code>{_e(check.full_name)}</code> {params}</p>{upstream}{message}'
         f"{''.join(_attachment_block(origin, a) for origin, a in comparisons)}"
         f"{_steps(check.steps)}"
         f"{''.join(_attachment_block(origin, a) for origin, a in others)}{trace}</div></details>"
@@ -261,12 +274,20 @@ def _causes(results: RunResults) -> str:
         return ""
     rows = "".join(
         f'<tr><td class="n {c.status}">{len(c.checks)}</td><td>{_e(c.status)}</td><th>{_e(c.about)}</th>'
-        f"<td><code>{_e(c.example)}</code><details><summary>the checks</summary><ul>"
+        f'<td><code>{_e(neutral_paths(readable(c.example)))}</code>'
+        + (f'<p class="advice">what to check: {_e(c.advice)}</p>' if c.advice else "")
+        + "<details><summary>the checks</summary><ul>"
         + "".join(f"<li><code>{_e(check)}</code></li>" for check in c.checks)
         + "</ul></details></td></tr>"
         for c in found)
     return ('<section id="causes"><h2>Failures by cause</h2><table class="causes"><thead><tr><th>checks</th>'
             f"<th>status</th><th>about</th><th>example</th></tr></thead><tbody>{rows}</tbody></table></section>")
+
+
+def _references() -> str:
+    """The documents the rules cite by name, in full."""
+    items = "".join(f"<li><b>{_e(name)}</b>: {_e(full)}</li>" for name, full in REFERENCES)
+    return f'<section id="references"><h2>References</h2><ul class="references">{items}</ul></section>'
 
 
 def render_html(results: RunResults, generated: datetime | None = None, diff: RunDiff | None = None) -> str:
@@ -286,16 +307,17 @@ def render_html(results: RunResults, generated: datetime | None = None, diff: Ru
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>nodeconf conformance report</title><style>{css}</style></head><body>"
         f"<header><h1>nodeconf conformance report</h1><p class=\"meta\">generated {_e(when)} from "
-        f"<code>{_e(results.results_dir)}</code></p>{_banner(results)}{run_header(results.environment)}"
+        f"<code>{_e(neutral_paths(str(results.results_dir)))}</code></p>{_banner(results)}"
+        f"{run_header(results.environment)}"
         f'<nav>{changes_link}{causes_link}{nodes_link}<a href="#totals">totals</a><a href="#matrix">matrix</a>'
         f'<a href="#node">node</a><a href="#checks">checks</a></nav></header><main>{changes}{causes}{nodes}'
         '<section id="totals"><h2>Totals</h2><div class="side">'
         f"{_counts_table('per suite', _grouped(checks, 'suite'))}"
         f"{_counts_table('per source', _grouped(checks, 'source'))}</div></section>"
         f'<section id="matrix"><h2>Conformance matrix</h2>{_matrix(checks)}</section>'
-        f'<section id="node"><h2>Node</h2>{_node(results.environment)}{node_facts(results)}</section>'
+        f'<section id="node"><h2>Node</h2>{_node(results)}{node_facts(results)}</section>'
         f'<section id="checks"><h2>Checks, failures first</h2>{"".join(_check(c) for c in checks)}</section>'
-        f"{_shared(results)}</main></body></html>\n"
+        f"{_shared(results)}{_references()}</main></body></html>\n"
     )
 
 

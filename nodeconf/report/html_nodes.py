@@ -1,5 +1,6 @@
 """The HTML report's node × check matrix of a several-node run: one column per node headed by its layer facts
-(kernel, init, runtime, Debian release where recorded), one row per check, each cell that node's status.
+(kernel, init, runtime, Debian release where recorded) and its scope (image, who started the containers, what played
+the kubelet), one row per check, each cell that node's status.
 
 Source: issue 14 item 1; the node facts are each node's environment-NAME.properties (fixtures/evidence.py).
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import html
 
 from nodeconf.nodes.matrix import node_of_test
+from nodeconf.report.node_display import SCOPE_TITLES, fact_rows, neutral_paths, scope
 from nodeconf.report.results import Check, RunResults, Status
 from nodeconf.report.verdict import node_verdict
 
@@ -50,11 +52,16 @@ def node_matrix(results: RunResults) -> str:
         for name in names)
     facts = "".join(
         f'<tr class="fact"><th scope="row">{_e(title)}</th>'
-        + "".join(f"<td><code>{_e(environments[name].get(key))}</code></td>" if name in environments
+        + "".join(f"<td><code>{_e(neutral_paths(environments[name].get(key)))}</code></td>" if name in environments
                   and environments[name].get(key) else "<td></td>" for name in names)
         + "</tr>"
         for key, title in LAYER_FACTS
         if any(name in environments and environments[name].get(key) for name in names))
+    scopes = {name: dict(scope(dict(environments[name].entries))) for name in names if name in environments}
+    facts += "".join(
+        f'<tr class="fact"><th scope="row">{_e(title)}</th>'
+        + "".join(f"<td>{_e(scopes.get(name, {}).get(title, ''))}</td>" for name in names) + "</tr>"
+        for title in SCOPE_TITLES if any(title in found for found in scopes.values()))
     rows = "".join(
         f'<tr><th scope="row"><code>{_e(row)}</code></th>'
         + "".join(_cell(statuses, name) for name in names) + "</tr>"
@@ -66,10 +73,12 @@ def node_matrix(results: RunResults) -> str:
 
 
 def node_facts(results: RunResults) -> str:
-    """Every recorded fact of each node of a several-node run, one collapsed table per node."""
+    """Each node of a several-node run: the facts its column head (layer facts, scope) does not show, as
+    node_display shows them, collapsed."""
     return "".join(
         f'<details class="node-facts"><summary>{_e(node.name)}</summary><table class="facts"><tbody>'
-        + "".join(f"<tr><th>{_e(key)}</th><td>{_e(value)}</td></tr>" for key, value in node.entries)
+        + "".join(f"<tr><th>{_e(key)}</th><td>{_e(value)}</td></tr>"
+                  for key, value in fact_rows(node.entries, [key for key, _ in LAYER_FACTS]))
         + "</tbody></table></details>"
         for node in results.nodes)
 

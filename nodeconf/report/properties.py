@@ -77,6 +77,8 @@ def read_properties(path: Path) -> list[tuple[str, str]]:
 
 
 def _scalar(value: object) -> str:
+    if isinstance(value, tuple) and len(value) == 2:  # a (name, value) pair: `name=value`, never a Python tuple
+        return f"{_scalar(value[0])}={_scalar(value[1])}"
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -85,7 +87,7 @@ def _scalar(value: object) -> str:
 
 
 def flatten_facts(facts: Mapping[str, object], prefix: str = "") -> list[tuple[str, str]]:
-    """Flatten nested facts into dotted keys; sequences become comma-separated values."""
+    """Flatten nested facts into dotted keys; sequences become comma-separated values, pairs `name=value`."""
     entries: list[tuple[str, str]] = []
     for key, value in facts.items():
         name = f"{prefix}{key}"

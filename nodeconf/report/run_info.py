@@ -28,6 +28,8 @@ REDACTED = "***"
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/:@\s]*):[^@/\s]*@")
 _SECRET_VALUE = re.compile(r"(?P<head>(?:^|[?&;]|--)(?:password|passwd|pass|token|secret|api[-_]?key)=)[^&;\s]*",
                            re.IGNORECASE)
+# How sys.argv[0] names nodeconf itself: its console script, nodeconf/__main__.py, nodeconf/cli/main.py.
+_NODECONF_PROGRAM = re.compile(r"(?:^|/)nodeconf(?:/__main__\.py|/cli/main\.py)?$")
 # environment.properties keys, in the order the report shows them.
 VERSION_KEY = "nodeconf version"
 COMMIT_KEY = "nodeconf commit"
@@ -49,8 +51,18 @@ def redact(argument: str) -> str:
 
 
 def command_line(argv: Sequence[str]) -> str:
-    """The command as a shell would take it, each argument redacted."""
-    return shlex.join(redact(argument) for argument in argv)
+    """The command as a shell would take it, each argument redacted; nodeconf's own program (an installed script,
+    `python -m nodeconf`, a checkout's main.py) as `nodeconf`, since where it was installed tells a reader nothing."""
+    program = [*argv[:1]]
+    if program and _NODECONF_PROGRAM.search(program[0]):
+        program = ["nodeconf"]
+    return shlex.join(redact(argument) for argument in [*program, *argv[1:]])
+
+
+def shown_command(command: str) -> str:
+    """A recorded command with nodeconf's own program as `nodeconf` (also one recorded before command_line did)."""
+    program, space, rest = command.partition(" ")
+    return f"nodeconf{space}{rest}" if _NODECONF_PROGRAM.search(program) else command
 
 
 def utc_now() -> str:

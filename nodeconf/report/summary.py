@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nodeconf.report.causes import Cause, Failure, causes
+from nodeconf.report.citations import readable
 from nodeconf.report.results import STATUS_ORDER, Check, RunResults, Status
 
 MAX_LISTED = 20
@@ -44,13 +45,16 @@ def run_causes(results: RunResults) -> list[Cause]:
 
 
 def cause_lines(results: RunResults) -> list[str]:
-    """When several checks fail for one cause: the largest causes, one line each with its count and an example."""
+    """When several checks fail for one cause: the largest causes, one line each with its count and an example,
+    and below it what to check where nodeconf knows (causes.ADVICE)."""
     found = run_causes(results)
     if not any(len(cause.checks) > 1 for cause in found):
         return []
-    lines = [f"  {len(c.checks)} {c.status} on {c.about}"
-             + (f", e.g. {c.example.removeprefix(c.about).strip()}" if c.example != c.about else "")
-             for c in found[:MAX_CAUSES]]
+    lines = []
+    for c in found[:MAX_CAUSES]:
+        example = readable(c.example.removeprefix(c.about).strip())
+        lines.append(f"  {len(c.checks)} {c.status} on {c.about}" + (f", e.g. {example}" if example else ""))
+        lines += [f"    what to check: {c.advice}"] if c.advice else []
     if len(found) > MAX_CAUSES:
         lines.append(f"  ... and {len(found) - MAX_CAUSES} more causes (see the report)")
     return ["causes:", *lines]

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from fixtures.markers import mirrors
 from fixtures.node import Deploy
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import MEMORY, SWAP, Pod
@@ -32,6 +33,12 @@ HIERARCHY = "Memory QoS v1.36 post, Cgroup hierarchy: kubepods memory.min = G+B 
 HIGH = "Memory QoS: memory.high = floor((request + factor × (limit − request)) / page) × page"
 METRICS = "Memory QoS v1.36 post: kubelet_memory_qos_node_memory_{min,low}_bytes (0 under None)"
 POLICIES = {"none": "memory-qos/kubelet-throttling-only.yaml", "tiered": "memory-qos/kubelet-tiered-reservation.yaml"}
+MEMORY_QOS_TEST = "test/e2e_node/memory_qos_test.go"
+PROTECTION = "MemoryQoS / memory protection [memoryReservationPolicy=TieredReservation] / "
+THROTTLING = "MemoryQoS / memory.high throttling / "
+POLICY = "MemoryQoS / memoryReservationPolicy / "
+EDGES = "MemoryQoS / tiered protection edge cases / "
+BEHAVIOUR = "MemoryQoS / memory.high throttling behavior / "
 
 
 def _three_classes() -> list[Pod]:
@@ -70,6 +77,14 @@ def _node_literals(kubelet: Kubelet, tiered: bool, pods: list[Pod]) -> list[Comp
                                    "kubelet_memory_qos_node_memory_low_bytes": burst}, found, METRICS)
 
 
+@mirrors(MEMORY_QOS_TEST, f"{PROTECTION}should set memory.low = requests.memory for Burstable pod containers",
+         f"{PROTECTION}should set memory.min for Guaranteed pod containers",
+         f"{PROTECTION}should NOT set memory.min for BestEffort pod",
+         f"{PROTECTION}should propagate memory protection through QoS cgroup hierarchy",
+         f"{THROTTLING}should realize the effective controls derived from the admitted Pod",
+         f"{THROTTLING}should NOT set memory.high for Guaranteed pod",
+         f"{POLICY}should NOT set memory protection when policy is None",
+         f"{POLICY}should set memory protection when policy is TieredReservation")
 @pytest.mark.parametrize("policy", list(POLICIES))
 def test_reservation_policy_at_every_level(deploy: Deploy, oracle: Oracle, kubelet: Kubelet,
                                            node_facts: NodeFacts, policy: str) -> None:
@@ -109,6 +124,11 @@ RATIOS = [(32, 128), (64, 128), (96, 128), (128, 128), (64, None)]
 FACTORS = [0.9, 0.6, 0.3]
 
 
+@mirrors(MEMORY_QOS_TEST, f"{THROTTLING}should set memory.high for Burstable pod using formula",
+         f"{THROTTLING}should set memory.high using node allocatable when no limit is set",
+         "MemoryQoS / memory.high formula verification across request/limit ratios / "
+         "should correctly compute memory.high for various request/limit combinations",
+         f"{POLICY}should set memory.high independent of memoryReservationPolicy")
 @pytest.mark.parametrize("factor", FACTORS, ids=lambda f: f"factor{f}")
 @pytest.mark.parametrize(("request_mib", "limit_mib"), RATIOS,
                          ids=lambda v: "nolimit" if v is None else f"{v}Mi")
@@ -141,6 +161,8 @@ def _allocatable(facts: NodeFacts, config: KubeletConfig) -> int:
     return facts.memory_capacity - reserved
 
 
+@mirrors(MEMORY_QOS_TEST, f"{EDGES}should include burstable requests in kubepods root memory.min",
+         f"{EDGES}should remove burstable memory.low contribution when pod is deleted")
 def test_hierarchy_sums_as_pods_come_and_go(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) -> None:
     """kubepods memory.min and the burstable slice's memory.low follow the pods on the node, both metrics too."""
     kubelet.file(POLICIES["tiered"])
@@ -164,6 +186,7 @@ def test_hierarchy_sums_as_pods_come_and_go(deploy: Deploy, oracle: Oracle, kube
 # memory.high may livelock below 5.9 (the post's kernel check); memhog --reclaim needs memory.reclaim (5.19).
 @pytest.mark.needs_kernel("5.19")
 @pytest.mark.min_profile("1.38")
+@mirrors(MEMORY_QOS_TEST, f"{BEHAVIOUR}should increment memory.events high counter when usage exceeds memory.high")
 def test_memory_high_events_rise_without_oom_kill(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) -> None:
     """A hog above memory.high (below memory.max) is throttled and reclaimed to swap: memory.events high rises,
     no OOM kill, no restart.
@@ -204,6 +227,7 @@ def test_memory_high_events_rise_without_oom_kill(deploy: Deploy, oracle: Oracle
     ])
 
 
+@mirrors(MEMORY_QOS_TEST, f"{BEHAVIOUR}should OOM kill container when memory usage exceeds memory.max")
 def test_oom_above_memory_max(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) -> None:
     """Above memory.max (no swap) the kernel OOM-kills the container: 137, OOMKilled, memory.events oom_kill."""
     kubelet.file(POLICIES["none"])

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from fixtures.markers import mirrors
 from fixtures.node import Deploy
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
@@ -64,6 +65,20 @@ def test_res_demo_container_pod_and_pause(deploy: Deploy, oracle: Oracle, kubele
 QOS_TABLE = "requests-limits-qos article, QoS classes and oom_score_adj tables; cgroup tree (systemd driver)"
 
 
+@mirrors("test/e2e_node/container_manager_test.go", *(
+    f"Container Manager Misc [Serial] / Validate OOM score adjustments [NodeFeature:OOMScoreAdj] / once the node is "
+    f"setup / {it}" for it in ("pod infra containers oom-score-adj should be -998 and best effort container's should "
+                               "be 1000", "guaranteed container's oom-score-adj should be -998",
+                               "burstable container's oom-score-adj should be between [2, 1000)")))
+@mirrors("test/e2e_node/pods_container_manager_test.go",
+         "Kubelet Cgroup Manager / QOS containers / On enabling QOS cgroup hierarchy / "
+         "Top level QoS containers should have been created [NodeConformance]",
+         *(f"Kubelet Cgroup Manager / Pod containers [NodeConformance] / On scheduling a {qos} Pod / "
+           f"Pod containers should have been created under the {parent}"
+           for qos, parent in (("Guaranteed", "cgroup-root"), ("BestEffort", "BestEffort cgroup"),
+                               ("Burstable", "Burstable cgroup"))))
+@mirrors("test/e2e/node/pods.go", "Pods Extended / Pods Set QOS Class / "
+         "should be set on Pods with matching resource requests and limits for memory and cpu")
 @pytest.mark.parametrize(
     ("name", "qos", "parent"),
     [

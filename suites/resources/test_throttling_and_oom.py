@@ -89,6 +89,9 @@ def test_burner_is_throttled_to_its_quota(deploy: Deploy, oracle: Oracle, kubele
 # The pod cgroup's memory.events counters an OOM kill raises; oom_group_kill exists from Linux 5.17 (kernel
 # cgroup-v2.rst memory.events), and the kill is a group kill because the kubelet sets memory.oom.group=1 on the
 # container (singleProcessOOMKill false, the default on cgroup v2).
+@pytest.mark.upstream_e2e(file="test/e2e_node/oomkiller_linux_test.go",
+                          case="OOMKiller [LinuxOnly] [NodeConformance] / single process container / "
+                               "The containers terminated by OOM killer should have the reason set to OOMKilled")
 @pytest.mark.parametrize("counters", [
     pytest.param(("max", "oom", "oom_kill"), id="memory-events"),
     pytest.param(("oom_group_kill",), id="group-kill", marks=pytest.mark.needs_kernel("5.17")),

@@ -1,8 +1,11 @@
-"""Swap under real memory pressure on a WorkloadControlledSwap node: used up to and never beyond its limit.
+"""Swap under real memory pressure on WorkloadControlledSwap and LimitedSwap nodes: used up to and never beyond
+its limit.
 
 Source: kep-5359-swap-awareness "e2e tests" (explicit swap uses swap, omitted and "0" do not, a Guaranteed pod with
 explicit swap does), "Relationship between limits.swap and limits.memory" (memory + swap before OOM), "Pod-Level
-Swap Configuration" (a shared pod budget). Sizes are tens of MiB: the reference VM has 2 GiB.
+Swap Configuration" (a shared pod budget); KEP-2400 LimitedSwap (a Burstable container's swap is its memory request's
+share of the node's swap, none when request == limit) and upstream test/e2e_node/swap_test.go "with swap stress".
+Sizes are tens of MiB: the reference VM has 2 GiB and 1 GiB of swap (LimitedSwap gives about half the request).
 
 Guarantees relied on (mm/memcontrol.c, Documentation/admin-guide/cgroup-v2.rst): memory.current never exceeds
 memory.max and memory.swap.current never exceeds memory.swap.max (page_counter charges fail instead); a write to
@@ -28,7 +31,7 @@ from nodeconf.manifest import MEMORY, SWAP, Pod
 from nodeconf.nodes.base import ContainerState, NodeError, PodEvidence, PodHandle, Terminated
 from nodeconf.semantics.expectation import Expected
 from suites.toolkit.checks import check_admission, check_qos, deploy_pods
-from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_value
+from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_pod, compare_value
 from suites.toolkit.kubelet import Kubelet, Oracle
 from suites.toolkit.pods import memhog, pod, scaled, with_container
 from suites.toolkit.pressure import MIB, Watched, watch_hogs
@@ -37,7 +40,10 @@ from suites.toolkit.tolerance import Band, never_above
 pytestmark = [pytest.mark.kep5359, pytest.mark.needs_swap, pytest.mark.min_profile("1.38"),
               pytest.mark.needs_kernel("5.19")]  # memory.reclaim (memhog --reclaim)
 
-WORKLOAD_CONTROLLED = "WorkloadControlledSwap"
+WORKLOAD_CONTROLLED, LIMITED = "WorkloadControlledSwap", "LimitedSwap"
+LIMITED_RULE = "KEP-2400 LimitedSwap: a Burstable container swaps up to request/memoryCapacity*swapCapacity"
+# LimitedSwap behaviour holds from the oldest profile; the module's KEP-5359 cases need 1.38.
+LIMITED_MARKS = (pytest.mark.kep2400, pytest.mark.min_profile("1.34"))
 E2E = "KEP-5359 e2e tests"
 # What swap shows afterwards: the excess held in swap, no swap at all, or the swap limit reached.
 HELD, NONE, REACHED = "held", "none", "reached"
@@ -55,6 +61,8 @@ class Case:
     survives: bool
     swap: str
     rule: str
+    mode: str = WORKLOAD_CONTROLLED
+    marks: tuple[pytest.MarkDecorator, ...] = ()
 
 
 def _hogging(p: Pod, hogs: tuple[str, ...], mib: int, *, reclaim: bool, wait_for: str | None = None) -> Pod:
@@ -65,9 +73,9 @@ def _hogging(p: Pod, hogs: tuple[str, ...], mib: int, *, reclaim: bool, wait_for
     return replace(p, restart_policy="OnFailure")
 
 
-def _burstable(limits: dict[str, str]) -> Pod:
+def _burstable(limits: dict[str, str], request: str = "16Mi") -> Pod:
     return with_container(pod("requests-limits/qos-classes.yaml", "qos-burstable"), "app",
-                          requests={MEMORY: "16Mi"}, limits=limits)
+                          requests={MEMORY: request}, limits=limits)
 
 
 CASES = {
@@ -87,6 +95,15 @@ CASES = {
     "pod-budget-shared": Case(lambda: scaled(pod("kep-5359/use-case-4-pod-level-swap-mixed.yaml"), 64),
                               ("c3-helper-a", "c4-helper-b"), 68, True, HELD,
                               "KEP-5359 Use Case 4: containers without limits.swap share the pod's swap budget"),
+    # LimitedSwap, Burstable request 64Mi < limit 80Mi: about 32 MiB of swap (half the request on the reference VM)
+    # hold an 88 MiB hog. Relies on memory.swap.max being a hard limit (page_counter charges fail beyond it) and on
+    # memory.reclaim pushing the hog's pages out deterministically while swap has room.
+    "limitedswap-burstable-used": Case(
+        lambda: _burstable({MEMORY: "80Mi"}, "64Mi"), ("app",), 88, True, HELD,
+        f"{LIMITED_RULE}; above its memory limit it holds the excess in swap", LIMITED,
+        (*LIMITED_MARKS, pytest.mark.upstream_e2e(
+            file="test/e2e_node/swap_test.go",
+            case="Swap / with swap stress / LimitedSwap / should be able to use more memory than memory limits"))),
 }
 
 
@@ -137,15 +154,15 @@ def _rows(name: str, case: Case, watched: Watched) -> list[ComparedValue]:
     return rows
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", [pytest.param(name, marks=spec.marks, id=name) for name, spec in CASES.items()])
 def test_swap_under_pressure(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, case: str) -> None:
     """The hog holds its memory with swap up to the limit, or is OOM-killed without exceeding it.
 
     A hog that swaps pushes its pages out with memory.reclaim before each MiB (never at memory.max, so never
     racing the OOM killer); a hog without swap is OOM-killed because its memory cannot fit below memory.max.
     """
-    kubelet.swap(WORKLOAD_CONTROLLED)
     spec = CASES[case]
+    kubelet.swap(spec.mode)
     workload = _hogging(spec.make(), spec.hogs, spec.mib, reclaim=spec.swap == HELD)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
     handle, expected = deployed.handle(workload.name), deployed.expected(workload.name)
@@ -188,28 +205,48 @@ def _wait_swap_full(handle: PodHandle, hog: str, timeout: float = 120.0) -> Watc
         time.sleep(0.2)
 
 
-def test_swap_fills_to_its_limit_then_oom_kills(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) -> None:
-    """swap-limit-reached, made deterministic: the hog (limits memory 32Mi, swap 16Mi) stays below memory.max while
-    memory.reclaim pushes its pages out until memory.swap.current sits at memory.swap.max, then, released by a
-    trigger file, grows to 96 MiB, beyond memory + swap, and is OOM-killed; swap never exceeds its limit."""
-    kubelet.swap(WORKLOAD_CONTROLLED)
+# (node mode, the hog's memory request, its limits): WorkloadControlledSwap with limits.swap 16Mi; LimitedSwap with
+# no swap limit, so a memory request of 16Mi (< limit 32Mi) gives about 8 MiB, the proportional share, and a request
+# equal to the limit gives none (GetContainerSwapBehavior): its hog is OOM-killed without a byte in swap. All rely on
+# memory.swap.max being a hard limit (page_counter charges fail beyond it; 0 refuses every swap-out) and on
+# memory.reclaim forcing reclaim deterministically while swap has room.
+FILL_CASES = [
+    pytest.param(WORKLOAD_CONTROLLED, "16Mi", {MEMORY: "32Mi", SWAP: "16Mi"}, id="explicit-swap"),
+    pytest.param(LIMITED, "16Mi", {MEMORY: "32Mi"}, id="limitedswap-proportional", marks=LIMITED_MARKS),
+    pytest.param(LIMITED, "32Mi", {MEMORY: "32Mi"}, id="limitedswap-request-eq-limit", marks=LIMITED_MARKS),
+]
+
+
+@pytest.mark.parametrize(("mode", "memory_request", "limits"), FILL_CASES)
+def test_swap_fills_to_its_limit_then_oom_kills(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, mode: str,
+                                                memory_request: str, limits: dict[str, str]) -> None:
+    """swap-limit-reached, made deterministic: the hog (limits memory 32Mi and swap 16Mi, or on LimitedSwap its
+    request's share, none when request == limit) stays below memory.max while memory.reclaim pushes its pages out
+    until memory.swap.current sits at memory.swap.max (the oracle's), then, released by a trigger file, grows to
+    96 MiB, beyond memory + swap, and is OOM-killed; swap never exceeds its limit."""
+    kubelet.swap(mode)
     trigger = f"/tmp/nodeconf-swap-full-{uuid.uuid4().hex}"
-    workload = _hogging(_burstable({MEMORY: "32Mi", SWAP: "16Mi"}), ("app",), 96, reclaim=True, wait_for=trigger)
+    workload = _hogging(_burstable(limits, memory_request), ("app",), 96, reclaim=True, wait_for=trigger)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
     handle, expected = deployed.handle(workload.name), deployed.expected(workload.name)
     check_admission(handle, expected)
     check_qos(handle, expected, None)
+    handle.wait_running()  # with no swap room the hog is at once at rest: its cgroup and trigger need it started
     full = _wait_swap_full(handle, "app")
     rest, at_rest = full.evidence.container("app").cgroup, "memory.swap.current with swap full, at rest"
+    # The limit it fills is the oracle's (limits.swap, or LimitedSwap's share of the request): a node writing another
+    # memory.swap.max would make "filled to its limit and no further" prove nothing.
+    rows = [row for row in compare_pod(expected, full.evidence)
+            if row.container == "app" and row.file == "memory.swap.max"]
     if _readable(full.evidence, "app"):
         ceiling = _ceiling(full, ("app",), "memory.swap.max")
-        rows = [compare_measured(workload.name, "app", rest.path, at_rest,
-                                 Band(ceiling - FULL_SLACK, ceiling,
-                                      f"at memory.swap.max {ceiling}, less at most {FULL_SLACK} reclaim skipped"),
-                                 rest.number("memory.swap.current"), REACHED_RULE)]
+        rows += [compare_measured(workload.name, "app", rest.path, at_rest,
+                                  Band(ceiling - FULL_SLACK, ceiling,
+                                       f"at memory.swap.max {ceiling}, less at most {FULL_SLACK} reclaim skipped"),
+                                  rest.number("memory.swap.current"), REACHED_RULE)]
     else:  # the hog ended before its swap was full: the outcome row below says how
-        rows = [compare_value(workload.name, "app", rest.path, at_rest,
-                              Expected("at memory.swap.max, the hog waiting for its trigger", REACHED_RULE), None)]
+        rows += [compare_value(workload.name, "app", rest.path, at_rest,
+                               Expected("at memory.swap.max, the hog waiting for its trigger", REACHED_RULE), None)]
     if full.states["app"].running:
         handle.exec("app", ["python3", "-c", f"open({trigger!r}, 'x').close()"])
     watched = watch_hogs(handle, ("app",), 96)

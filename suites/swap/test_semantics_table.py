@@ -41,6 +41,9 @@ def _burstable_without_swap() -> Pod:
 # workload → (pod, the container whose memory.swap.max the row speaks of, its QoS class)
 ROWS = {
     "omitted-burstable": (_burstable_without_swap, "app", QosClass.BURSTABLE),
+    "omitted-burstable-request-eq-limit": (
+        lambda: with_container(_burstable_without_swap(), "app", requests={MEMORY: "64Mi"}, limits={MEMORY: "64Mi"}),
+        "app", QosClass.BURSTABLE),
     "omitted-guaranteed": (lambda: pod("requests-limits/qos-classes.yaml", "qos-guaranteed"), "app",
                            QosClass.GUARANTEED),
     "omitted-besteffort": (lambda: pod("requests-limits/qos-classes.yaml", "qos-besteffort"), "app",
@@ -53,6 +56,8 @@ ROWS = {
 # The KEP's table: what each row gets in each node mode.
 CELLS = {
     "omitted-burstable": {NO_SWAP: ZERO, LIMITED: CALCULATED, WORKLOAD: ZERO},
+    # KEP-2400 LimitedSwap: a container whose memory request equals its limit gets no swap (GetContainerSwapBehavior).
+    "omitted-burstable-request-eq-limit": {NO_SWAP: ZERO, LIMITED: ZERO, WORKLOAD: ZERO},
     "omitted-guaranteed": {NO_SWAP: ZERO, LIMITED: ZERO, WORKLOAD: ZERO},
     "omitted-besteffort": {NO_SWAP: ZERO, LIMITED: ZERO, WORKLOAD: ZERO},
     "set-container": {NO_SWAP: ZERO, LIMITED: EXPLICIT, WORKLOAD: EXPLICIT},
@@ -83,11 +88,19 @@ def _cell_value(cell: str, p: Pod, container: str, facts: NodeFacts) -> str:
                           facts.page_size))
 
 
+# The upstream swap_test.go entries a cell mirrors: a pod without limits.swap of that class, on NoSwap and LimitedSwap.
+UPSTREAM_ENTRIES = {"omitted-besteffort": "QOS Best-effort", "omitted-burstable": "QOS Burstable",
+                    "omitted-burstable-request-eq-limit": "QOS Burstable with memory request equals to limit",
+                    "omitted-guaranteed": "QOS Guaranteed"}
+UPSTREAM_TABLES = {NO_SWAP: "Swap / with configuration", LIMITED: "Swap / Basic functionality / with configuration"}
+
+
 def _cell_marks(row: str, mode: str) -> list[pytest.MarkDecorator]:
-    """Rows without limits.swap on NoSwap and LimitedSwap are KEP-2400's and hold before 1.38; the rest need
-    KEP-5359 (WorkloadControlledSwap, limits.swap)."""
+    """Rows without limits.swap on NoSwap and LimitedSwap are KEP-2400's and hold before 1.38 (and mirror upstream's
+    swap_test.go entries); the rest need KEP-5359 (WorkloadControlledSwap, limits.swap)."""
     if row.startswith("omitted-") and mode != WORKLOAD:
-        return [pytest.mark.kep2400]
+        return [pytest.mark.kep2400, pytest.mark.upstream_e2e(
+            file="test/e2e_node/swap_test.go", case=f"{UPSTREAM_TABLES[mode]} / {UPSTREAM_ENTRIES[row]}")]
     return [KEP_5359]
 
 

@@ -51,6 +51,37 @@ POD_LEVEL: Mapping[str, tuple[Res | None, Res]] = {
 }
 
 
+# The upstream texts of nodeconf's table ids: resizePolicy entries, "resizing" entries of each table.
+UPSTREAM_POLICIES = {"no-restart": "no restart", "cpu-restart": "cpu restart", "mem-restart": "mem restart",
+                     "cpu-mem-restart": "cpu & mem restart"}
+UPSTREAM_GUARANTEED = {"cpu": "cpu", "mem": "mem", "cpu-mem-same-direction": "cpu & mem in the same direction",
+                       "cpu-mem-opposite-directions": "cpu & mem in opposite directions"}
+UPSTREAM_BURSTABLE = {"cpu-requests": "cpu requests", "cpu-limits": "cpu limits", "mem-requests": "mem requests",
+                      "mem-limits": "mem limits", "all-resources-same-direction": "all resources in the same direction",
+                      "cpu-mem-opposite-directions": "cpu & mem in opposite directions",
+                      "requests-limits-opposite-directions": "requests & limits in opposite directions"}
+UPSTREAM_POD_LEVEL = {"pod-level-cpu": "pod-level cpu", "pod-level-mem": "pod-level mem",
+                      "pod-level-cpu-mem-same-direction": "pod-level cpu & mem in the same direction",
+                      "pod-level-cpu-mem-opposite-directions": "pod-level cpu & mem in opposite directions",
+                      "only-pod-level-cpu": "only pod-level cpu", "only-pod-level-mem": "only pod-level mem"}
+RESIZE_TEST = "test/e2e/common/node/pod_resize.go"
+PLR_RESIZE_TEST = "test/e2e/common/node/pod_level_resources_resize.go"
+
+
+def upstream_cases(table: str, entries: Mapping[str, str]) -> list[str]:
+    """The upstream case texts of a DescribeTableSubtree: each resizePolicy entry × each "resizing" entry."""
+    return [f"{table} / {UPSTREAM_POLICIES[p]} / resizing / {entries[e]}" for p in POLICIES for e in entries]
+
+
+GUARANTEED_CASES = upstream_cases(
+    "Pod InPlace Resize Container / guaranteed qos - 1 container with resize policy", UPSTREAM_GUARANTEED)
+BURSTABLE_CASES = upstream_cases(
+    "Pod InPlace Resize Container / burstable pods - 1 container with all requests & limits set and resize policy",
+    UPSTREAM_BURSTABLE)
+POD_LEVEL_CASES = upstream_cases(
+    "PLR Pod InPlace Resize / PLR guaranteed qos - 1 container with resize policy", UPSTREAM_POD_LEVEL)
+
+
 def expect_restart(policy: str, before: Res, after: Res) -> int:
     """upstream expectRestart: 1 when the container's policy restarts on a resource whose values changed."""
     restart = POLICIES[policy]

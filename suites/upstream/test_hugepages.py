@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
+from fixtures.markers import mirrors
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import CgroupFiles, Node, PodHandle
@@ -32,7 +33,10 @@ from suites.toolkit.kubelet import Applied, Oracle
 from suites.toolkit.pods import hugetlb_toucher
 from suites.upstream.shared import Res, container, make_pod, module_kubelet, shared_deployment
 
-pytestmark = [pytest.mark.upstream_e2e]
+HUGEPAGES_TEST = "test/e2e_node/hugepages_test.go"
+ONE_SIZE = "HugePages / start the pod / with the resources requests that contain only one hugepages resource "
+ONE_SIZE_CASES = tuple(f"{ONE_SIZE} / {api} / should set correct hugetlb mount and limit under the container cgroup"
+                       for api in ("with the backward compatible API", "with the new API"))
 
 APP = "app"
 NONE_POD = "hugepages"  # asks for no huge pages
@@ -105,6 +109,7 @@ def huge(deployed: Deployed, oracle: Oracle) -> Deployed:
 
 @pytest.mark.parametrize(("name", "qos"), [(NONE_POD, QosClass.BURSTABLE), (HUGE_POD, QosClass.GUARANTEED)],
                          ids=["no-hugepages", "hugepages-2Mi"])
+@mirrors(HUGEPAGES_TEST, *ONE_SIZE_CASES)
 def test_pod_matches_the_oracle(deployed: Deployed, oracle: Oracle, name: str, qos: QosClass) -> None:
     """The pods run in their QoS class (upstream CreateSync), every cgroup value the oracle's."""
     if name == HUGE_POD and _pool_reason(oracle):
@@ -136,12 +141,14 @@ def _check_limits(deployed: Deployed, name: str, level: str, ctr: str) -> Mappin
     return want
 
 
+@pytest.mark.kubelet_code
 @pytest.mark.parametrize("level", ["pod", "container"])
 def test_unrequested_sizes_are_limited_to_zero(deployed: Deployed, level: str) -> None:
     """hugetlb.<size>.max of every size the node offers: the oracle's (0, as the pod requests none)."""
     _check_limits(deployed, NONE_POD, level, APP)
 
 
+@mirrors(HUGEPAGES_TEST, *ONE_SIZE_CASES)
 @pytest.mark.parametrize("level", ["pod", "container"])
 def test_requested_size_is_the_limit(huge: Deployed, level: str) -> None:
     """Upstream "should set correct hugetlb mount and limit under the container cgroup": hugetlb.2MB.max of the pod
@@ -151,6 +158,7 @@ def test_requested_size_is_the_limit(huge: Deployed, level: str) -> None:
     assert want["hugetlb.2MB.max"].value == str(LIMIT), f"oracle hugetlb.2MB.max {want['hugetlb.2MB.max'].value}"
 
 
+@pytest.mark.kubelet_code
 @pytest.mark.parametrize("qos", [QosClass.BURSTABLE, QosClass.BEST_EFFORT], ids=["burstable", "besteffort"])
 def test_qos_tiers_leave_huge_pages_unbounded(deployed: Deployed, node: Node, base_config: KubeletConfig,
                                               qos: QosClass) -> None:
@@ -170,6 +178,7 @@ def _events_max(handle: PodHandle) -> int:
                  if key == "max"), 0)
 
 
+@mirrors(HUGEPAGES_TEST, *ONE_SIZE_CASES)
 def test_pages_beyond_the_limit_fail(huge: Deployed) -> None:
     """The toucher maps and touches 2 MiB pages one by one, one more than its limit: exactly the limit's pages are
     touched (the oracle's pod hugetlb.2MB.max ÷ 2 MiB), the next stops the program (SIGBUS at the fault, or ENOMEM

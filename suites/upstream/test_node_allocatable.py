@@ -36,7 +36,10 @@ from suites.toolkit.kubelet import Applied, Oracle
 from suites.toolkit.pods import PROGRAMS_DIR
 from suites.upstream.shared import module_kubelet
 
-pytestmark = [pytest.mark.upstream_e2e]
+pytestmark = [pytest.mark.upstream_e2e(
+    file="test/e2e_node/node_container_manager_test.go",
+    case="Node Container Manager [Serial] / Validate Node Allocatable [NodeFeature:NodeAllocatable] / "
+         "sets up the node and runs the test")]
 
 PID = "pid"
 SYSTEM, KUBE = "system-reserved", "kube-reserved"

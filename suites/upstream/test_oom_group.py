@@ -25,7 +25,10 @@ from suites.toolkit.kubelet import Applied, Oracle
 from suites.toolkit.pods import memhog
 from suites.upstream.shared import Res, container, make_pod, module_kubelet, shared_deployment
 
-pytestmark = [pytest.mark.upstream_e2e]
+pytestmark = [pytest.mark.upstream_e2e(
+    file="test/e2e_node/oomkiller_linux_test.go",
+    case="OOMKiller [LinuxOnly] [NodeConformance] / multi process container / "
+         "The containers terminated by OOM killer should have the reason set to OOMKilled")]
 
 APP = "app"
 HOG_MIB = 96

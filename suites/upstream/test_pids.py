@@ -23,7 +23,9 @@ from suites.toolkit.kubelet import Applied, Oracle
 from suites.toolkit.pods import forker
 from suites.upstream.shared import Res, container, make_pod, module_kubelet, shared_deployment
 
-pytestmark = [pytest.mark.upstream_e2e]
+pytestmark = [pytest.mark.upstream_e2e(
+    file="test/e2e_node/pids_test.go",
+    case="PodPidsLimit / With config updated with pids limits / should set pids.max for Pod")]
 
 LIMIT = 32
 # Twice the limit: a node that ignores podPidsLimit lets every fork through and the check sees no refusal.

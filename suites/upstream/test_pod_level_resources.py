@@ -22,7 +22,13 @@ from suites.toolkit.compare import PAUSE, assert_matches, compare_pod
 from suites.toolkit.kubelet import Applied, Oracle
 from suites.upstream.shared import Res, container, make_pod, module_kubelet, shared_deployment
 
-pytestmark = [pytest.mark.upstream_e2e, pytest.mark.min_profile("1.36")]
+# The upstream It texts of the seven entries mirrored here (two entries share the first text).
+UPSTREAM_CASES = ("Guaranteed QoS pod with container resources", "Guaranteed QoS pod, no container resources",
+                  "Guaranteed QoS pod, 1 container with resources", "Burstable QoS pod, no container resources",
+                  "Burstable QoS pod with container resources", "Burstable QoS pod, 1 container with resources")
+pytestmark = [*(pytest.mark.upstream_e2e(file="test/e2e/common/node/pod_level_resources.go",
+                                         case=f"Pod Level Resources / {case}") for case in UPSTREAM_CASES),
+              pytest.mark.min_profile("1.36")]
 
 UPSTREAM = "upstream test/e2e/common/node/pod_level_resources.go podLevelResourcesTests"
 

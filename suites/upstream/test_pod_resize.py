@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
+from fixtures.markers import mirrors
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.manifest_writer import pod_to_dict
@@ -28,18 +29,23 @@ from suites.toolkit.kubelet import Applied, Kubelet, Oracle
 from suites.toolkit.resize import decision, status_rows
 from suites.upstream.resize_table import (
     BURSTABLE,
+    BURSTABLE_CASES,
     BURSTABLE_ORIGINAL,
     GUARANTEED,
+    GUARANTEED_CASES,
     GUARANTEED_ORIGINAL,
     PLR_ORIGINAL,
+    PLR_RESIZE_TEST,
     PLR_WITH_CONTAINERS,
     POD_LEVEL,
+    POD_LEVEL_CASES,
+    RESIZE_TEST,
     expect_pod_level_restart,
     expect_restart,
 )
 from suites.upstream.shared import POLICIES, Res, container, make_pod, module_kubelet, shared_deployment
 
-pytestmark = [pytest.mark.upstream_e2e, pytest.mark.min_profile("1.35")]
+pytestmark = [pytest.mark.min_profile("1.35")]
 
 RESIZE = "upstream test/e2e/common/node/pod_resize.go doPatchAndRollback (oracle: decide_resize)"
 PLR_RESIZE = "upstream test/e2e/common/node/pod_level_resources_resize.go doPatchAndRollbackPLR"
@@ -101,6 +107,8 @@ def pod_level_only(node: Node, oracle: Oracle, base_config: KubeletConfig,
                            table_pod("resize-plr-only", dict.fromkeys(POLICIES), PLR_ORIGINAL))
 
 
+@mirrors(RESIZE_TEST, *GUARANTEED_CASES, *BURSTABLE_CASES)
+@mirrors(PLR_RESIZE_TEST, *POD_LEVEL_CASES)
 @pytest.mark.parametrize("table", ["guaranteed", "burstable", "pod_level", "pod_level_only"])
 def test_table_pod_deployed(request: pytest.FixtureRequest, table: str) -> None:
     """Each table pod as first deployed, before any resize: every cgroup value as the oracle says. A mismatch here
@@ -192,6 +200,7 @@ def _container_case(oracle: Oracle, pod: Resizable, original: Res, desired: Res,
     assert_matches(f"pod {pod.original.ref} container {policy} resize {entry} and rollback", rows)
 
 
+@mirrors(RESIZE_TEST, *GUARANTEED_CASES)
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("entry", list(GUARANTEED))
 def test_guaranteed_resize(oracle: Oracle, guaranteed: Resizable, entry: str, policy: str) -> None:
@@ -200,6 +209,7 @@ def test_guaranteed_resize(oracle: Oracle, guaranteed: Resizable, entry: str, po
     _container_case(oracle, guaranteed, GUARANTEED_ORIGINAL, GUARANTEED[entry], policy, entry)
 
 
+@mirrors(RESIZE_TEST, *BURSTABLE_CASES)
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("entry", list(BURSTABLE))
 def test_burstable_resize(oracle: Oracle, burstable: Resizable, entry: str, policy: str) -> None:
@@ -208,6 +218,7 @@ def test_burstable_resize(oracle: Oracle, burstable: Resizable, entry: str, poli
     _container_case(oracle, burstable, BURSTABLE_ORIGINAL, BURSTABLE[entry], policy, entry)
 
 
+@mirrors(PLR_RESIZE_TEST, *POD_LEVEL_CASES)
 @pytest.mark.parametrize("entry", list(POD_LEVEL))
 def test_pod_level_resize(oracle: Oracle, pod_level: Resizable, pod_level_only: Resizable, entry: str) -> None:
     """"PLR guaranteed qos - 1 container with resize policy resizing [entry]": spec.resources resized and rolled

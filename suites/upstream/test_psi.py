@@ -32,7 +32,7 @@ from suites.toolkit.pods import memhog, workload
 from suites.toolkit.tolerance import Band
 from suites.upstream.shared import Res, container, make_pod, module_kubelet, shared_deployment
 
-pytestmark = [pytest.mark.upstream_e2e, pytest.mark.needs_psi, pytest.mark.min_profile("1.36")]
+pytestmark = [pytest.mark.kubelet_code, pytest.mark.needs_psi, pytest.mark.min_profile("1.36")]
 
 PSI = "kernel psi.rst Pressure interface: some/full avg10 avg60 avg300 total (cgroup-v2.rst *.pressure)"
 STALL = ("kernel mm/memcontrol.c reclaim_high and mem_cgroup_handle_over_high run inside psi_memstall_enter/leave, "

@@ -22,7 +22,6 @@ from nodeconf.nodes.transport.ssh import SshTransport
 pytestmark = pytest.mark.vm
 
 CGROUP = "/sys/fs/cgroup"
-FOREIGN_POD = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podX.slice"
 # Start `sleep` inside a cgroup (its path is $1) detached from the SSH session; print its pid once it is inside.
 START_IN_CGROUP = r"""
 mkdir -p "$1" || exit 1
@@ -60,16 +59,22 @@ for d; do rmdir "$d"; done
     ssh.check_output(["sh", "-c", script, "rm", str(pid), *(f"{CGROUP}/{c}" for c in cgroups)])
 
 
-def test_a_node_running_a_kubelet_is_refused_and_its_pod_survives(reference_vm: VirtualMachine,
-                                                                   ssh: SshTransport) -> None:
-    scope = f"{FOREIGN_POD}/cri-containerd-foreign.scope"
+@pytest.mark.parametrize("prefix", ["", "kubelet.slice/kubelet-"], ids=["kubepods", "custom-cgroup-root"])
+def test_a_node_running_a_kubelet_is_refused_and_its_pod_survives(reference_vm: VirtualMachine, ssh: SshTransport,
+                                                                   prefix: str) -> None:
+    """A kubelet's pod in kubepods.slice, or under kind's cgroupRoot /kubelet (kubelet.slice/kubelet-kubepods.slice;
+    issue 26 item 9), found on the VM's cgroup2 file system."""
+    name = prefix.rsplit("/", 1)[-1]
+    kubepods = f"{prefix}kubepods.slice"
+    pod = f"{kubepods}/{name}kubepods-burstable.slice/{name}kubepods-burstable-podX.slice"
+    scope = f"{pod}/cri-containerd-foreign.scope"
     pid = start_foreign(ssh, scope)
-    parents = [scope, FOREIGN_POD, "kubepods.slice/kubepods-burstable.slice", "kubepods.slice"]
+    parents = [scope, pod, pod.rsplit("/", 1)[0], kubepods, *(["kubelet.slice"] if prefix else [])]
     try:
         node = EnforcedNode(reference_vm.ssh(), EnforcerSettings())
         with pytest.raises(NodeError) as refused:
             node.start()
-        assert str(refused.value) == foreign_message(Path(CGROUP) / "kubepods.slice")
+        assert str(refused.value) == foreign_message(Path(CGROUP) / kubepods)
         assert alive_in(ssh, pid, scope), "the kubelet's container process was killed"
         assert ssh.run(["kill", "-0", str(pid)]).rc == 0
         for cgroup in parents:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tarfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -37,3 +38,7 @@ def test_nodeconf_run_passes_every_suite_on_the_reference_vm(tmp_path: Path) -> 
     html = (reports / "html" / "nodeconf-report.html").read_text()
     assert "PASS" in html and all(name in html for name in SUITES)
     assert f"{counts['tests']} checks: 0 failed, 0 broken, 0 skipped, {counts['tests']} passed" in done.stdout
+    assert "(no source)" not in html and "reference image " in html  # every check's source, the image's key
+    with tarfile.open(reports / "nodeconf-results.tar.gz") as archive:
+        assert {"nodeconf-results/junit.xml", "nodeconf-results/summary.json",
+                "nodeconf-results/html/nodeconf-report.html"} <= set(archive.getnames())

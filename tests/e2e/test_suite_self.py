@@ -37,6 +37,7 @@ CPU_WEIGHT = 'value of cgroup "cpu.weight" for container'
 MEMORY_HIGH = ('value of cgroup "memory.high" for container "app"', "; expected ", "(rule: ")
 SWAP_MAX = ('value of cgroup "memory.swap.max" for container', "; expected ", "(rule: ")
 TABLE = "suites/swap/test_semantics_table.py"
+PRESSURE = "suites/swap/test_pressure.py"
 PIDS = "suites/upstream/test_pids.py"
 OOM_GROUP = "suites/upstream/test_oom_group.py"
 HUGEPAGES = "suites/upstream/test_hugepages.py"
@@ -85,6 +86,14 @@ CASES = {
         **{f"test_semantics_table_cell[vm-{row}-limitedswap]": SWAP_MAX
            for row in ("set-container", "set-pod", "set-zero")},
         **{f"test_kep_example[vm-{example}-limitedswap]": SWAP_MAX for example in EXPLICIT_SWAP_EXAMPLES},
+    }),
+    # LimitedSwap without GetContainerSwapBehavior's request == limit exclusion: a Burstable container whose memory
+    # request equals its limit gets its request's share of swap, so its table cell and its pressure check (both
+    # expect memory.swap.max 0) fail; the fill-to-the-share check (request 16Mi < limit 32Mi) is untouched.
+    "limited-swap-ignores-request-limit": FaultCase("limited-swap=ignore-request-limit", (
+        TABLE, PRESSURE, "-k", "request-eq-limit-limitedswap or limitedswap-proportional or limitedswap-request"), {
+        "test_semantics_table_cell[vm-omitted-burstable-request-eq-limit-limitedswap]": SWAP_MAX,
+        "test_swap_fills_to_its_limit_then_oom_kills[vm-limitedswap-request-eq-limit]": SWAP_MAX,
     }),
     # A node that ignores podPidsLimit (upstream e2e_node pids_test.go): the pod's pids.max stays "max", so the value
     # check and the fork check (no refusal among twice the limit, no pids.events max) fail; the pod's other cgroup

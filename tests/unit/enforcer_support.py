@@ -11,6 +11,7 @@ from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.lifecycle import NO_FAULTS, Backoff, Faults
 from nodeconf.enforcer.oracle import decide_resize, expect
+from nodeconf.enforcer.ownership import agent_owner
 from nodeconf.node_facts import NodeFacts
 from suites.toolkit.builders import KI, container, pod_manifest
 
@@ -26,7 +27,7 @@ def make_agent(tmp_path: Path, faults: Faults = NO_FAULTS,
     state = tmp_path / "state"
     root.mkdir(exist_ok=True)
     state.mkdir(exist_ok=True)
-    agent = Agent(CgroupTree(root), state, facts, expect, decide_resize, faults=faults,
+    agent = Agent(CgroupTree(root, owner=agent_owner(state)), state, facts, expect, decide_resize, faults=faults,
                   node_memory_used=node_memory_used, backoff=Backoff(initial=0.05, cap=0.2))
     agent.recover()
     return agent

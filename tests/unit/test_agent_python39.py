@@ -140,10 +140,10 @@ def test_the_agent_serves_a_pod_under_python39(node_python: tuple[str, Path]) ->
     python, work = node_python
     (work / "cgroup").mkdir()
     settings = EnforcerSettings(cgroup_root=str(work / "cgroup"), remote_dir=str(work / "opt"),
-                                state_dir=str(work / "state"), python=python, backoff=0.1)
+                                state_dir=str(work / "state"), python=python, backoff=0.1, stand_in=True)
     node = EnforcedNode(LocalTransport(), settings, spec="local").start()
     try:
-        agent_pid = int((work / "state" / "agent.pid").read_text())
+        agent_pid = int((work / "state" / "agent.pid").read_text().split()[0])
         assert os.readlink(f"/proc/{agent_pid}/exe").endswith("python3.9")
         handle = node.run(typed_pod(res_demo()))
         assert handle.admitted

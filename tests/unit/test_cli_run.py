@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sys
+import tarfile
 import tempfile
 import textwrap
 import xml.etree.ElementTree as ET
@@ -209,7 +210,7 @@ def test_run_labels_parameters_and_enforcer_log(full_run: FullRun) -> None:
     results = {str(result["name"]): result for result in _results(full_run.project)}
     failed = results["test_memory_high_fails"]
     assert (_labels(failed, "epic"), _labels(failed, "feature"), _labels(failed, "story")) == (
-        ["Memory QoS v1.36"], ["swap"], ["memory high fails"])
+        ["Memory QoS v1.36 post"], ["swap"], ["memory high fails"])
     assert _labels(results["test_swap_limit_passes"], "epic") == ["KEP-5359"]
     assert failed["parameters"] == [{"name": "node", "value": "'local'"}, {"name": "profile", "value": "'1.36'"}]
     logged = {name for name, result in results.items() if "enforcer log" in _attachment_names(result)}
@@ -254,6 +255,8 @@ def test_pytest_usage_error_never_reports_an_earlier_run(project: Path, capfd: p
         pytest.param(("--profile", "latest"), 'must look like "1.36"', id="bad-profile"),
         pytest.param(("--node", "local", "--node", "local?cpu-weight-formula=linear"),
                      "--node: two nodes are named 'local'", id="same-name"),
+        pytest.param(("--node", "local", "--node", "local?name=b"),
+                     r"--node: nodes local and b are the same machine \(local\)", id="same-machine"),
         pytest.param(("--kubelet-config", "missing.yaml"), "missing.yaml: --kubelet-config: no such file",
                      id="missing-kubelet-config"),
     ],
@@ -333,6 +336,24 @@ def test_run_writes_summary_json(full_run: FullRun) -> None:
     recorded = {"memory_capacity": "1073741824", "swap_capacity": "536870912", "kernel_version": "6.1.0-28-amd64",
                 "runtime": "runc", "runtime_version": "1.1.5", "cpu_weight_formula": "linear"}  # the CONFTEST's
     assert recorded.items() <= node["facts"].items()
+
+
+def test_run_writes_one_results_archive(full_run: FullRun) -> None:
+    reports = full_run.project / "reports"
+    with tarfile.open(reports / "nodeconf-results.tar.gz") as archive:
+        names = set(archive.getnames())
+        summary = archive.extractfile("nodeconf-results/summary.json")
+        assert summary is not None and summary.read() == (reports / "summary.json").read_bytes()
+    assert {"nodeconf-results/junit.xml", "nodeconf-results/html/nodeconf-report.html",
+            "nodeconf-results/allure-results/environment.properties"} <= names
+    assert all(name.startswith("nodeconf-results/") for name in names)
+
+
+def test_a_failed_run_writes_its_archive_too(project: Path) -> None:
+    assert run_cli.run(_args("--", "-k", "errors")) == 2
+    with tarfile.open(project / "reports" / "nodeconf-results.tar.gz") as archive:
+        names = set(archive.getnames())
+    assert {"nodeconf-results/summary.json", "nodeconf-results/junit.xml"} <= names
 
 
 def test_run_html_header_names_what_judged_the_node(full_run: FullRun) -> None:

@@ -1,12 +1,14 @@
-"""The enforcer's `limited-swap=ignore-explicit` fault: on LimitedSwap only, pods lose their limits.swap."""
+"""The enforcer's LimitedSwap faults: `ignore-explicit` (pods lose their limits.swap) and `ignore-request-limit`
+(a memory request equal to its limit counts as one byte lower), on LimitedSwap only."""
 
 from __future__ import annotations
 
 import pytest
 
 from nodeconf.enforcer.lifecycle import Faults
-from nodeconf.manifest import SWAP
-from suites.toolkit.pods import pod
+from nodeconf.manifest import MEMORY, SWAP, Pod
+from nodeconf.quantity import Quantity
+from suites.toolkit.pods import pod, with_container
 
 
 def test_parse_names_every_fault_on_a_bad_one() -> None:
@@ -23,3 +25,28 @@ def test_only_limited_swap_loses_explicit_limits(mode: str, stripped: bool) -> N
     limits = [c.resources.limits for c in seen.containers] + [seen.resources.limits if seen.resources else {}]
     assert any(SWAP in lim for lim in limits) is not stripped
     assert Faults().pods_seen([mixed], mode) == [mixed]
+
+
+def _memory(p: Pod, name: str) -> tuple[Quantity | None, Quantity | None]:
+    c = next(c for c in p.containers if c.name == name)
+    return c.resources.request(MEMORY), c.resources.limit(MEMORY)
+
+
+@pytest.mark.parametrize(("mode", "faulty"), [("LimitedSwap", True), ("WorkloadControlledSwap", False),
+                                              ("NoSwap", False)])
+def test_ignore_request_limit_makes_equal_request_one_byte_lower(mode: str, faulty: bool) -> None:
+    """`limited-swap=ignore-request-limit`: on LimitedSwap a Burstable container whose memory request equals its
+    limit is computed as if its request were one byte lower (so GetContainerSwapBehavior's exclusion never fires)."""
+    equal = with_container(pod("requests-limits/qos-classes.yaml", "qos-burstable"), "app",
+                           requests={MEMORY: "64Mi"}, limits={MEMORY: "64Mi"})
+    assert Faults.parse(["limited-swap=ignore-request-limit"]).limited_swap_ignores_request_limit
+    [seen] = Faults(limited_swap_ignores_request_limit=True).pods_seen([equal], mode)
+    request, limit = _memory(seen, "app")
+    assert limit is not None and limit.value() == 64 * 2**20
+    assert request is not None and request.value() == 64 * 2**20 - (1 if faulty else 0)
+
+
+def test_ignore_request_limit_keeps_guaranteed_pods_guaranteed() -> None:
+    """A container with equal cpu request and limit may belong to a Guaranteed pod: it is left alone."""
+    guaranteed = pod("requests-limits/qos-classes.yaml", "qos-guaranteed")
+    assert Faults(limited_swap_ignores_request_limit=True).pods_seen([guaranteed], "LimitedSwap") == [guaranteed]

@@ -139,7 +139,7 @@ def test_serve_on_a_foreign_node_exits_with_one_line_and_writes_nothing(tmp_path
     root = tmp_path / "cgroup"
     foreign_tree(root)
     before = snapshot(tmp_path)
-    done = run_enforcer("serve", "--daemon", "--root", str(root), "--state-dir", str(tmp_path / "state"),
+    done = run_enforcer("serve", "--stand-in", "--daemon", "--root", str(root), "--state-dir", str(tmp_path / "state"),
                         "--socket", str(tmp_path / "agent.sock"))
     assert done.returncode == FOREIGN_TREE
     assert done.stderr == f"{foreign_message(root / 'kubepods.slice')}\n"
@@ -151,7 +151,7 @@ def test_cleanup_removes_only_marked_cgroups(tmp_path: Path) -> None:
     root.mkdir()
     CgroupTree(root).ensure(POD)
     scope = foreign_tree(root, "kubepods/burstable/podX/foreign")
-    done = run_enforcer("cleanup", "--root", str(root))
+    done = run_enforcer("cleanup", "--stand-in", "--root", str(root))
     assert done.returncode == 0
     assert done.stderr == f"nodeconf agent: left {root / 'kubepods'} in place: not created by nodeconf\n"
     assert not (root / "kubepods.slice").exists()
@@ -183,7 +183,8 @@ def test_cleanup_kills_the_recorded_processes(tmp_path: Path, sleeper: subproces
     record = {"pid": sleeper.pid, "pidStart": process_start(sleeper.pid)}
     (state / "state.json").write_text(json.dumps({"pods": [{"containers": [record]}]}))
     (tmp_path / "cgroup").mkdir()
-    assert run_enforcer("cleanup", "--root", str(tmp_path / "cgroup"), "--state-dir", str(state)).returncode == 0
+    done = run_enforcer("cleanup", "--stand-in", "--root", str(tmp_path / "cgroup"), "--state-dir", str(state))
+    assert done.returncode == 0
     assert sleeper.wait(timeout=5) == -signal.SIGKILL
 
 

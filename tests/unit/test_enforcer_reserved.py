@@ -135,7 +135,7 @@ def test_cleanup_removes_the_reserves_the_state_file_names(tmp_path: Path) -> No
     agent = make_agent(tmp_path)
     agent.configure(upstream_config())
     (agent.tree.root / "other").mkdir()
-    assert main(["cleanup", "--root", str(agent.tree.root), "--state-dir", str(agent.state_dir)]) == 0
+    assert main(["cleanup", "--stand-in", "--root", str(agent.tree.root), "--state-dir", str(agent.state_dir)]) == 0
     assert dirs(agent.tree.root) == ["other"]
 
 

@@ -125,11 +125,12 @@ def test_enforcer_imports_only_stdlib_model_semantics(path: Path) -> None:
         (("nodeconf/nodes/kube",), "nodeconf.nodes.enforced"),
         (("nodeconf/nodes/transport",), "nodeconf.nodes.enforced"),
         (("nodeconf/nodes/transport",), "nodeconf.nodes.kube"),
+        (("nodeconf", "infra", "fixtures", "suites"), "tools"),
     ],
     ids=["oracle-and-enforcer-not-nodes", "oracle-not-enforcer", "suites-not-enforcer", "fixtures-not-suites",
          "library-not-fixtures", "library-not-suites",
          "nodes-not-infra", "kube-driver-not-enforcer", "kube-driver-not-enforced-driver",
-         "transport-not-enforced-driver", "transport-not-kube-driver"],
+         "transport-not-enforced-driver", "transport-not-kube-driver", "checks-not-developer-tools"],
 )
 def test_never_imported(packages: tuple[str, ...], forbidden: str) -> None:
     files = python_files(*packages)
@@ -140,7 +141,7 @@ def test_never_imported(packages: tuple[str, ...], forbidden: str) -> None:
 
 def test_no_module_imports_a_conftest() -> None:
     """Fixtures are registered by conftest files; their classes and helpers live in modules (suites/toolkit)."""
-    files = python_files("nodeconf", "infra", "fixtures", "suites", "tests", "benchmarks")
+    files = python_files("nodeconf", "infra", "fixtures", "suites", "tests", "benchmarks", "tools")
     bad = {module_name(p): sorted(n for n in imports(p) if n.split(".")[-1] == "conftest") for p in files}
     assert not {m: n for m, n in bad.items() if n}, f"conftest imported by {bad}"
 

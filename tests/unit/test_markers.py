@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.markers import marker_problems, not_applicable, profile_too_old
+from fixtures.markers import marker_problems, mirrors, not_applicable, profile_too_old
 from nodeconf.node_facts import NodeFacts
 
 pytest_plugins = ("pytester",)
@@ -28,12 +28,45 @@ GIB = 1024**3
          "marker 'min_profile' takes one profile version out of 1.34, 1.35, 1.36, 1.37, 1.38, got ('1.40',)"),
         ("needs_swap", ("yes",), {}, "marker 'needs_swap' takes no arguments, got ('yes',)"),
         ("disruptive", (), {"serial": True}, "marker 'disruptive' takes no keyword arguments, got {'serial': True}"),
+        ("upstream_e2e", (), {"file": "test/e2e_node/swap_test.go", "case": "Swap / with configuration"}, None),
+        ("upstream_e2e", (), {"file": "test/e2e/common/node/pod_resize.go", "case": "Pod InPlace Resize Container"},
+         None),
+        ("upstream_e2e", (), {"file": "test/e2e/node/pods.go", "case": "Pods Extended"}, None),
+        ("upstream_e2e", (), {},
+         "marker 'upstream_e2e' takes file=\"test/e2e_node/…_test.go\" and case=\"Describe / It\" only, got () {}"),
+        ("upstream_e2e", (), {"file": "test/e2e_node/swap_test.go"},
+         "marker 'upstream_e2e' takes file=\"test/e2e_node/…_test.go\" and case=\"Describe / It\" only, got () "
+         "{'file': 'test/e2e_node/swap_test.go'}"),
+        ("upstream_e2e", ("test/e2e_node/swap_test.go",), {"case": "Swap"},
+         "marker 'upstream_e2e' takes file=\"test/e2e_node/…_test.go\" and case=\"Describe / It\" only, got "
+         "('test/e2e_node/swap_test.go',) {'case': 'Swap'}"),
+        ("upstream_e2e", (), {"file": "test/e2e/apps/job.go", "case": "Job"},
+         "marker 'upstream_e2e' file must be a .go file under test/e2e_node/, test/e2e/common/node/, test/e2e/node/, "
+         "got 'test/e2e/apps/job.go'"),
+        ("upstream_e2e", (), {"file": "test/e2e_node/swap_test.py", "case": "Swap"},
+         "marker 'upstream_e2e' file must be a .go file under test/e2e_node/, test/e2e/common/node/, test/e2e/node/, "
+         "got 'test/e2e_node/swap_test.py'"),
+        ("upstream_e2e", (), {"file": "test/e2e_node/swap_test.go", "case": " "},
+         "marker 'upstream_e2e' case must be the upstream case's text, got ' '"),
     ],
     ids=["source", "kernel", "profile", "builtin", "typo", "kernel-float", "kernel-no-minor", "kernel-missing",
-         "profile-unknown", "flag-with-arg", "flag-with-kwarg"],
+         "profile-unknown", "flag-with-arg", "flag-with-kwarg", "upstream-e2e-node", "upstream-common-node",
+         "upstream-e2e-node-dir", "upstream-bare", "upstream-no-case", "upstream-positional", "upstream-outside-node",
+         "upstream-not-go", "upstream-blank-case"],
 )
 def test_marker_problems(name: str, args: tuple[object, ...], kwargs: dict[str, object], problem: str | None) -> None:
     assert marker_problems(name, args, kwargs, REGISTERED) == ([problem] if problem else [])
+
+
+def test_mirrors_puts_one_marker_per_case() -> None:
+    @mirrors("test/e2e_node/pids_test.go", "PodPidsLimit / a", "PodPidsLimit / b")
+    def check() -> None:
+        pass
+
+    marks = [(m.name, m.args, m.kwargs) for m in getattr(check, "pytestmark", [])]
+    assert sorted(marks, key=str) == [
+        ("upstream_e2e", (), {"file": "test/e2e_node/pids_test.go", "case": "PodPidsLimit / a"}),
+        ("upstream_e2e", (), {"file": "test/e2e_node/pids_test.go", "case": "PodPidsLimit / b"})]
 
 
 @pytest.mark.parametrize(
@@ -103,6 +136,12 @@ def _suite(pytester: pytest.Pytester, body: str) -> None:
                      id="bad-argument-even-when-deselected"),
         pytest.param("def test_a():\n    pass\n", (), ["*test_a: a suite test needs a source marker*"],
                      id="no-source-marker"),
+        pytest.param("@pytest.mark.upstream_e2e\ndef test_a():\n    pass\n", (),
+                     ["*test_a: marker 'upstream_e2e' takes file=* and case=* only, got () {}*"],
+                     id="upstream-without-file-and-case"),
+        pytest.param("@pytest.mark.upstream_e2e(file='test/e2e/apps/job.go', case='Job')\ndef test_a():\n    pass\n",
+                     (), ["*test_a: marker 'upstream_e2e' file must be a .go file under test/e2e_node/*"],
+                     id="upstream-outside-the-node-tests"),
         pytest.param("@pytest.mark.kep5359\ndef test_a():\n    pass\n", ("--profile", "1.99"),
                      ["*--profile '1.99' is not one of 1.34, 1.35, 1.36, 1.37, 1.38*"], id="unknown-profile"),
     ],

@@ -32,6 +32,7 @@ LEDGER = Path(os.environ["FAKE_NODE_LEDGER"])
 class FakeNode:
     def __init__(self, spec):
         self.spec = spec
+        self.image = f"image-{spec.name}.qcow2, sha256 0123"
 
     def facts(self):
         return NodeFacts(memory_capacity=1 << 30, kernel_version=f"6.1-{self.spec.name}")
@@ -104,7 +105,7 @@ def run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 def test_collect_two_nodes_gives_each_check_once_per_node(project: pytest.Pytester) -> None:
     result = project.runpytest("--collect-only", "-q", "-p", "no:randomly", "--node", "local",
-                               "--node", "local?name=b")
+                               "--node", "vm?name=b")
     ids = [line for line in result.outlines if "::" in line]
     assert sorted(ids) == sorted([
         "test_checks.py::test_plain[local]", "test_checks.py::test_plain[b]",
@@ -115,7 +116,7 @@ def test_collect_two_nodes_gives_each_check_once_per_node(project: pytest.Pytest
 
 def test_two_nodes_one_worker_each(project: pytest.Pytester) -> None:
     """One xdist run checks the worker per node, JUnit's testsuites, the environment files and the node labels."""
-    result = run(project, "-n", "2", "--node", "local", "--node", "local?name=b")
+    result = run(project, "-n", "2", "--node", "local", "--node", "vm?name=b")
     assert result.ret == pytest.ExitCode.OK, result.outlines
     events = ledger(project)
     opened = {(name, worker) for event, name, _, worker in events if event == "open"}
@@ -143,6 +144,7 @@ def assert_junit_per_node(path: Path) -> None:
 def assert_environment_per_node(allure: Path) -> None:
     environment_b = (allure / "environment-b.properties").read_text()
     assert "name=b\n" in environment_b and "kernel_version=6.1-b\n" in environment_b
+    assert "image=image-b.qcow2, sha256 0123\n" in environment_b  # what the node booted from, for its scope
     assert "kernel_version" not in (allure / "environment.properties").read_text()
     raw = [json.loads(path.read_text()) for path in allure.glob("*-result.json")]
     assert len({result["historyId"] for result in raw}) == 7  # the same check on two nodes: two histories
@@ -151,7 +153,7 @@ def assert_environment_per_node(allure: Path) -> None:
 
 
 def test_a_node_that_cannot_be_opened_breaks_only_its_checks(project: pytest.Pytester) -> None:
-    result = run(project, "-n", "2", "--node", "local", "--node", "local?name=down")
+    result = run(project, "-n", "2", "--node", "local", "--node", "vm?name=down")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     errors = {line.split()[1] for line in result.outlines if line.startswith("ERROR")}
     assert errors == {"test_checks.py::test_plain[down]", "test_checks.py::test_table[down-burstable]",
@@ -176,7 +178,7 @@ def test_a_bad_matrix_stops_pytest(project: pytest.Pytester, matrix: str, messag
 
 def test_own_profiles_need_one_worker_per_node(project: pytest.Pytester) -> None:
     matrix = project.path / "matrix.yaml"
-    matrix.write_text("- {node: local, profile: '1.35'}\n- {node: 'local?name=b'}\n")
+    matrix.write_text("- {node: local, profile: '1.35'}\n- {node: 'vm?name=b'}\n")
     result = project.runpytest("--collect-only", "-q", "--matrix", str(matrix))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert any("run one xdist worker per node (-n 2" in line for line in result.errlines), result.errlines

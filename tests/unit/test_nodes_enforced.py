@@ -28,7 +28,8 @@ from suites.toolkit.builders import container, pod_manifest, typed_pod
 def local_settings(tmp_path: Path, faults: tuple[str, ...] = ()) -> EnforcerSettings:
     (tmp_path / "cgroup").mkdir(exist_ok=True)
     return EnforcerSettings(cgroup_root=str(tmp_path / "cgroup"), remote_dir=str(tmp_path / "opt"),
-                            state_dir=str(tmp_path / "state"), python=sys.executable, backoff=0.1, faults=faults)
+                            state_dir=str(tmp_path / "state"), python=sys.executable, backoff=0.1, faults=faults,
+                            stand_in=True)
 
 
 @pytest.fixture
@@ -111,7 +112,7 @@ def test_bad_requests_answered() -> None:
 
 def test_a_second_agent_is_refused_and_leaves_the_first_alone(tmp_path: Path, local_node: EnforcedNode) -> None:
     handle = local_node.run(typed_pod(res_demo()))
-    with pytest.raises(NodeError, match=r"another agent is running at .*; stop it first"):
+    with pytest.raises(NodeError, match=r"another agent \(pid \d+\) holds .*agent.lock: one run per node; stop that"):
         EnforcedNode(LocalTransport(), local_settings(tmp_path)).start()
     assert handle.status().container("hello").running
     assert (tmp_path / "state" / "state.json").exists()

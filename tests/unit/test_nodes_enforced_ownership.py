@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import secrets
 import sys
 import time
 from pathlib import Path
@@ -65,7 +66,10 @@ def test_a_symlink_to_a_marked_directory_is_refused(tmp_path: Path) -> None:
 def test_a_marked_leftover_is_replaced_and_only_this_sessions_directory_removed(tmp_path: Path) -> None:
     settings = local_settings(tmp_path)
     leftover = canary(Path(settings.remote_dir))
-    (leftover / MARKER_FILE).write_text("an earlier run\n")
+    earlier = secrets.token_hex(16)  # an earlier, killed run's push marked both directories with its token
+    (leftover / MARKER_FILE).write_text(f"{earlier}\n")
+    Path(settings.state_dir).mkdir()
+    (Path(settings.state_dir) / MARKER_FILE).write_text(f"{earlier}\n")
     node = EnforcedNode(LocalTransport(), settings).start()
     try:
         assert not (leftover / "precious").exists()

@@ -51,6 +51,7 @@ def test_node_facts_from_node_object_and_probe() -> None:
     assert facts.kernel_version == "6.1.0-28-amd64"
     assert facts.cgroup_controllers == ("cpuset", "cpu", "memory", "pids")
     assert (facts.cpu_weight_formula, facts.measured_cpu_weight_formula) == ("nonlinear", "linear")
+    assert (facts.runtime, facts.runtime_version, facts.kubelet_version) == ("containerd", "2.1.1", "v1.34.2")
 
 
 def test_huge_page_pools_come_from_the_node_capacity() -> None:

@@ -93,6 +93,10 @@ class Cells(HTMLParser):
             self.rows[-1][-1] += data
 
 
+UNKNOWN = "not recorded (the node's facts name no runtime)"
+PLAYED = "nodeconf's enforcer (it plays the kubelet: the node's own kubelet is not exercised)"
+
+
 def test_html_has_a_node_by_check_matrix_with_layer_facts(tmp_path: Path) -> None:
     results = load_results(_results(tmp_path, {"test_x[vm]": "passed", "test_x[b]": "broken",
                                                "test_y[vm-burstable]": "failed", "test_y[b-burstable]": "skipped"}))
@@ -103,6 +107,8 @@ def test_html_has_a_node_by_check_matrix_with_layer_facts(tmp_path: Path) -> Non
         ["spec", "vm", "vm?name=b"],
         ["kernel", "6.12.1-amd64", "6.1.0-13-amd64"],
         ["Debian release", "", "12"],
+        ["containers started by", *[UNKNOWN] * 2],  # no runtime recorded: not guessed
+        ["kubelet", *[PLAYED] * 2],
         ["verdict", "FAIL", "ERROR"],
         ["suites.a#test_x", "passed", "broken"],
         ["suites.a#test_y[burstable]", "failed", "skipped"],

@@ -88,3 +88,9 @@ def test_comparison_csv_shows_accepted_sets_and_absent_values() -> None:
 
 def test_parse_comparison_rejects_other_csv() -> None:
     assert parse_comparison("a,b\n1,2\n") is None
+
+
+def test_flatten_facts_writes_pairs_as_name_value_not_python_tuples() -> None:
+    facts = {"hugepages": ((2 << 20, 16 << 20), (1 << 30, 0)), "kernel_config": (("CONFIG_PSI", "y"),)}
+    assert flatten_facts(facts) == [("hugepages", "2097152=16777216, 1073741824=0"),
+                                    ("kernel_config", "CONFIG_PSI=y")]

@@ -82,10 +82,26 @@ def test_run_header_shows_what_the_node_is_after_the_run() -> None:
                          ("init_version", "systemd 257"), ("runtime", "crun"), ("runtime_version", "1.21"),
                          ("cpu_weight_formula", "linear")])
     terms = [term.split("</dt>")[0] for term in header.split("<dt>")[1:]]
-    assert terms == ["command", "node", "kernel", "init", "init version", "runtime", "runtime version",
-                     "cpu.weight formula", "Debian release"]
+    assert terms == ["command", "node", "kernel", "init", "init version", "cpu.weight formula", "Debian release",
+                     "containers started by", "kubelet"]
     assert "<dt>cpu.weight formula</dt><dd><code>linear</code></dd>" in header
+    assert "<dd><code>the node&#x27;s crun 1.21 (OCI runtime, called by nodeconf&#x27;s enforcer)</code></dd>" in header
 
 
 def test_run_header_without_entries_says_so() -> None:
     assert "No run information was recorded" in run_header([])
+
+
+@pytest.mark.parametrize("program", ["/work/wt-x/nodeconf/__main__.py", "/home/me/venv/bin/nodeconf",
+                                     "/work/wt-x/nodeconf/cli/main.py", "nodeconf"])
+def test_command_line_names_nodeconf_not_where_it_is_installed(program: str) -> None:
+    assert command_line([program, "run", "--node", "vm"]) == "nodeconf run --node vm"
+
+
+def test_command_line_keeps_another_program() -> None:
+    assert command_line(["/usr/bin/pytest", "suites"]) == "/usr/bin/pytest suites"
+
+
+def test_header_shows_a_recorded_command_without_where_nodeconf_was_installed() -> None:
+    header = run_header([("command", "/work/wt-x/nodeconf/__main__.py run --reports /tmp/tmpq1w2/reports")])
+    assert "<dd><code>nodeconf run --reports &lt;tmp&gt;/…/reports</code></dd>" in header

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from nodeconf.report.causes import advice as cause_advice
 from nodeconf.report.results import Check, RunResults, Status
 from nodeconf.report.summary import cause_lines, check_id, problem_lines
 
@@ -48,6 +49,20 @@ def test_a_cause_shared_by_several_failures_is_one_line() -> None:
     results = RunResults(results_dir=Path("r"), shared_fixtures=(), environment=(), checks=checks)
     assert cause_lines(results) == [
         "causes:", '  2 failed on value of cgroup "cpu.weight" for container, e.g. "c" of pod "a" was "10"; '
-                   'expected "35" (rule: r)']
+                   'expected "35" (rule: r)',
+        "    what to check: container cpu.weight is the runtime's shares→weight formula; a runtime writing the "
+        "linear one fails here: upgrade to runc ≥ 1.3.2 / crun ≥ 1.23, or accept it with --cpu-weight-formula linear"]
     single = RunResults(results_dir=Path("r"), shared_fixtures=(), environment=(), checks=checks[:1])
     assert cause_lines(single) == []
+
+
+@pytest.mark.parametrize(("status", "about", "advice"), [
+    ("failed", 'value of cgroup "memory.swap.max" for container', "check memorySwap.swapBehavior"),
+    ("failed", 'value of cgroup "memory.high" for container', "check the MemoryQoS gate"),
+    ("failed", 'value of cgroup "cpu.weight" for pod', "pod, QoS and kubepods cpu.weight are the kubelet's"),
+    ("failed", "path for container", "the cgroup layout differs"),
+    ("broken", "ConnectionError: ssh: Connection refused", "no verdict was reached"),
+    ("failed", "assert 1 == 2", ""),
+], ids=["swap", "memory-qos", "pod-weight", "layout", "broken", "unknown"])
+def test_each_cause_says_what_to_check(status: str, about: str, advice: str) -> None:
+    assert cause_advice(status, about).startswith(advice) and bool(cause_advice(status, about)) == bool(advice)

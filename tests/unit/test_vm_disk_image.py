@@ -6,6 +6,7 @@ Source: qemu(1) (-drive snapshot=on, pflash, -boot reboot-timeout, -no-reboot); 
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import time
@@ -117,3 +118,9 @@ def test_cloud_init_without_ssh_ends_at_the_ssh_limit(booting: DiskMachine) -> N
     booting.console_log.write_bytes(b"[   9.1] cloud-init[301]: Cloud-init v. 25.1.4 running 'init-local'\r\n")
     with pytest.raises(VmError, match=r"cloud-init ran but SSH did not answer within 2 s"):
         booting._wait_ready(0)
+
+
+def test_a_vendor_image_is_named_by_its_file_and_sha256(tmp_path: Path) -> None:
+    image = tmp_path / "vendor.qcow2"
+    image.write_bytes(b"QFI\xfb" + bytes(3 << 20))  # more than one read chunk
+    assert disk_image.image_identity(image) == f"vendor.qcow2, sha256 {hashlib.sha256(image.read_bytes()).hexdigest()}"

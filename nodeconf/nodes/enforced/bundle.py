@@ -3,10 +3,12 @@ directories (each marked with the session's token, so only what this session cre
 
 from __future__ import annotations
 
+import hashlib
 import io
 import tarfile
 from pathlib import Path
 
+from nodeconf.enforcer.agent_core import LOCK_FILE, PID_FILE
 from nodeconf.resources import locate_tree
 from nodeconf.workloads import PROGRAMS
 
@@ -20,33 +22,117 @@ START_TIMEOUT = 60.0
 # The mark in each directory the driver creates on the node; only a directory holding this session's token is
 # ever removed.
 MARKER_FILE = ".nodeconf-owner"
-# Create the work directory fresh (a marked one left by an earlier run is replaced; any other existing path is
-# refused, exit 4) and the state directory (an earlier run's marked one is kept: it holds a crashed agent's state),
-# then unpack the bundle. Exit 3 (an agent already answers on the socket) and 5 (the node's Python is older than
-# 3.9, bullseye's, the oldest the pushed modules run on: test_agent_python39.py): nothing was touched.
+# Run as root on the node, from `/` and with an isolated import path (-I: neither the working directory nor
+# PYTHON* variables nor the user's site; -I exists on 3.9, -P does not), before anything is made: each directory
+# and every parent must be changeable by root (the agent's uid) only (owner root or that uid; not group- or
+# world-writable unless sticky, where only an entry's owner may rename or remove it: unlink(2), rename(2)), so
+# nothing can be swapped between push and run; no agent may hold the state directory's lock (exit 3); an existing
+# work directory must hold in its mark the token one push recorded in the state directory's mark, and the state
+# directory a token (exit 4, one line each).
+CHECK = r"""
+import fcntl, os, re, socket, stat, sys
+work, state, mark, sock = sys.argv[1:5]
+uid = os.geteuid()
+def refuse(code, line):
+    print("nodeconf agent: " + line, file=sys.stderr)
+    sys.exit(code)
+def guard(path):
+    for literal in (path, os.path.realpath(path)):
+        parts = literal.split("/")
+        for depth in range(1, len(parts) + 1):
+            here = "/".join(parts[:depth]) or "/"
+            try:
+                info = os.lstat(here)
+            except FileNotFoundError:
+                return
+            if stat.S_ISLNK(info.st_mode):
+                continue
+            loose = info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX
+            if info.st_uid not in (0, uid) or loose:
+                refuse(4, "%s (owner uid %d, mode %04o) can be changed by others than uid %d, so %s could be "
+                       "swapped before it runs; choose a directory whose every parent only that uid can write"
+                       % (here, info.st_uid, stat.S_IMODE(info.st_mode), uid, path))
+for path in (work, state):
+    guard(path)
+lock = os.path.join(state, LOCK_FILE)
+if os.path.isfile(lock) and not os.path.islink(lock):
+    fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            holder = open(os.path.join(state, PID_FILE)).read().split()[0]
+        except (OSError, IndexError):
+            holder = "unknown"
+        refuse(3, "another agent (pid %s) holds %s: one run per node; stop that run first" % (holder, lock))
+    os.close(fd)
+try:
+    socket.socket(socket.AF_UNIX).connect(sock)
+except OSError:
+    pass
+else:
+    refuse(3, "another agent is running at %s; stop it first" % sock)
+def token(directory):
+    marker = os.path.join(directory, mark)
+    if os.path.islink(directory) or not os.path.isdir(directory) or os.path.islink(marker):
+        return None
+    try:
+        text = open(marker).read()
+    except OSError:
+        return None
+    return text if re.fullmatch(r"[0-9a-f]{32}\n", text) else None
+recorded = token(state)
+for directory, ours in ((work, recorded is not None and token(work) == recorded), (state, recorded is not None)):
+    if os.path.lexists(directory) and not ours:
+        print("%s exists and was not created by nodeconf (no %s holding the token nodeconf recorded in %s): "
+              "choose another dir= or remove it" % (directory, mark, state), file=sys.stderr)
+        sys.exit(4)
+"""
+# Then create the work directory fresh (a killed run's, proven by CHECK, is replaced) and keep the state directory
+# (it holds a crashed agent's state), mark both with this session's token and unpack the bundle. Exit 5: the node's
+# Python is older than 3.9, bullseye's, the oldest the pushed modules run on (test_agent_python39.py).
 PUSH_SCRIPT = r"""
-dir=$1 state=$2 token=$3 python=$4 socket=$5 mark=$6
-if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
+dir=$1 state=$2 token=$3 python=$4 socket=$5 mark=$6 check=$7
+cd / || exit 1
+if ! "$python" -I -c 'import sys; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
   version=$("$python" -V 2>&1 | head -n 1 | cut -c1-40)
   echo "nodeconf agent: the node's $python is $version; the agent needs Python 3.9 or newer" \
     "(python= names another interpreter)" >&2
   exit 5
 fi
-if "$python" -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$socket" 2>/dev/null; then
-  echo "nodeconf agent: another agent is running at $socket; stop it first" >&2; exit 3
-fi
-ours() { [ -d "$1" ] && [ ! -L "$1" ] && [ -f "$1/$mark" ] && [ ! -L "$1/$mark" ]; }
-for d in "$dir" "$state"; do
-  if { [ -e "$d" ] || [ -L "$d" ]; } && ! ours "$d"; then
-    echo "$d exists and was not created by nodeconf (no $mark in it): choose another dir= or remove it" >&2
-    exit 4
-  fi
-done
+"$python" -I -c "$check" "$dir" "$state" "$mark" "$socket" || exit $?
 if [ -e "$dir" ]; then rm -rf -- "$dir" || exit 1; fi
 mkdir -p -- "$(dirname -- "$dir")" "$(dirname -- "$state")" && mkdir -m 755 -- "$dir" &&
   printf '%s\n' "$token" > "$dir/$mark" || exit 1
 if [ ! -d "$state" ]; then mkdir -m 700 -- "$state" || exit 1; fi
 printf '%s\n' "$token" > "$state/$mark" && tar -x -f - -C "$dir" --no-same-owner
+"""
+# Runs the agent from `/` (argv: the work directory, the bundle's digest, the agent's arguments) with an isolated
+# import path (-I) and no bytecode written (-B): the tree is imported only when its digest is the pushed one
+# (TREE_CHANGED otherwise, one line).
+LAUNCH = r"""
+import hashlib, os, sys
+top, expected = sys.argv[1], sys.argv[2]
+del sys.argv[1:3]
+entries = []
+for base, dirs, files in os.walk(top):
+    dirs[:] = [d for d in dirs if d != "__pycache__"]
+    for name in dirs + files:
+        path = os.path.join(base, name)
+        rel = os.path.relpath(path, top)
+        if os.path.islink(path):
+            entries.append("%s\0link %s\n" % (rel, os.readlink(path)))
+        elif not os.path.isdir(path) and rel != MARK:
+            with open(path, "rb") as handle:
+                entries.append("%s\0%s\n" % (rel, hashlib.sha256(handle.read()).hexdigest()))
+got = hashlib.sha256("".join(sorted(entries)).encode()).hexdigest()
+if got != expected:
+    print("nodeconf agent: %s does not hold the pushed tree (its digest is %s, the push's %s); not run"
+          % (top, got, expected), file=sys.stderr)
+    sys.exit(TREE_CHANGED)
+sys.path.insert(0, top)
+import runpy
+runpy.run_module("nodeconf.enforcer", run_name="__main__", alter_sys=True)
 """
 # Remove each directory that holds this session's token (nothing else, not a symlink).
 REMOVE_SCRIPT = r"""
@@ -59,6 +145,32 @@ done
 """
 REFUSED = 4
 PYTHON_TOO_OLD = 5
+TREE_CHANGED = 6
+LAUNCH = LAUNCH.replace("MARK", repr(MARKER_FILE)).replace("TREE_CHANGED", str(TREE_CHANGED))
+CHECK = CHECK.replace("LOCK_FILE", repr(LOCK_FILE)).replace("PID_FILE", repr(PID_FILE))
+
+
+def agent_socket(state_dir: str) -> str:
+    """Where the agent of a state directory answers."""
+    return f"{state_dir}/agent.sock"
+
+
+def launch_argv(python: str, top: str, digest: str, *args: str) -> list[str]:
+    """The command that runs `python3 -m nodeconf.enforcer ARGS` from the pushed tree at top, from `/`, isolated,
+    once the tree's digest is the push's."""
+    return ["sh", "-c", 'cd / && exec "$@"', "nodeconf-agent", python, "-I", "-B", "-c", LAUNCH, top, digest, *args]
+
+
+def tree_digest(bundle: bytes) -> str:
+    """The digest LAUNCH computes on the node of the tree this bundle unpacks to: sha256 over the sorted lines
+    `PATH NUL SHA256(CONTENT)` of its files."""
+    entries = []
+    with tarfile.open(fileobj=io.BytesIO(bundle)) as archive:
+        for member in archive.getmembers():
+            handle = archive.extractfile(member)
+            if handle is not None:
+                entries.append(f"{member.name}\0{hashlib.sha256(handle.read()).hexdigest()}\n")
+    return hashlib.sha256("".join(sorted(entries)).encode()).hexdigest()
 
 
 def repo_root() -> Path:

@@ -44,6 +44,7 @@ from nodeconf.nodes.base import (
 )
 from nodeconf.nodes.enforced.agent_client import READ_BOUND, AgentClient, Stream, lock_hold
 from nodeconf.nodes.enforced.bundle import (
+    CHECK,
     MARKER_FILE,
     PUSH_SCRIPT,
     PYTHON_TOO_OLD,
@@ -52,7 +53,11 @@ from nodeconf.nodes.enforced.bundle import (
     REMOVE_SCRIPT,
     START_TIMEOUT,
     STATE_DIR,
+    TREE_CHANGED,
     agent_bundle,
+    agent_socket,
+    launch_argv,
+    tree_digest,
 )
 from nodeconf.semantics.expectation import Event
 
@@ -168,6 +173,8 @@ class EnforcerSettings:
     runtime: str = "direct"
     faults: tuple[str, ...] = ()
     backoff: float = 10.0
+    # The cgroup root is a plain directory standing for a cgroup tree (unit tests); else it must be cgroup2.
+    stand_in: bool = False
 
 
 class EnforcedNode(Node):
@@ -175,8 +182,9 @@ class EnforcedNode(Node):
 
     def __init__(self, transport: AgentTransport, settings: EnforcerSettings = EnforcerSettings(), *,
                  spec: str = "", after_close: Sequence[Callable[[], None]] = (),
-                 describe_host: Callable[[], str] | None = None) -> None:
+                 describe_host: Callable[[], str] | None = None, image: str = "") -> None:
         self.spec = spec
+        self.image = image
         self.transport = transport
         self.settings = settings
         self.after_close = tuple(after_close)
@@ -185,6 +193,7 @@ class EnforcedNode(Node):
         self._facts: NodeFacts | None = None
         self._closed = False
         self._pushed = False
+        self._digest = ""
         self.token = secrets.token_hex(16)
         self.final_log = ""
         self._stranded_log = ""
@@ -195,7 +204,7 @@ class EnforcedNode(Node):
 
     @property
     def socket(self) -> str:
-        return f"{self.settings.state_dir}/agent.sock"
+        return agent_socket(self.settings.state_dir)
 
     @property
     def client(self) -> AgentClient:
@@ -204,8 +213,10 @@ class EnforcedNode(Node):
         return self._client
 
     def _agent_argv(self, *args: str) -> list[str]:
-        return ["env", f"PYTHONPATH={self.settings.remote_dir}", self.settings.python, "-m", "nodeconf.enforcer",
-                *args]
+        return launch_argv(self.settings.python, self.settings.remote_dir, self._digest, *args)
+
+    def _stand_in(self) -> list[str]:
+        return ["--stand-in"] if self.settings.stand_in else []
 
     def start(self) -> EnforcedNode:
         """Push the agent and the workload programs into fresh marked directories, start the agent as a daemon,
@@ -215,19 +226,21 @@ class EnforcedNode(Node):
         serve = ["serve", "--daemon", "--root", settings.cgroup_root, "--state-dir", settings.state_dir,
                  "--socket", self.socket, "--cpu-weight-formula", settings.cpu_weight_formula,
                  "--runtime", settings.runtime,
-                 "--backoff", str(settings.backoff)]
+                 "--backoff", str(settings.backoff), "--token", self.token, *self._stand_in()]
         for fault in settings.faults:
             serve += ["--fault", fault]
         push = ["sh", "-c", PUSH_SCRIPT, "push", settings.remote_dir, settings.state_dir, self.token,
-                settings.python, self.socket, MARKER_FILE]
+                settings.python, self.socket, MARKER_FILE, CHECK]
         try:
-            pushed = self.transport.run(push, input=agent_bundle(), timeout=START_TIMEOUT)
-            self._refuse(pushed.rc, pushed.stderr, "")
+            bundle = agent_bundle()
+            self._digest = tree_digest(bundle)
+            pushed = self.transport.run(push, input=bundle, timeout=START_TIMEOUT)
+            self._refuse(pushed.rc, pushed.stderr)
             if pushed.rc != 0:
                 raise NodeError(f"pushing the enforcer failed (exit {pushed.rc}): {_text(pushed.stderr)}")
             self._pushed = True
             started = self.transport.run(self._agent_argv(*serve), timeout=START_TIMEOUT)
-            self._refuse(started.rc, started.stderr, "; stop it first")
+            self._refuse(started.rc, started.stderr)
             if started.rc != 0:
                 raise NodeError(f"the enforcer did not start: {_text(started.stderr)}")
             bridge = self._agent_argv("bridge", "--socket", self.socket)
@@ -239,14 +252,15 @@ class EnforcedNode(Node):
             raise
         return self
 
-    def _refuse(self, rc: int, stderr: bytes, advice: str) -> None:
+    def _refuse(self, rc: int, stderr: bytes) -> None:
         """NodeError with the node's one line when it refused: an agent already runs there (then nothing of it
-        may be cleaned up), a directory or cgroup in its place is not nodeconf's, or its Python is too old."""
+        may be cleaned up), a directory or cgroup in its place is not this run's, a directory above them others can
+        change, the pushed tree changed before it ran, or its Python is too old."""
         if rc == ALREADY_RUNNING:
             self._closed = True
             self.transport.close()
-            raise NodeError(f"{_text(stderr)}{advice}")
-        if rc in (REFUSED, FOREIGN_TREE, PYTHON_TOO_OLD):
+            raise NodeError(_text(stderr))
+        if rc in (REFUSED, FOREIGN_TREE, PYTHON_TOO_OLD, TREE_CHANGED):
             raise NodeError(_text(stderr))
 
     def _checked(self, argv: Sequence[str], *, input: bytes | None = None, timeout: float = 60.0) -> str:
@@ -342,7 +356,8 @@ class EnforcedNode(Node):
                 action()
 
     def _cleanup_argv(self) -> list[str]:
-        return self._agent_argv("cleanup", "--root", self.settings.cgroup_root, "--state-dir", self.settings.state_dir)
+        return self._agent_argv("cleanup", "--root", self.settings.cgroup_root, "--state-dir", self.settings.state_dir,
+                                *self._stand_in())
 
     def _wait_stopped(self, timeout: float = 15.0) -> None:
         deadline = time.monotonic() + timeout

@@ -64,12 +64,15 @@ def is_kind_node(node: Mapping[str, Any]) -> bool:
 
 
 def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], measured_formula: str) -> NodeFacts:
-    """NodeFacts from the Node object (capacity, kernel, swap) and the helper's probe (page size, controllers).
+    """NodeFacts from the Node object (capacity, kernel, swap, runtime and kubelet versions) and the helper's probe
+    (page size, controllers).
 
     Swap comes from `status.nodeInfo.swap` when the kubelet reports it, else from the node's /proc/meminfo.
     """
     swap = node_swap_capacity(node)
     kernel = dig(node, "status", "nodeInfo", "kernelVersion") or probe.get("kernelRelease") or ""
+    # `containerd://2.1.1` (the CRI Version call's runtime name and version, as the kubelet reports them).
+    runtime, _, runtime_version = str(dig(node, "status", "nodeInfo", "containerRuntimeVersion") or "").partition("://")
     try:
         return NodeFacts(
             memory_capacity=_quantity(node, "status", "capacity", "memory").value(),
@@ -80,6 +83,9 @@ def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], measured_formu
             cgroup_controllers=tuple(str(c) for c in probe.get("controllers") or ()),
             measured_cpu_weight_formula=measured_formula,
             hugepages=_hugepage_pools(node),
+            runtime=runtime,
+            runtime_version=runtime_version,
+            kubelet_version=str(dig(node, "status", "nodeInfo", "kubeletVersion") or ""),
         )
     except (KeyError, ValueError, TypeError) as err:
         raise InputError(f"unusable node facts: {err}", obj=f"Node/{node_name(node)}") from None
