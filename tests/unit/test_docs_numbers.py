@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from nodeconf.enforcer.lifecycle import Faults
+from nodeconf.node_variant import VARIANT_OPTIONS
 from nodeconf.report.results import Check, RunResults, Status
 from nodeconf.report.verdict import verdict
 
@@ -80,3 +82,17 @@ def test_the_docs_relative_links_lead_to_files(doc: Path) -> None:
     """README.md and docs/ link each other and benchmarks/results/: every relative link names a file that exists."""
     targets = [target for target in LINK.findall(doc.read_text(encoding="utf-8")) if "://" not in target]
     assert [target for target in targets if not (doc.parent / target).exists()] == []
+
+
+def test_node_variants_md_names_each_layer_value_and_only_faults_the_enforcer_takes() -> None:
+    """docs/node-variants.md is the reference of `vm?debian=&init=&runtime=` and `fault=`."""
+    text = (ROOT / "docs" / "node-variants.md").read_text(encoding="utf-8")
+    missing = [f"{name}={value}" for name, values in VARIANT_OPTIONS.items() for value in values
+               if f"`{name}={value}`" not in text and f"`{value}`" not in text]
+    assert missing == []
+    section = text[text.index("## Deliberate faults"):text.index("\n## ", text.index("## Deliberate faults") + 1)]
+    faults = re.findall(r"`([a-z-]+=[a-z|X-]+)`", section)
+    assert len(faults) >= 8
+    for fault in faults:
+        for value in fault.split("=", 1)[1].split("|"):
+            Faults.parse([f"{fault.split('=', 1)[0]}={'0.5' if value == 'X' else value}"])
