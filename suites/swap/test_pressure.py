@@ -37,6 +37,8 @@ from suites.toolkit.tolerance import Band, never_above
 pytestmark = [pytest.mark.kep5359, pytest.mark.needs_swap, pytest.mark.min_profile("1.38"),
               pytest.mark.needs_kernel("5.19")]  # memory.reclaim (memhog --reclaim)
 
+pytestmark.append(pytest.mark.runs_alone("memory pressure on the node (hogs) and the node's swap"))
+
 WORKLOAD_CONTROLLED = "WorkloadControlledSwap"
 E2E = "KEP-5359 e2e tests"
 # What swap shows afterwards: the excess held in swap, no swap at all, or the swap limit reached.

@@ -34,6 +34,8 @@ from suites.upstream.shared import Res, container, make_pod, module_kubelet, sha
 
 pytestmark = [pytest.mark.upstream_e2e]
 
+pytestmark.append(pytest.mark.runs_alone("the node's huge page pool and the QoS and kubepods hugetlb limits"))
+
 APP = "app"
 NONE_POD = "hugepages"  # asks for no huge pages
 HUGE_POD = "hugepages-2mi"  # asks for hugepages-2Mi: LIMIT

@@ -38,6 +38,9 @@ from suites.upstream.shared import module_kubelet
 
 pytestmark = [pytest.mark.upstream_e2e]
 
+pytestmark.append(pytest.mark.runs_alone(
+    "reconfigures the kubelet (reserves, enforceNodeAllocatable) and judges kubepods and the reserve cgroups"))
+
 PID = "pid"
 SYSTEM, KUBE = "system-reserved", "kube-reserved"
 RESERVES = {SYSTEM: {CPU: "100m", MEMORY: "100Mi", PID: "1000"}, KUBE: {CPU: "100m", MEMORY: "100Mi", PID: "738"}}

@@ -27,6 +27,8 @@ from suites.upstream.shared import Res, container, make_pod, module_kubelet, sha
 
 pytestmark = [pytest.mark.upstream_e2e]
 
+pytestmark.append(pytest.mark.runs_alone("reconfigures the kubelet (singleProcessOOMKill) and OOM-kills a hog"))
+
 APP = "app"
 HOG_MIB = 96
 # Guaranteed, memory.max 32Mi: a hog touching 96 MiB is far above it; cpu enough for python under emulation.

@@ -25,6 +25,8 @@ from suites.upstream.shared import Res, container, make_pod, module_kubelet, sha
 
 pytestmark = [pytest.mark.upstream_e2e]
 
+pytestmark.append(pytest.mark.runs_alone("reconfigures the kubelet (podPidsLimit) and forks up to the pids limit"))
+
 LIMIT = 32
 # Twice the limit: a node that ignores podPidsLimit lets every fork through and the check sees no refusal.
 ATTEMPTS = 2 * LIMIT

@@ -24,6 +24,8 @@ from suites.upstream.shared import Res, container, make_pod, module_kubelet, sha
 
 pytestmark = [pytest.mark.upstream_e2e, pytest.mark.min_profile("1.36")]
 
+pytestmark.append(pytest.mark.independent)
+
 UPSTREAM = "upstream test/e2e/common/node/pod_level_resources.go podLevelResourcesTests"
 
 
