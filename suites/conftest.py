@@ -18,6 +18,13 @@ from nodeconf.nodes.base import Node
 from suites.toolkit.kubelet import Applied, Kubelet, Oracle, oracle_facts
 
 
+@pytest.fixture(autouse=True)
+def _on_run_node(node: Node) -> None:
+    """Every check runs on the run's node: `node` is in each check's closure, so fixtures.node gives it the node's
+    name in its id and the check shares the session's one open node, also a check that reaches the node only
+    through `request.getfixturevalue` (an unparametrized request would open a second node, a second VM)."""
+
+
 @pytest.fixture(scope="session")
 def node_facts(node: Node) -> NodeFacts:
     return node.facts()

@@ -59,6 +59,8 @@ OPERATIONS: dict[str, Handler] = {
     Op.PODS: lambda agent, r: agent.pods_status(),
     Op.NODE_STATUS: lambda agent, r: agent.node_status(),
     Op.EVIDENCE: lambda agent, r: agent.evidence(_text(r, "pod"), _strings(r, "files")),
+    Op.EVIDENCE_BATCH: lambda agent, r: {"pods": {ref: agent.evidence(ref, _strings(r, "files"))
+                                                  for ref in _strings(r, "pods")}},
     Op.NODE_CGROUPS: lambda agent, r: agent.node_cgroups(_strings(r, "files")),
     Op.RESIZE: lambda agent, r: agent.resize(_text(r, "pod"), _doc(r, "patch")),
     Op.EXEC: lambda agent, r: agent.exec_in(_text(r, "pod"), _text(r, "container"), _strings(r, "argv"),

@@ -36,6 +36,7 @@ class Op(StrEnum):
     PODS = "pods"
     NODE_STATUS = "node_status"
     EVIDENCE = "evidence"
+    EVIDENCE_BATCH = "evidence_batch"
     NODE_CGROUPS = "node_cgroups"
     RESIZE = "resize"
     EXEC = "exec"
@@ -53,6 +54,7 @@ ARGUMENTS: Mapping[Op, frozenset[str]] = {
     Op.PING: frozenset(), Op.FACTS: frozenset(), Op.CONFIGURE: frozenset({"config", "version"}),
     Op.OBJECTS: frozenset({"objects"}), Op.RUN: frozenset({"pod"}), Op.STATUS: frozenset({"pod"}),
     Op.PODS: frozenset(), Op.NODE_STATUS: frozenset(), Op.EVIDENCE: frozenset({"pod", "files"}),
+    Op.EVIDENCE_BATCH: frozenset({"pods", "files"}),
     Op.NODE_CGROUPS: frozenset({"files"}), Op.RESIZE: frozenset({"pod", "patch"}),
     Op.EXEC: frozenset({"pod", "container", "argv", "timeout"}), Op.DELETE: frozenset({"pod"}),
     Op.EXEC_NODE: frozenset({"cgroup", "argv", "timeout"}),
@@ -61,8 +63,8 @@ ARGUMENTS: Mapping[Op, frozenset[str]] = {
     Op.SHUTDOWN: frozenset(),
 }
 # Operations that only read (answered after the agent's lock, in milliseconds); the others start or kill processes.
-READS = frozenset({Op.PING, Op.FACTS, Op.STATUS, Op.PODS, Op.NODE_STATUS, Op.EVIDENCE, Op.NODE_CGROUPS,
-                   Op.METRICS, Op.CADVISOR_METRICS, Op.LOGS, Op.OBJECTS})
+READS = frozenset({Op.PING, Op.FACTS, Op.STATUS, Op.PODS, Op.NODE_STATUS, Op.EVIDENCE, Op.EVIDENCE_BATCH,
+                   Op.NODE_CGROUPS, Op.METRICS, Op.CADVISOR_METRICS, Op.LOGS, Op.OBJECTS})
 
 
 class WireError(ValueError):
@@ -186,6 +188,13 @@ class EvidenceDoc(TypedDict):
     status: PodStatusDoc
     cgroups: dict[str, dict[str, str | None]]
     processes: dict[str, ProcessesDoc]
+
+
+class EvidenceBatchDoc(TypedDict):
+    """What `evidence_batch` answers: each pod's `evidence` document, by pod reference, in one round trip (issue 31:
+    the checks of a module's shared pods read them all at once)."""
+
+    pods: dict[str, EvidenceDoc]
 
 
 class RunDoc(TypedDict):

@@ -275,6 +275,11 @@ class Node(ABC):
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         """kubepods and the QoS cgroups as read back now (the reference agent adds the reserve cgroups it made)."""
 
+    def evidence_of(self, handles: Sequence[PodHandle], extra_files: Sequence[str] = ()) -> list[PodEvidence]:
+        """Each admitted pod's evidence, in order (a driver that can read them all in one round trip overrides
+        this)."""
+        return [handle.evidence(extra_files) for handle in handles]
+
     def other_pods(self) -> Sequence[Pod]:
         """Pods the node runs that no check sent (a cluster's system pods, the reader pod): the kubelet counts
         their requests in the node-level cgroups and admission, so the oracle gets them too; none by default."""

@@ -27,6 +27,10 @@ from suites.toolkit.tolerance import Band, page_floor
 
 pytestmark = [pytest.mark.memory_qos, pytest.mark.min_profile("1.36")]
 
+pytestmark.append(pytest.mark.runs_alone(
+    "reconfigures the kubelet (Memory QoS policy, memoryThrottlingFactor) and judges the QoS and kubepods sums, "
+    "node metrics and memory pressure"))
+
 MI = 1024**2
 POST_TABLE = "Memory QoS v1.36 post: TieredReservation table (Guaranteed memory.min, Burstable memory.low = request)"
 HIERARCHY = "Memory QoS v1.36 post, Cgroup hierarchy: kubepods memory.min = G+B requests, burstable memory.low = B"

@@ -21,6 +21,9 @@ from suites.toolkit.tolerance import page_floor
 
 pytestmark = [pytest.mark.requests_limits]
 
+pytestmark.append(pytest.mark.runs_alone(
+    "judges kubepods against allocatable, admission against it, and the namespace's LimitRange and ResourceQuota"))
+
 RESERVES = "requests-limits-qos article: kubepods.slice limited to capacity − systemReserved − kubeReserved"
 WEIGHT = "requests-limits-qos article: kubepods weight from allocatable cpu, kubelet's linear formula (79 on 2 cores)"
 WALK = "requests-limits-qos article, Hands-on quotas"

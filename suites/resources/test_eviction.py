@@ -23,6 +23,8 @@ from suites.toolkit.pressure import watch_hogs
 
 pytestmark = [pytest.mark.requests_limits, pytest.mark.disruptive]
 
+pytestmark.append(pytest.mark.runs_alone("node memory pressure and the eviction order of every pod on the node"))
+
 ORDER = "requests-limits-qos article: usage above request first, by priority and by the size of the excess"
 EVICTED = "requests-limits-qos article: an evicted pod moves to phase Failed with reason Evicted"
 HOG_MIB = 48

@@ -33,6 +33,7 @@ def _burstable_score(request: int, capacity: int) -> int:
     return min(999, max(2, 1000 - (1000 * request) // capacity))
 
 
+@pytest.mark.runs_alone("reconfigures the kubelet (the MemoryQoS gate off, as on the article's node)")
 def test_res_demo_container_pod_and_pause(deploy: Deploy, oracle: Oracle, kubelet: Kubelet,
                                           node_facts: NodeFacts) -> None:
     """Every value the article read for res-demo (Memory QoS off, as on the article's 1.36 node)."""
@@ -79,6 +80,7 @@ QOS_TABLE = "requests-limits-qos article, QoS classes and oom_score_adj tables; 
                                ("Burstable", "Burstable cgroup"))))
 @mirrors("test/e2e/node/pods.go", "Pods Extended / Pods Set QOS Class / "
          "should be set on Pods with matching resource requests and limits for memory and cpu")
+@pytest.mark.independent
 @pytest.mark.parametrize(
     ("name", "qos", "parent"),
     [

@@ -20,6 +20,9 @@ from suites.toolkit.resize import decision, patch, status_rows
 
 pytestmark = [pytest.mark.requests_limits]
 
+pytestmark.append(pytest.mark.runs_alone(
+    "resize decisions against the node's allocatable cpu (what fits depends on every pod's requests)"))
+
 RESIZE = "requests-limits-qos article, Hands-on in-place resize"
 
 

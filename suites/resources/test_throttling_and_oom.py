@@ -20,6 +20,9 @@ from suites.toolkit.tolerance import Band
 
 pytestmark = [pytest.mark.requests_limits]
 
+pytestmark.append(pytest.mark.runs_alone(
+    "CPU throttling needs the burner to get its quota's worth of CPU, and the OOM eater loads node memory"))
+
 THROTTLING = "requests-limits-qos article, Hands-on burner: 633 of 637 periods throttled, usage exactly 200m"
 OOM = "requests-limits-qos article, Hands-on eater: exit code 137 = 128 + 9, reason OOMKilled, memory.events"
 # Periods to watch before judging (the article's burner ran for 637); the wait ends on the counters, not a clock.

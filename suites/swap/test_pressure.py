@@ -40,6 +40,8 @@ from suites.toolkit.tolerance import Band, never_above
 pytestmark = [pytest.mark.kep5359, pytest.mark.needs_swap, pytest.mark.min_profile("1.38"),
               pytest.mark.needs_kernel("5.19")]  # memory.reclaim (memhog --reclaim)
 
+pytestmark.append(pytest.mark.runs_alone("memory pressure on the node (hogs) and the node's swap"))
+
 WORKLOAD_CONTROLLED, LIMITED = "WorkloadControlledSwap", "LimitedSwap"
 LIMITED_RULE = "KEP-2400 LimitedSwap: a Burstable container swaps up to request/memoryCapacity*swapCapacity"
 # LimitedSwap behaviour holds from the oldest profile; the module's KEP-5359 cases need 1.38.

@@ -26,6 +26,8 @@ from suites.toolkit.tolerance import page_floor
 
 pytestmark = [pytest.mark.kep5359, pytest.mark.min_profile("1.38")]
 
+pytestmark.append(pytest.mark.runs_alone("reconfigures the kubelet's swap behavior; the node's swap is shared"))
+
 SWAP_RESIZE = "KEP-5359 In-Place Pod Resize: increase applied at once, decrease deferred until swap usage is below"
 LIMITED_RESIZE = ("LimitedSwap: memory-request resize of a swapping container is Infeasible unless its memory "
                   "resizePolicy is RestartContainer (SEMANTICS.md Swap)")

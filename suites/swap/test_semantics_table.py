@@ -26,6 +26,9 @@ from suites.toolkit.tolerance import page_floor
 pytestmark = [pytest.mark.kep5359]
 KEP_5359 = pytest.mark.min_profile("1.38")
 
+pytestmark.append(pytest.mark.runs_alone(
+    "each cell reconfigures the kubelet's swap behavior; the node swap metric and QoS sums"))
+
 TABLE = "KEP-5359 swap limit semantics table"
 COMBINATIONS = ("KEP-5359 limits.memory vs limits.swap: memory.max = limits.memory (or max), "
                 "memory.swap.max = limits.swap")

@@ -6,6 +6,7 @@ whole QoS matrix without noticing); values go through the one comparison helper,
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from fixtures.evidence import attach_manifest
 from fixtures.node import Deploy
 from nodeconf.manifest import NamespaceObject, Pod
 from nodeconf.manifest_writer import pod_to_dict
-from nodeconf.nodes.base import CgroupFiles, Node, PodEvidence, PodHandle
+from nodeconf.nodes.base import CgroupFiles, Node, PodEvidence, PodHandle, PodStatus
 from nodeconf.semantics.expectation import Expected, NodeExpectation, PodExpectation, QosClass
 from suites.toolkit.compare import (
     ComparedValue,
@@ -32,6 +33,8 @@ from suites.toolkit.kubelet import Kubelet, Oracle
 EVENTS_RULE = "pod events: KEP-5359 SwapNotSupported on a NoSwap node (the oracle's events)"
 # Event reasons the oracle decides at admission: one it does not expect is a mismatch.
 ADMISSION_EVENTS = frozenset({"SwapNotSupported"})
+# How long a module's pods may take until every container runs (PodHandle.wait_running's default).
+WAIT_RUNNING = 60.0
 METRICS_RULE = "node metrics: KEP-5359 kubelet_node_swap_allocated_bytes, Memory QoS v1.36 min/low sums"
 
 
@@ -70,14 +73,16 @@ def check_admission(handle: PodHandle, expected: PodExpectation) -> None:
     )
 
 
-def check_qos(handle: PodHandle, expected: PodExpectation, intended: QosClass | None) -> None:
-    """The pod is of the class the test means, and the node agrees with the oracle about it."""
+def check_qos(handle: PodHandle, expected: PodExpectation, intended: QosClass | None,
+              status: PodStatus | None = None) -> None:
+    """The pod is of the class the test means, and the node agrees with the oracle about it (in `status` when the
+    caller read it already, else as the node reports it now)."""
     __tracebackhide__ = True
     if intended is not None:
         assert expected.qos_class is intended, (
             f"pod {expected.pod.ref}: the workload is {expected.qos_class.value}, the test needs {intended.value}"
         )
-    observed = handle.status().qos_class
+    observed = (status or handle.status()).qos_class
     assert observed == expected.qos_class.value, (
         f"pod {expected.pod.ref}: node put it in QoS class {observed}; expected {expected.qos_class.value}"
     )
@@ -89,12 +94,17 @@ SeedValues = Callable[[PodEvidence], Sequence[ComparedValue]]
 def check_pod(handle: PodHandle, expected: PodExpectation, intended: QosClass | None = None,
               seed: SeedValues | None = None) -> PodEvidence:
     """Admission, QoS class, running containers, then every file and oom_score_adj against the oracle, and the
-    values the seed states literally (`seed`), all mismatches in one failure."""
+    values the seed states literally (`seed`), all mismatches in one failure. One evidence request serves the QoS
+    class and, once the pod has settled, the values (issue 31: fewer round trips)."""
     __tracebackhide__ = True
     check_admission(handle, expected)
-    check_qos(handle, expected, intended)
-    handle.wait_running()
-    evidence = settled_evidence(handle)
+    first = handle.evidence()
+    check_qos(handle, expected, intended, first.status)
+    if is_settled(first):
+        evidence = first
+    else:
+        handle.wait_running()
+        evidence = settled_evidence(handle)
     assert_matches(f"pod {expected.pod.ref}", [
         *compare_pod(expected, evidence),
         *compare_events(expected.pod.name, expected.events, evidence.status.events, EVENTS_RULE, ADMISSION_EVENTS),
@@ -110,11 +120,54 @@ def settled_evidence(handle: PodHandle, timeout: float = 30.0) -> PodEvidence:
 
     def settled() -> bool:
         found[:] = [handle.evidence()]
-        every = [*found[0].containers.values(), *([found[0].pause] if found[0].pause else [])]
-        return all(c.pids and all(v is not None for v in c.oom_score_adj.values()) for c in every)
+        return is_settled(found[0], running=False)
 
     wait_until(f"pod {handle.pod.ref}: a process in every container cgroup", settled, timeout)
     return found[0]
+
+
+def is_settled(evidence: PodEvidence, running: bool = True) -> bool:
+    """Every container (and the pause process) has a process in its cgroup with its oom_score_adj read, and, with
+    `running`, every container runs."""
+    every = [*evidence.containers.values(), *([evidence.pause] if evidence.pause else [])]
+    return ((not running or all(c.running for c in evidence.status.containers.values()))
+            and all(c.pids and all(v is not None for v in c.oom_score_adj.values()) for c in every))
+
+
+class SettledPods:
+    """The settled evidence of a module's shared pods (every container running, a process in each cgroup), read
+    for all of them in one request per poll (Node.evidence_of) the first time a check asks, then kept: the pods run
+    unchanged (`sleep`), so every check of the module judges the same read. A pod that did not settle within
+    `timeout` is waited for again by each check that asks for it, as check_pod waits (wait_running, then
+    settled_evidence), so it fails those checks only, with the same messages."""
+
+    def __init__(self, node: Node, handles: Sequence[PodHandle], timeout: float = WAIT_RUNNING) -> None:
+        self.node = node
+        self.handles = tuple(h for h in handles if h.admitted)
+        self.timeout = timeout
+        self.read: dict[str, PodEvidence] | None = None
+
+    def _read_all(self) -> dict[str, PodEvidence]:
+        found: dict[str, PodEvidence] = {}
+
+        def all_settled() -> bool:
+            pending = [h for h in self.handles if h.pod.ref not in found or not is_settled(found[h.pod.ref])]
+            found.update(zip((h.pod.ref for h in pending), self.node.evidence_of(pending), strict=True))
+            return all(is_settled(e) for e in found.values())
+
+        with contextlib.suppress(AssertionError):  # a pod that did not settle fails the checks that ask for it
+            wait_until("the module's pods settled", all_settled, self.timeout)
+        return found
+
+    def of(self, handle: PodHandle) -> PodEvidence:
+        """The pod's settled evidence."""
+        if self.read is None:
+            self.read = self._read_all()
+        evidence = self.read.get(handle.pod.ref)
+        if evidence is not None and is_settled(evidence):
+            return evidence
+        handle.wait_running()
+        return settled_evidence(handle)
 
 
 def check_node(node: Node, expectation: NodeExpectation, subject: str = "node") -> None:

@@ -38,6 +38,8 @@ ONE_SIZE = "HugePages / start the pod / with the resources requests that contain
 ONE_SIZE_CASES = tuple(f"{ONE_SIZE} / {api} / should set correct hugetlb mount and limit under the container cgroup"
                        for api in ("with the backward compatible API", "with the new API"))
 
+pytestmark = [pytest.mark.runs_alone("the node's huge page pool and the QoS and kubepods hugetlb limits")]
+
 APP = "app"
 NONE_POD = "hugepages"  # asks for no huge pages
 HUGE_POD = "hugepages-2mi"  # asks for hugepages-2Mi: LIMIT

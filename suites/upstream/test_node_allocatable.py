@@ -41,6 +41,9 @@ pytestmark = [pytest.mark.upstream_e2e(
     case="Node Container Manager [Serial] / Validate Node Allocatable [NodeFeature:NodeAllocatable] / "
          "sets up the node and runs the test")]
 
+pytestmark.append(pytest.mark.runs_alone(
+    "reconfigures the kubelet (reserves, enforceNodeAllocatable) and judges kubepods and the reserve cgroups"))
+
 PID = "pid"
 SYSTEM, KUBE = "system-reserved", "kube-reserved"
 RESERVES = {SYSTEM: {CPU: "100m", MEMORY: "100Mi", PID: "1000"}, KUBE: {CPU: "100m", MEMORY: "100Mi", PID: "738"}}

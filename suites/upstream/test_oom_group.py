@@ -30,6 +30,8 @@ pytestmark = [pytest.mark.upstream_e2e(
     case="OOMKiller [LinuxOnly] [NodeConformance] / multi process container / "
          "The containers terminated by OOM killer should have the reason set to OOMKilled")]
 
+pytestmark.append(pytest.mark.runs_alone("reconfigures the kubelet (singleProcessOOMKill) and OOM-kills a hog"))
+
 APP = "app"
 HOG_MIB = 96
 # Guaranteed, memory.max 32Mi: a hog touching 96 MiB is far above it; cpu enough for python under emulation.

@@ -27,6 +27,8 @@ pytestmark = [pytest.mark.upstream_e2e(
     file="test/e2e_node/pids_test.go",
     case="PodPidsLimit / With config updated with pids limits / should set pids.max for Pod")]
 
+pytestmark.append(pytest.mark.runs_alone("reconfigures the kubelet (podPidsLimit) and forks up to the pids limit"))
+
 LIMIT = 32
 # Twice the limit: a node that ignores podPidsLimit lets every fork through and the check sees no refusal.
 ATTEMPTS = 2 * LIMIT

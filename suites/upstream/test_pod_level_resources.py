@@ -17,7 +17,7 @@ import pytest
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import Node, PodHandle
 from nodeconf.semantics.expectation import PodExpectation, QosClass
-from suites.toolkit.checks import Deployed, check_admission, check_qos, settled_evidence
+from suites.toolkit.checks import Deployed, SettledPods, check_admission, check_qos
 from suites.toolkit.compare import PAUSE, assert_matches, compare_pod
 from suites.toolkit.kubelet import Applied, Oracle
 from suites.upstream.shared import Res, container, make_pod, module_kubelet, shared_deployment
@@ -29,6 +29,8 @@ UPSTREAM_CASES = ("Guaranteed QoS pod with container resources", "Guaranteed QoS
 pytestmark = [*(pytest.mark.upstream_e2e(file="test/e2e/common/node/pod_level_resources.go",
                                          case=f"Pod Level Resources / {case}") for case in UPSTREAM_CASES),
               pytest.mark.min_profile("1.36")]
+
+pytestmark.append(pytest.mark.independent)
 
 UPSTREAM = "upstream test/e2e/common/node/pod_level_resources.go podLevelResourcesTests"
 
@@ -77,6 +79,11 @@ def deployed(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: A
         yield running
 
 
+@pytest.fixture(scope="module")
+def settled(node: Node, deployed: Deployed) -> SettledPods:
+    return SettledPods(node, deployed.handles)
+
+
 def _running(deployed: Deployed, case: str) -> tuple[PodHandle, PodExpectation]:
     """The case's pod, which upstream runs (CreateSync): both the node and the oracle must admit it."""
     name = f"plr-{list(CASES).index(case)}"
@@ -96,20 +103,18 @@ def test_pod_runs_with_the_tables_qos(deployed: Deployed, case: str) -> None:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_pod_cgroup(deployed: Deployed, case: str) -> None:
+def test_pod_cgroup(deployed: Deployed, settled: SettledPods, case: str) -> None:
     """"verifying pod cgroup values": the pod cgroup's place, cpu.weight, cpu.max, memory.max (and the other files
     the oracle computes) against the oracle."""
     handle, expected = _running(deployed, case)
-    handle.wait_running()
-    rows = [r for r in compare_pod(expected, settled_evidence(handle)) if not r.container]
+    rows = [r for r in compare_pod(expected, settled.of(handle)) if not r.container]
     assert_matches(f"pod {expected.pod.ref} ({case}) pod cgroup", rows)
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_container_cgroups(deployed: Deployed, case: str) -> None:
+def test_container_cgroups(deployed: Deployed, settled: SettledPods, case: str) -> None:
     """"verifying containers cgroup limits": each container's cpu.weight, cpu.max, memory.max (the pod-level limit
     where it has none), oom_score_adj, and the pause container, against the oracle."""
     handle, expected = _running(deployed, case)
-    handle.wait_running()
-    rows = [r for r in compare_pod(expected, settled_evidence(handle)) if r.container and r.container != PAUSE]
+    rows = [r for r in compare_pod(expected, settled.of(handle)) if r.container and r.container != PAUSE]
     assert_matches(f"pod {expected.pod.ref} ({case}) container cgroups", rows)

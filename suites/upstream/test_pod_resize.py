@@ -47,6 +47,8 @@ from suites.upstream.shared import POLICIES, Res, container, make_pod, module_ku
 
 pytestmark = [pytest.mark.min_profile("1.35")]
 
+pytestmark.append(pytest.mark.independent)
+
 RESIZE = "upstream test/e2e/common/node/pod_resize.go doPatchAndRollback (oracle: decide_resize)"
 PLR_RESIZE = "upstream test/e2e/common/node/pod_level_resources_resize.go doPatchAndRollbackPLR"
 RESTART = "upstream pod_resize.go expectRestart: RestartContainer and that resource's requests or limits changed"

@@ -34,6 +34,9 @@ from suites.upstream.shared import Res, container, make_pod, module_kubelet, sha
 
 pytestmark = [pytest.mark.kubelet_code, pytest.mark.needs_psi, pytest.mark.min_profile("1.36")]
 
+pytestmark.append(pytest.mark.runs_alone(
+    "a memory stall and pressure readings that other pods' load would add to, and the kubelet's PSI metrics"))
+
 PSI = "kernel psi.rst Pressure interface: some/full avg10 avg60 avg300 total (cgroup-v2.rst *.pressure)"
 STALL = ("kernel mm/memcontrol.c reclaim_high and mem_cgroup_handle_over_high run inside psi_memstall_enter/leave, "
          "so a task above memory.high stalls; psi.rst: total is the cumulative stall time in µs (never decreases), "

@@ -108,8 +108,8 @@ CASES = {
     # memory.oom.group 1, so under the option the pod's value check fails, and the OOM kill takes the whole container
     # (a group kill counted) where only the hog must die; without the option (oom-group) everything passes.
     "single-process-oom-kill-ignored": FaultCase("single-process-oom-kill=ignore", (OOM_GROUP,), {
-        "test_pod_matches_the_oracle[single-process-vm]": OOM_GROUP_VALUE,
-        "test_oom_kills_the_hog_or_the_whole_container[single-process-vm]": (
+        "test_pod_matches_the_oracle[vm-single-process]": OOM_GROUP_VALUE,
+        "test_oom_kills_the_hog_or_the_whole_container[vm-single-process]": (
             *OOM_GROUP_VALUE, 'value of measurement "memory.events oom_group_kill grew by" for pod "oom-group"'),
     }),
     # A node that writes no hugetlb limit (upstream e2e_node hugepages_test.go): the pods' hugetlb.<size>.max stay

@@ -48,11 +48,19 @@ GIB = 1024**3
          "got 'test/e2e_node/swap_test.py'"),
         ("upstream_e2e", (), {"file": "test/e2e_node/swap_test.go", "case": " "},
          "marker 'upstream_e2e' case must be the upstream case's text, got ' '"),
+        ("runs_alone", ("judges the kubepods sums",), {}, None),
+        ("runs_alone", (), {}, "marker 'runs_alone' takes one reason (a non-empty string: which node-level state "
+                               "it judges or changes), got ()"),
+        ("runs_alone", (" ",), {}, "marker 'runs_alone' takes one reason (a non-empty string: which node-level "
+                                   "state it judges or changes), got (' ',)"),
+        ("independent", ("yes",), {}, "marker 'independent' takes no arguments, got ('yes',)"),
     ],
     ids=["source", "kernel", "profile", "builtin", "typo", "kernel-float", "kernel-no-minor", "kernel-missing",
          "profile-unknown", "flag-with-arg", "flag-with-kwarg", "upstream-e2e-node", "upstream-common-node",
          "upstream-e2e-node-dir", "upstream-bare", "upstream-no-case", "upstream-positional", "upstream-outside-node",
-         "upstream-not-go", "upstream-blank-case"],
+         "upstream-not-go", "upstream-blank-case",
+         "alone", "alone-without-reason", "alone-blank",
+         "independent-with-arg"],
 )
 def test_marker_problems(name: str, args: tuple[object, ...], kwargs: dict[str, object], problem: str | None) -> None:
     assert marker_problems(name, args, kwargs, REGISTERED) == ([problem] if problem else [])
@@ -118,10 +126,13 @@ def node(request):
 """
 
 
-def _suite(pytester: pytest.Pytester, body: str) -> None:
+ALONE = "pytestmark = [pytest.mark.runs_alone('the example judges node-level state')]\n\n"
+
+
+def _suite(pytester: pytest.Pytester, body: str, concurrency: str = ALONE) -> None:
     pytester.makeconftest(FAKE_NODE)
     pytester.mkdir("suites")
-    pytester.path.joinpath("suites", "test_example.py").write_text("import pytest\n\n" + body)
+    pytester.path.joinpath("suites", "test_example.py").write_text("import pytest\n\n" + concurrency + body)
 
 
 @pytest.mark.parametrize(
@@ -142,6 +153,9 @@ def _suite(pytester: pytest.Pytester, body: str) -> None:
         pytest.param("@pytest.mark.upstream_e2e(file='test/e2e/apps/job.go', case='Job')\ndef test_a():\n    pass\n",
                      (), ["*test_a: marker 'upstream_e2e' file must be a .go file under test/e2e_node/*"],
                      id="upstream-outside-the-node-tests"),
+        pytest.param("@pytest.mark.kep5359\n@pytest.mark.independent\n@pytest.mark.disruptive\ndef test_a():\n"
+                     "    pass\n", (), ["*test_a: a disruptive test changes node-wide state: mark it runs_alone*"],
+                     id="disruptive-but-independent"),
         pytest.param("@pytest.mark.kep5359\ndef test_a():\n    pass\n", ("--profile", "1.99"),
                      ["*--profile '1.99' is not one of 1.34, 1.35, 1.36, 1.37, 1.38*"], id="unknown-profile"),
     ],
@@ -176,9 +190,24 @@ def test_unmarked_test_never_touches_the_node(pytester: pytest.Pytester) -> None
     pytester.makeconftest(FAKE_NODE.replace("return FakeNode", "raise RuntimeError('booted'); return FakeNode"))
     pytester.mkdir("suites")
     pytester.path.joinpath("suites", "test_example.py").write_text(
-        "import pytest\n\n@pytest.mark.kep5359\ndef test_a():\n    pass\n"
+        "import pytest\n\n@pytest.mark.kep5359\n@pytest.mark.independent\ndef test_a():\n    pass\n"
     )
     pytester.runpytest("-p", "fixtures.markers").assert_outcomes(passed=1)
+
+
+def test_a_check_without_a_concurrency_marker_stops_collection(pytester: pytest.Pytester) -> None:
+    _suite(pytester, "@pytest.mark.kep5359\ndef test_a():\n    pass\n", concurrency="")
+    result = pytester.runpytest("-p", "fixtures.markers")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_a: a suite test needs a concurrency marker (runs_alone(reason) or*"])
+
+
+def test_a_checks_own_concurrency_marker_overrides_its_modules(pytester: pytest.Pytester) -> None:
+    _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.runs_alone('reconfigures the kubelet')\n"
+                     "def test_alone(request):\n    assert runs_alone(request.node)\n\n"
+                     "@pytest.mark.kep5359\ndef test_beside(request):\n    assert not runs_alone(request.node)\n",
+           "from fixtures.markers import runs_alone\n\npytestmark = [pytest.mark.independent]\n\n")
+    pytester.runpytest("-p", "fixtures.markers").assert_outcomes(passed=2)
 
 
 def test_disruptive_tests_share_one_xdist_group(pytester: pytest.Pytester) -> None:

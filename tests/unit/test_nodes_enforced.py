@@ -3,6 +3,7 @@ request, resize, exec, metrics, errors, and a stop that leaves nothing (the agen
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -21,8 +22,10 @@ from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.transport.local import LocalTransport
 from nodeconf.semantics.expect import expect
+from nodeconf.semantics.expectation import QosClass
 from nodeconf.semantics.profile import profile_for
 from suites.toolkit.builders import container, pod_manifest, typed_pod
+from suites.toolkit.checks import SettledPods, check_pod
 
 
 def local_settings(tmp_path: Path, faults: tuple[str, ...] = ()) -> EnforcerSettings:
@@ -143,3 +146,52 @@ def test_a_hung_agent_log_is_read_from_its_file_once(tmp_path: Path, local_node:
     log.write_text("later\n")
     assert local_node.logs() == first
     client.failed = ""
+
+
+def _count_requests(node: EnforcedNode, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ops the driver sends from now on, in order."""
+    sent: list[str] = []
+    call = node.client.call
+
+    def counted(op: Op, **args: object) -> object:
+        sent.append(op.value)
+        return call(op, **args)
+
+    monkeypatch.setattr(node.client, "call", counted)
+    return sent
+
+
+def test_evidence_of_many_pods_is_one_request(local_node: EnforcedNode, monkeypatch: pytest.MonkeyPatch) -> None:
+    """evidence_batch answers each pod's evidence document as `evidence` does, for all pods in one round trip
+    (issue 31); a rejected pod among them is answered as its own evidence() answers (NodeError)."""
+    first = local_node.run(typed_pod(res_demo()))
+    second = local_node.run(typed_pod(pod_manifest(container("c", requests={"cpu": "100m"}), name="other")))
+    settled = SettledPods(local_node, [first, second])
+    one_by_one = [settled.of(first), settled.of(second)]
+    sent = _count_requests(local_node, monkeypatch)
+    together = local_node.evidence_of([first, second])
+    assert sent == ["evidence_batch"]
+    for alone, batched in zip(one_by_one, together, strict=True):
+        assert batched.pod_cgroup == alone.pod_cgroup
+        assert {n: (c.cgroup, c.pids) for n, c in batched.containers.items()} == \
+            {n: (c.cgroup, c.pids) for n, c in alone.containers.items()}
+    rejected = local_node.run(typed_pod(pod_manifest(
+        container("c", requests={"memory": "64Mi", "swap": "1Gi"}, limits={"memory": "1Gi"}), name="asks-swap")))
+    with pytest.raises(NodeError, match="was rejected"):
+        local_node.evidence_of([first, second, rejected])
+    with pytest.raises(NodeError, match="enforcer: no pod default/ghost"):
+        local_node.client.call(Op.EVIDENCE_BATCH, pods=["default/res-demo", "default/ghost"], files=[])
+
+
+def test_check_pod_on_a_settled_pod_is_one_request(local_node: EnforcedNode, monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_pod reads the QoS class, the running state and every value from one evidence request once the pod has
+    settled (before issue 31: a status, a status per running poll, then the evidence)."""
+    handle = local_node.run(typed_pod(res_demo()))
+    SettledPods(local_node, [handle]).of(handle)
+    expected = expect([handle.pod], local_node.facts(), KubeletConfig(), profile_for("1.38")).pod("res-demo")
+    sent = _count_requests(local_node, monkeypatch)
+    # The verdict is not this test's subject: on this host the agent may not lower the pause process's
+    # oom_score_adj to -998 (unprivileged containers), which check_pod reports after its one read.
+    with contextlib.suppress(AssertionError):
+        check_pod(handle, expected, QosClass.BURSTABLE)
+    assert sent == ["evidence"]

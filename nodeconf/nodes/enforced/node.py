@@ -14,6 +14,7 @@ from nodeconf.enforcer.wire import (
     ALREADY_RUNNING,
     FOREIGN_TREE,
     ContainerStatusDoc,
+    EvidenceBatchDoc,
     EvidenceDoc,
     NodeStatusDoc,
     Op,
@@ -99,6 +100,32 @@ def _files(path: str, raw: Mapping[str, str | None]) -> CgroupFiles:
     return CgroupFiles(path, {k: v for k, v in raw.items() if v is not None})
 
 
+def pod_evidence(doc: EvidenceDoc) -> PodEvidence:
+    """A PodEvidence from the agent's evidence document."""
+    status = doc["status"]
+    cgroups = {path: _files(path, raw) for path, raw in doc["cgroups"].items()}
+    pod_path = status["cgroup"]
+    containers: dict[str, ContainerEvidence] = {}
+    pause = None
+    for c in status["containers"]:
+        key = "POD" if c["kind"] == "pause" else c["name"]
+        procs = doc["processes"][key]
+        where = procs["cgroup"]
+        evidence = ContainerEvidence(
+            name=c["name"], cgroup=cgroups.get(where, CgroupFiles(where, {})),
+            pids=tuple(procs["pids"]),
+            oom_score_adj={int(pid): adj for pid, adj in procs["oomScoreAdj"].items()},
+            scope=cgroups.get(c["cgroup"]) if where != c["cgroup"] else None,
+        )
+        if c["kind"] == "pause":
+            pause = evidence
+        else:
+            containers[c["name"]] = evidence
+    ancestors = {p: f for p, f in cgroups.items() if pod_path.startswith(p + "/")}
+    return PodEvidence(status=pod_status(status), pod_cgroup=cgroups.get(pod_path, CgroupFiles(pod_path, {})),
+                       containers=containers, pause=pause, ancestors=ancestors)
+
+
 class EnforcedPod(PodHandle):
     def __init__(self, node: EnforcedNode, pod: Pod, admitted: bool, errors: Sequence[str]) -> None:
         super().__init__(pod, admitted, errors)
@@ -114,29 +141,7 @@ class EnforcedPod(PodHandle):
 
     def evidence(self, extra_files: Sequence[str] = ()) -> PodEvidence:
         self._require_admitted()
-        doc: EvidenceDoc = self.node.client.call(Op.EVIDENCE, pod=self.pod.ref, files=list(extra_files))
-        status = doc["status"]
-        cgroups = {path: _files(path, raw) for path, raw in doc["cgroups"].items()}
-        pod_path = status["cgroup"]
-        containers: dict[str, ContainerEvidence] = {}
-        pause = None
-        for c in status["containers"]:
-            key = "POD" if c["kind"] == "pause" else c["name"]
-            procs = doc["processes"][key]
-            where = procs["cgroup"]
-            evidence = ContainerEvidence(
-                name=c["name"], cgroup=cgroups.get(where, CgroupFiles(where, {})),
-                pids=tuple(procs["pids"]),
-                oom_score_adj={int(pid): adj for pid, adj in procs["oomScoreAdj"].items()},
-                scope=cgroups.get(c["cgroup"]) if where != c["cgroup"] else None,
-            )
-            if c["kind"] == "pause":
-                pause = evidence
-            else:
-                containers[c["name"]] = evidence
-        ancestors = {p: f for p, f in cgroups.items() if pod_path.startswith(p + "/")}
-        return PodEvidence(status=pod_status(status), pod_cgroup=cgroups.get(pod_path, CgroupFiles(pod_path, {})),
-                           containers=containers, pause=pause, ancestors=ancestors)
+        return pod_evidence(self.node.client.call(Op.EVIDENCE, pod=self.pod.ref, files=list(extra_files)))
 
     def resize(self, patch: Mapping[str, Any]) -> ResizeStatus:
         self._require_admitted()
@@ -286,6 +291,16 @@ class EnforcedNode(Node):
     def run(self, pod: Pod) -> EnforcedPod:
         result: RunDoc = self.client.call(Op.RUN, pod=pod_to_dict(pod))
         return EnforcedPod(self, pod, result["admitted"], result["errors"])
+
+    def evidence_of(self, handles: Sequence[PodHandle], extra_files: Sequence[str] = ()) -> list[PodEvidence]:
+        """Every pod's evidence in one request (`evidence_batch`); a pod of another node or a rejected one as
+        PodHandle.evidence answers it."""
+        ours = [h for h in handles if isinstance(h, EnforcedPod) and h.node is self and h.admitted]
+        if len(ours) < 2:
+            return super().evidence_of(handles, extra_files)
+        doc: EvidenceBatchDoc = self.client.call(Op.EVIDENCE_BATCH, pods=[h.pod.ref for h in ours],
+                                                 files=list(extra_files))
+        return [pod_evidence(doc["pods"][h.pod.ref]) if h in ours else h.evidence(extra_files) for h in handles]
 
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         doc = self.client.call(Op.NODE_CGROUPS, files=list(extra_files))
