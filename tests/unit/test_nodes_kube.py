@@ -768,7 +768,7 @@ def test_configure_on_a_real_cluster_and_another_version(node: KubeNode, fake: F
     fake.node["spec"]["providerID"] = "gce://project/zone/node-1"
     config = kubelet_config_from_dict({"kind": "KubeletConfiguration", "memorySwap": {"swapBehavior": "LimitedSwap"}})
     with pytest.raises(KubeletConfigNotApplicable,
-                       match=r"profile 1\.38 requested, the node runs kubelet 1\.34.*point nodeconf at a node"):
+                       match=r"profile: requested 1\.38, node has kubelet 1\.34.*point nodeconf at a node"):
         node.configure(config, "1.38")
 
 

@@ -230,13 +230,13 @@ def test_fields_the_node_does_not_show_are_not_compared(node: KubeNode, fake: Fa
     live = fake.configz["kubeletconfig"]
     for field in ("memoryReservationPolicy", "singleProcessOOMKill"):
         live.pop(field, None)
-    config = kubelet_config_from_dict({"kind": "KubeletConfiguration", "memorySwap": {"swapBehavior": "LimitedSwap"},
-                                       "featureGates": {"MemoryQoS": True},
-                                       "memoryReservationPolicy": "TieredReservation", "singleProcessOOMKill": True})
-    assert node.configure(config, "1.34") == ()
-    live["maxPods"] = 29  # a managed node's own value: shown, so compared, and the skip says what to pass
+    live["maxPods"] = 29  # a managed node's own value: shown, so compared (/configz is read once per run)
+    doc = {"kind": "KubeletConfiguration", "memorySwap": {"swapBehavior": "LimitedSwap"},
+           "featureGates": {"MemoryQoS": True}, "memoryReservationPolicy": "TieredReservation",
+           "singleProcessOOMKill": True}
+    assert node.configure(kubelet_config_from_dict({**doc, "maxPods": 29}), "1.34") == ()
     with pytest.raises(KubeletConfigNotApplicable, match=r"maxPods: requested 110, node has 29"):
-        node.configure(config, "1.34")
+        node.configure(kubelet_config_from_dict(doc), "1.34")
 
 
 def test_without_nodes_proxy_the_checks_needing_the_kubelet_skip(node: KubeNode, fake: FakeKube) -> None:

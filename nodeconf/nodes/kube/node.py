@@ -14,6 +14,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from nodeconf import names
@@ -24,8 +25,8 @@ from nodeconf.manifest_writer import namespace_object_to_dict
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import CgroupFiles, Metrics, Node, NodeConditions, NodeError, NotApplicable, parse_metrics
 from nodeconf.nodes.kube.api import KubeApi, KubeApiError, dig
-from nodeconf.nodes.kube.configz import require_running_config
-from nodeconf.nodes.kube.facts import node_facts
+from nodeconf.nodes.kube.configz import read_running_config, require_running_config
+from nodeconf.nodes.kube.facts import kubelet_minor_version, node_facts
 from nodeconf.nodes.kube.lease import RENEW_EVERY, Heartbeat, expiry_annotations
 from nodeconf.nodes.kube.others import node_selector, other_pods
 from nodeconf.nodes.kube.paths import CgroupFrame
@@ -95,6 +96,8 @@ class KubeNode(Node):
         self.paths: dict[str, str] = {}
         self._facts: NodeFacts | None = None
         self._node_obj: dict[str, Any] | None = None
+        self._configz: tuple[KubeletConfig, frozenset[str]] | None = None
+        self.notes: list[str] = []  # what the node shows that its /configz does not say (reported in logs())
         self.heartbeat = Heartbeat(api, lambda: self.namespaces, renew_every)
 
     def start(self) -> KubeNode:
@@ -332,8 +335,35 @@ class KubeNode(Node):
     def configure(self, config: KubeletConfig, version: str | None = None) -> Sequence[str]:
         """A cluster's kubelet cannot be restarted from here: accept the config the node already runs, refuse
         (KubeletConfigNotApplicable, the check is skipped) any other (configz.require_running_config)."""
-        require_running_config(self.api, self.node, self.node_object, config, version)
+        require_running_config(self.node, self.node_object(), self._running(), config, version)
         return ()
+
+    def _running(self) -> tuple[KubeletConfig, frozenset[str]]:
+        if self._configz is None:
+            config, present = read_running_config(self.api, self.node)
+            self._configz = (self._driver_from_layout(config), present)
+        return self._configz
+
+    def _driver_from_layout(self, config: KubeletConfig) -> KubeletConfig:
+        """The config with the cgroup driver the node's cgroups show (`kubepods.slice`: systemd, `kubepods`:
+        cgroupfs). /configz holds the config file's value, recorded before the kubelet asks the runtime for its
+        driver (KubeletCgroupDriverFromCRI; cmd/kubelet/app/server.go), so it is only a cross-check: a
+        disagreement is reported in logs()."""
+        kubepods = str(self.read("node", files=[])["kubepods"]["path"])
+        driver = "systemd" if self.frame(kubepods).systemd else "cgroupfs"
+        if driver == config.cgroup_driver:
+            return config
+        self.notes.append(f"cgroup driver: /configz of node {self.node} says {config.cgroup_driver}, its cgroups "
+                          f"({kubepods}) are the {driver} driver's: judged as {driver}")
+        return replace(config, cgroup_driver=driver)
+
+    def kubelet_version(self) -> str | None:
+        """The node's kubelet as `X.Y` (`status.nodeInfo.kubeletVersion`): the profile that judges it."""
+        return kubelet_minor_version(self.node_object())
+
+    def running_config(self) -> KubeletConfig | None:
+        """The node's running kubelet configuration (/configz, read once): what its provider set is its truth."""
+        return self._running()[0]
 
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         doc = self.read("node", files=evidence_files(extra_files))
@@ -381,8 +411,8 @@ class KubeNode(Node):
     def logs(self) -> str:
         """The events of this run's namespaces (a cluster's kubelet log is not reachable through the API) and
         the real path of every cgroup the evidence named in the oracle's frame."""
-        lines = [f"cgroup {path} is {real} on node {self.node}" for path, real in sorted(self.paths.items())
-                 if path != real]
+        lines = [*self.notes, *(f"cgroup {path} is {real} on node {self.node}"
+                                for path, real in sorted(self.paths.items()) if path != real)]
         for namespace in self.namespaces:
             for item in self.api.list_events(namespace, ""):
                 involved = item.get("involvedObject") or {}

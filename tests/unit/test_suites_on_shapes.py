@@ -1,0 +1,61 @@
+"""The suites, run without `--profile` or `--kubelet-config` against recorded cluster node shapes (kube_shapes.py,
+each from a cited public configuration), judge the node as its provider configured it: at least 70 % of the checks
+that apply to a kube node judge it, and every check that needs another configuration names the field and both
+values (issue 29 item 1, which a run against the driver alone could not catch).
+
+Each run is one pytest process over suites/ (about 20 s): the real fixtures, oracle and kube driver on the
+in-memory API server and scripted kubelet; a check counts as judged once the node accepted its profile and
+configuration, i.e. when it sends its first pod (suite_on_shape.ReachedTheNode) or ends without one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kube_shapes import SHAPES, Shape
+
+ROOT = Path(__file__).resolve().parents[2]
+JUDGED_SHARE = 0.70
+# Skips that say the check does not apply to this node at all: a fact of the node (kernel features, capacity),
+# a newer profile than its kubelet's, or nothing to assert without --kubelet-config.
+DOES_NOT_APPLY = re.compile(r"needs profile >= |offers no hugetlb|has no swap|no memory controller|needs kernel"
+                            r"|PSI|needs room for|nothing to assert|the node is judged as it runs")
+_DIFFERENCE = r"[\w.\-/]+: (?:requested|profile) .+?, node has [^;)]+"
+NEEDS_ANOTHER_CONFIG = re.compile(rf"runs another kubelet configuration \({_DIFFERENCE}(?:; {_DIFFERENCE})*\)")
+
+
+def run_suites(shape: Shape, tmp_path: Path, *args: str) -> dict[str, tuple[str, str]]:
+    out = tmp_path / "outcomes.json"
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests' / 'unit'}",
+           "NODECONF_TEST_SHAPE": shape.name, "NODECONF_TEST_SHAPE_OUT": str(out)}
+    done = subprocess.run([sys.executable, "-m", "pytest", *(args or ("suites",)), "-p", "suite_on_shape",
+                           "--node", "kube", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "--basetemp", str(tmp_path / "base")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert out.exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    return {name: (kind, reason) for name, (kind, reason) in json.loads(out.read_text()).items()}
+
+
+def judged_share(outcomes: dict[str, tuple[str, str]]) -> tuple[float, int, int]:
+    applies = [kind for kind, reason in outcomes.values() if not (kind == "skipped" and DOES_NOT_APPLY.search(reason))]
+    judged = sum(kind in ("judged", "passed") for kind in applies)
+    return judged / len(applies), judged, len(applies)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
+def test_a_run_without_options_judges_the_node_as_configured(shape: Shape, tmp_path: Path) -> None:
+    outcomes = run_suites(shape, tmp_path)
+    errors = {name: reason for name, (kind, reason) in outcomes.items() if kind == "error"}
+    assert not errors
+    share, judged, applies = judged_share(outcomes)
+    print(f"{shape.name}: {judged} of {applies} checks that apply judge the node ({share:.0%})")
+    assert share >= JUDGED_SHARE, (judged, applies)
+    for name, (kind, reason) in outcomes.items():
+        if kind == "skipped" and not DOES_NOT_APPLY.search(reason):
+            assert NEEDS_ANOTHER_CONFIG.search(reason), (name, reason)
