@@ -80,7 +80,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     elif report.skipped:
         OUTCOMES[item.nodeid] = ("skipped", str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else "")
     elif report.failed:
-        OUTCOMES[item.nodeid] = ("judged" if report.when == "call" else "error", str(report.longrepr)[-300:])
+        OUTCOMES[item.nodeid] = ("judged" if report.when == "call" else "error", str(report.longrepr)[-3000:])
     elif report.when == "call":
         OUTCOMES[item.nodeid] = ("passed", "")
 

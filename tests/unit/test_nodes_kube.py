@@ -495,10 +495,10 @@ def test_run_binds_the_pod_to_the_node_in_the_run_namespace(node: KubeNode, fake
     assert sent["metadata"]["labels"] == {"app": "x", "app.kubernetes.io/managed-by": "nodeconf",
                                           "nodeconf.io/run": RUN}
     app, idle, hog = sent["spec"]["containers"]
-    # Registry-neutral short names: the node's runtime resolves them with its own registry and mirror settings.
-    assert app["image"] == "busybox:1.37" and app["command"] == ["sleep", "3600"]
-    assert idle["image"] == "busybox:1.37" and idle["command"] == ["sleep", "infinity"]
-    assert hog["image"] == "python:3.12-slim"
+    # Fully qualified: CRI-O >= 1.34 refuses short names (cri-o#9401).
+    assert app["image"] == "docker.io/library/busybox:1.37" and app["command"] == ["sleep", "3600"]
+    assert idle["image"] == "docker.io/library/busybox:1.37" and idle["command"] == ["sleep", "infinity"]
+    assert hog["image"] == "docker.io/library/python:3.12-slim"
     assert hog["volumeMounts"] == [{"name": "programs", "mountPath": PROGRAMS_DIR, "readOnly": True}]
     assert sent["spec"]["volumes"] == [{"name": "programs", "configMap": {"name": PROGRAMS_CONFIGMAP}}]
     programs = fake.objects[("ConfigMap", DEFAULT_NS, PROGRAMS_CONFIGMAP)]["data"]
@@ -507,7 +507,7 @@ def test_run_binds_the_pod_to_the_node_in_the_run_namespace(node: KubeNode, fake
 
 @pytest.mark.parametrize(("keep_images", "image", "command"), [
     # As the enforcer: the command runs, or a sleeper; the seed's example image is not pulled.
-    pytest.param(False, "busybox:1.37", ["sleep", "infinity"], id="stand-in"),
+    pytest.param(False, "docker.io/library/busybox:1.37", ["sleep", "infinity"], id="stand-in"),
     pytest.param(True, "ghcr.io/example/hello:1.0", None, id="keep-images"),
 ])
 def test_image_policy(fake: FakeKube, clock: FakeClock, keep_images: bool, image: str,

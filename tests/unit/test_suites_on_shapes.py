@@ -59,3 +59,16 @@ def test_a_run_without_options_judges_the_node_as_configured(shape: Shape, tmp_p
     for name, (kind, reason) in outcomes.items():
         if kind == "skipped" and not DOES_NOT_APPLY.search(reason):
             assert NEEDS_ANOTHER_CONFIG.search(reason), (name, reason)
+
+
+def test_kubelet_config_on_a_cluster_node_is_one_assertion(tmp_path: Path) -> None:
+    """`--kubelet-config` naming values the EKS node does not run: one failure naming each field and both values;
+    the other checks judge the node as it runs, not skip."""
+    eks = next(s for s in SHAPES if s.name == "eks-al2023")
+    outcomes = run_suites(eks, tmp_path, "suites/cluster", "suites/resources/test_res_demo.py", "--kubelet-config",
+                          "workloads/requests-limits/kubelet-config/reserved.yaml")
+    failures = {name: reason for name, (kind, reason) in outcomes.items()
+                if kind == "judged" and reason and "ReachedTheNode" not in reason}
+    assert list(failures) == ["suites/cluster/test_node_config.py::test_node_runs_the_requested_kubelet[kube]"]
+    assert "maxPods: requested 110, node has 29" in failures[next(iter(failures))]
+    assert not [name for name, (kind, _) in outcomes.items() if kind == "skipped" and "cluster" not in name]

@@ -57,12 +57,13 @@ from nodeconf.nodes.shield import signals_deferred
 from nodeconf.semantics.cpu import measured_formula, milli_cpu_to_shares
 from nodeconf.workloads import PROGRAMS
 
-# Short names without a registry: the node's runtime resolves them with its own registry and mirror settings
-# (containerd: docker.io; CRI-O: unqualified-search-registries), so a cluster that mirrors or caches Docker
-# Hub (anonymous pull limits) needs no change here; set NODECONF_KUBE_HELPER_IMAGE / _WORKLOAD_IMAGE to use
-# another registry. The helper image needs python3 and `sleep` (the reader, the workload programs).
-DEFAULT_HELPER_IMAGE = "python:3.12-slim"
-DEFAULT_WORKLOAD_IMAGE = "busybox:1.37"
+# Fully qualified: CRI-O >= 1.34 refuses short names in enforcing short-name mode (cri-o#9401), and a short name
+# means docker.io on containerd anyway. NODECONF_KUBE_MIRROR puts a mirror in docker.io's place (Docker Hub's
+# anonymous pull limits; opener.py), NODECONF_KUBE_HELPER_IMAGE / _WORKLOAD_IMAGE replace an image. The helper
+# image needs python3 and `sleep` (the reader, the workload programs).
+DOCKER_HUB = "docker.io"
+DEFAULT_HELPER_IMAGE = f"{DOCKER_HUB}/library/python:3.12-slim"
+DEFAULT_WORKLOAD_IMAGE = f"{DOCKER_HUB}/library/busybox:1.37"
 PROGRAMS_DIR = f"/opt/nodeconf/{PROGRAMS}"
 PROBE_NAME = "nodeconf-cpu-weight-probe"
 # 250m → 256 shares: weight 35 (non-linear) vs 10 (linear), the seed article's example.

@@ -33,10 +33,11 @@ PROGRAMS_CONFIGMAP = "nodeconf-programs"
 # Waiting reasons of a container that does not start (kubelet images/types.go, kuberuntime_container.go): an
 # infrastructure fault, not a node behaviour under test. The kubelet retries pulls and container creation
 # with a back-off, so these are fatal only when they last (a registry hiccup, a config map not yet visible);
-# the PERMANENT ones never change without a new pod spec.
+# the PERMANENT ones never change without a new pod spec (ImageInspectError: CRI-O >= 1.34 refusing a short
+# image name in enforcing short-name mode, cri-o#9401). Each carries the runtime's or registry's message.
 START_FAILURES = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
-                            "CreateContainerConfigError", "CreateContainerError"})
-PERMANENT_START_FAILURES = frozenset({"InvalidImageName", "ErrImageNeverPull"})
+                            "ImageInspectError", "CreateContainerConfigError", "CreateContainerError"})
+PERMANENT_START_FAILURES = frozenset({"InvalidImageName", "ErrImageNeverPull", "ImageInspectError"})
 # The reader pod's requests and limits: equal, so it is Guaranteed and its usage stays under its request (the
 # kubelet evicts pods using more than they request first, pkg/kubelet/eviction/helpers.go rankMemoryPressure);
 # the CPU limit is CFS quota, so it stays high enough for a python3 start and a /proc scan per exec.
