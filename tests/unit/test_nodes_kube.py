@@ -834,7 +834,7 @@ def test_choose_node(nodes: list[dict[str, Any]], wanted: str | None, chosen: st
 
 @pytest.mark.parametrize(("nodes", "wanted", "message"), [
     pytest.param([ready("w1")], "w9", "no node 'w9' in the cluster (nodes: w1)", id="unknown"),
-    pytest.param([ready("w1", is_ready=False)], None, "no Ready node", id="none-ready"),
+    pytest.param([ready("w1", is_ready=False)], None, "no Ready Linux node that is not virtual", id="none-ready"),
 ])
 def test_choose_node_errors(nodes: list[dict[str, Any]], wanted: str | None, message: str) -> None:
     with pytest.raises(NodeError, match=message.replace("(", r"\(").replace(")", r"\)")):

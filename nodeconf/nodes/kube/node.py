@@ -43,6 +43,7 @@ from nodeconf.nodes.kube.pods import (
     kube_namespace,
     labels,
     namespace_manifest,
+    node_tolerations,
     pod_events,
     pod_manifest,
     programs_configmap,
@@ -203,7 +204,7 @@ class KubeNode(Node):
         namespace = self.namespace_for(pod.namespace)
         manifest = pod_manifest(pod, namespace, self.node, self.run_id, default_image=self.workload_image,
                                 program_image=self.helper_image, programs_dir=PROGRAMS_DIR,
-                                keep_images=self.keep_images)
+                                keep_images=self.keep_images, tolerations=node_tolerations(self.node_object()))
         try:
             self._create_pod(namespace, manifest)
         except KubeApiError as err:
@@ -314,6 +315,7 @@ class KubeNode(Node):
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": PROBE_NAME, "namespace": self.base_namespace, "labels": labels(self.run_id)},
             "spec": {"nodeName": self.node, "terminationGracePeriodSeconds": 0, "restartPolicy": "Never",
+                     "tolerations": node_tolerations(self.node_object()),
                      "containers": [{"name": "probe", "image": self.helper_image, "command": ["sleep", "infinity"],
                                      "resources": {"requests": {"cpu": f"{PROBE_MILLI_CPU}m"}}}]},
         }

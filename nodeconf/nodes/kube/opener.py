@@ -22,6 +22,10 @@ ENV_KEEP_IMAGES = "NODECONF_KUBE_KEEP_IMAGES"
 ENV_MIRROR = "NODECONF_KUBE_MIRROR"
 CONTROL_PLANE_LABEL = "node-role.kubernetes.io/control-plane"
 OS_LABEL = "kubernetes.io/os"
+# Labels of nodes without a kubelet of their own: EKS Fargate (docs.aws.amazon.com/eks/latest/userguide/
+# fargate-pod-configuration.html), virtual-kubelet (virtual-kubelet/virtual-kubelet node.go; AKS virtual nodes).
+VIRTUAL_LABELS = (("eks.amazonaws.com/compute-type", "fargate", "EKS Fargate"),
+                  ("type", "virtual-kubelet", "virtual-kubelet"))
 
 
 def node_os(node: Mapping[str, Any]) -> str:
@@ -51,19 +55,33 @@ def image(variable: str, default: str) -> str:
     return f"{mirror}{default[len(DOCKER_HUB):]}" if mirror and default.startswith(f"{DOCKER_HUB}/") else default
 
 
+def virtual_reason(node: Mapping[str, Any]) -> str | None:
+    """Why the node is no machine with a kubelet of its own, or None: an EKS Fargate node
+    (`eks.amazonaws.com/compute-type=fargate`), a virtual-kubelet node (`type=virtual-kubelet`: AKS virtual
+    nodes, ACI, other providers). Its pods run elsewhere, so there are no cgroups to read."""
+    labels = dig(node, "metadata", "labels") or {}
+    for key, value, what in VIRTUAL_LABELS:
+        if labels.get(key) == value:
+            return f"a virtual node ({what}: {key}={value}), its pods run outside any node nodeconf can read"
+    return None
+
+
 def choose_node(nodes: Sequence[Mapping[str, Any]], wanted: str | None) -> Mapping[str, Any]:
-    """The named node, else the first Ready Linux one (a worker rather than a control plane when there are
-    several)."""
+    """The named node, else the first Ready Linux one that is not virtual (a worker rather than a control plane
+    when there are several)."""
     if wanted:
         for node in nodes:
             if node_name(node) == wanted:
                 if not is_linux(node):
                     raise NodeError(f"node {wanted!r} is not a Linux node ({OS_LABEL}={node_os(node)})")
+                virtual = virtual_reason(node)
+                if virtual:
+                    raise NodeError(f"node {wanted!r} is {virtual}")
                 return node
         raise NodeError(f"no node {wanted!r} in the cluster (nodes: {', '.join(node_name(n) for n in nodes)})")
-    candidates = [n for n in nodes if is_linux(n) and is_ready(n)]
+    candidates = [n for n in nodes if is_linux(n) and is_ready(n) and not virtual_reason(n)]
     if not candidates:
-        raise NodeError("the cluster has no Ready node")
+        raise NodeError("the cluster has no Ready Linux node that is not virtual")
     workers = [n for n in candidates if CONTROL_PLANE_LABEL not in ((n.get("metadata") or {}).get("labels") or {})]
     return sorted(workers or candidates, key=node_name)[0]
 

@@ -6,7 +6,7 @@ import hashlib
 import inspect
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -104,15 +104,28 @@ def programs_configmap(namespace: str, run_id: str, programs: Mapping[str, str])
     return configmap(PROGRAMS_CONFIGMAP, namespace, run_id, programs)
 
 
+def node_tolerations(node: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One toleration per NoSchedule or NoExecute taint of the node (any value), so the node's taints do not
+    refuse or evict nodeconf's pods on a shared node (the kubelet admits a bound pod only if it tolerates the
+    node's NoExecute taints, the taint controller evicts it otherwise; PreferNoSchedule refuses nothing)."""
+    out = []
+    for taint in dig(node, "spec", "taints") or ():
+        if isinstance(taint, Mapping) and taint.get("effect") in ("NoSchedule", "NoExecute") and taint.get("key"):
+            out.append({"key": str(taint["key"]), "operator": "Exists", "effect": str(taint["effect"])})
+    return out
+
+
 def pod_manifest(pod: Pod, namespace: str, node: str, run_id: str, *, default_image: str, program_image: str,
-                 programs_dir: str, keep_images: bool = False) -> dict[str, Any]:
+                 programs_dir: str, keep_images: bool = False,
+                 tolerations: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The pod for the API: in the run namespace, bound to the node (the kubelet admits it, no scheduler).
 
     Like the enforcer, which runs a container's command + args or else a sleeper and never looks at its image
     (nodeconf/enforcer/process.py container_argv), every container runs `default_image` (a sleeper when it has
     neither command nor args): the seeds' images (`cache:latest`, `ghcr.io/example/hello:1.0`) are examples,
     not part of the semantics. `keep_images` keeps the manifests' images instead. A container whose command
-    names a workload program runs `program_image` with the programs mounted at `programs_dir`.
+    names a workload program runs `program_image` with the programs mounted at `programs_dir`. `tolerations`
+    (node_tolerations) are added to the pod's own.
     """
     doc = pod_to_dict(pod)
     meta = doc["metadata"]
@@ -122,6 +135,8 @@ def pod_manifest(pod: Pod, namespace: str, node: str, run_id: str, *, default_im
     spec = doc["spec"]
     spec["nodeName"] = node
     spec["terminationGracePeriodSeconds"] = 0
+    if tolerations:
+        spec["tolerations"] = [*spec.get("tolerations", ()), *(dict(t) for t in tolerations)]
     uses_programs = False
     for container in [*spec.get("initContainers", ()), *spec["containers"]]:
         words = [*container.get("command", ()), *container.get("args", ())]
