@@ -32,8 +32,10 @@ def shape_node_doc(shape: Shape) -> dict[str, Any]:
     return doc
 
 
-def open_shape(shape: Shape, root: Path) -> KubeNode:
+def open_shape(shape: Shape, root: Path, refuse: dict[str, tuple[Any, ...]] | None = None) -> KubeNode:
+    """The kube driver started on the shape (`refuse`: FakeKube.refuse, API refusals of pods by name)."""
     fake = FakeKube(FakeNode(root))
+    fake.refuse.update(refuse or {})
     fake.node, fake.configz, fake.pause = shape_node_doc(shape), shape.configz(), shape.pause
     clock = FakeClock()
     node = KubeNode(fake, NODE, spec=f"kube:{shape.name}", run_id="abc123", sleep=clock.sleep, clock=clock,

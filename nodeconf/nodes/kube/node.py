@@ -52,7 +52,13 @@ from nodeconf.nodes.kube.pods import (
     start_failure,
     workload_programs,
 )
-from nodeconf.nodes.kube.refusals import infrastructure_error, is_service_account_race, rejection
+from nodeconf.nodes.kube.refusals import (
+    dropped_gated_field,
+    infrastructure_error,
+    is_service_account_race,
+    reader_refusal,
+    rejection,
+)
 from nodeconf.nodes.kube.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from nodeconf.nodes.shield import signals_deferred
 from nodeconf.semantics.cpu import measured_formula, milli_cpu_to_shares
@@ -112,7 +118,12 @@ class KubeNode(Node):
             self.api.create_object(self.base_namespace, configmap(
                 READER_CONFIGMAP, self.base_namespace, self.run_id, {READER_FILE: reader_source()}))
             manifest = helper_pod_manifest(self.base_namespace, self.node, self.run_id, self.helper_image)
-            self.api.create_pod(self.base_namespace, manifest)
+            try:
+                self._create_pod(self.base_namespace, manifest)
+            except KubeApiError as err:
+                if not 400 <= err.status < 500:
+                    raise
+                raise reader_refusal(err, self.node) from None
             self._wait_pod(self.base_namespace, HELPER_NAME, self.timeouts.start, "reader pod")
             if not self.read("check").get("cgroupV2"):
                 raise NotApplicable(f"node {self.node} runs cgroup v1 (no cgroup.controllers at the root of its "
@@ -206,7 +217,7 @@ class KubeNode(Node):
                                 program_image=self.helper_image, programs_dir=PROGRAMS_DIR,
                                 keep_images=self.keep_images, tolerations=node_tolerations(self.node_object()))
         try:
-            self._create_pod(namespace, manifest)
+            dropped = dropped_gated_field(manifest, self._create_pod(namespace, manifest))
         except KubeApiError as err:
             refused = rejection(err)
             if refused is not None:
@@ -214,6 +225,9 @@ class KubeNode(Node):
             if not 400 <= err.status < 500:
                 raise
             raise infrastructure_error(err, f"pod {pod.ref}") from None
+        if dropped is not None:
+            self.delete_pod(namespace, pod.name)
+            raise dropped
         try:
             obj = self._wait_pod(namespace, pod.name, self.timeouts.pod, "pod")
         except BaseException:
@@ -227,14 +241,13 @@ class KubeNode(Node):
             self.delete_pod(namespace, pod.name)  # a refused pod leaves nothing behind, as on a kubelet
         return KubePod(self, pod, admitted, errors, namespace)
 
-    def _create_pod(self, namespace: str, manifest: dict[str, Any]) -> None:
-        """Create the pod; while a new namespace's ServiceAccount does not exist yet (the serviceaccount
-        admission plugin refuses the pod) retry for `timeouts.service_account`."""
+    def _create_pod(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Create the pod (the object the API server stored); while a new namespace's ServiceAccount does not
+        exist yet (the serviceaccount admission plugin refuses the pod) retry for `timeouts.service_account`."""
         deadline = self.clock() + self.timeouts.service_account
         while True:
             try:
-                self.api.create_pod(namespace, manifest)
-                return
+                return self.api.create_pod(namespace, manifest)
             except KubeApiError as err:
                 if not is_service_account_race(err) or self.clock() > deadline:
                     raise
@@ -319,7 +332,7 @@ class KubeNode(Node):
                      "containers": [{"name": "probe", "image": self.helper_image, "command": ["sleep", "infinity"],
                                      "resources": {"requests": {"cpu": f"{PROBE_MILLI_CPU}m"}}}]},
         }
-        self.api.create_pod(self.base_namespace, manifest)
+        self._create_pod(self.base_namespace, manifest)
         try:
             obj = self._wait_pod(self.base_namespace, PROBE_NAME, self.timeouts.pod, "cpu-weight probe pod")
             admitted, errors = admission(obj) or (False, ())

@@ -42,6 +42,9 @@ PERMANENT_START_FAILURES = frozenset({"InvalidImageName", "ErrImageNeverPull", "
 # kubelet evicts pods using more than they request first, pkg/kubelet/eviction/helpers.go rankMemoryPressure);
 # the CPU limit is CFS quota, so it stays high enough for a python3 start and a /proc scan per exec.
 HELPER_RESOURCES = {"cpu": "500m", "memory": "128Mi"}
+# The kubelet stops the reader after this long even when the run that made it was killed and no `nodeconf clean`
+# came (activeDeadlineSeconds, pkg/kubelet/active_deadline.go): longer than any run, 12 h.
+READER_DEADLINE_SECONDS = 12 * 3600
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _RUNTIME_ID = re.compile(r"^[a-z0-9-]+://(?P<id>[0-9a-f]{12,64})$")
 
@@ -79,6 +82,7 @@ def helper_pod_manifest(namespace: str, node: str, run_id: str, image: str) -> d
         "metadata": {"name": HELPER_NAME, "namespace": namespace, "labels": labels(run_id)},
         "spec": {
             "nodeName": node, "hostPID": True, "restartPolicy": "Always", "terminationGracePeriodSeconds": 0,
+            "activeDeadlineSeconds": READER_DEADLINE_SECONDS,
             "automountServiceAccountToken": False, "tolerations": [{"operator": "Exists"}],
             "containers": [{
                 "name": "reader", "image": image, "command": ["sleep", "infinity"],
