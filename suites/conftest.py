@@ -29,7 +29,7 @@ def oracle(node: Node, node_facts: NodeFacts, pytestconfig: pytest.Config) -> Or
 
 
 @pytest.fixture(scope="session")
-def _applied() -> Applied:
+def _applied(node: Node) -> Applied:  # per node: what one node runs says nothing about another's
     return Applied()
 
 

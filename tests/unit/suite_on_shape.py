@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,14 @@ def open_shape(shape: Shape, root: Path, refuse: dict[str, tuple[Any, ...]] | No
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Every node this process opens is the shape's; every check ends at its first pod (ReachedTheNode)."""
-    shape = next(s for s in SHAPES if s.name == os.environ[SHAPE_ENV])
-    root = Path(tempfile.mkdtemp(prefix="nodeconf-shape-"))
+    """Each `--node kube:SHAPE` this process opens is that recorded shape (`--node kube`: NODECONF_TEST_SHAPE,
+    `NAME@vX.Y.Z` for the shape with another kubelet); every check ends at its first pod (ReachedTheNode)."""
 
     def opened(spec: Any, **_: Any) -> KubeNode:
-        return open_shape(shape, root)
+        name, _at, version = (spec.context or os.environ[SHAPE_ENV]).partition("@")
+        shape = next(s for s in SHAPES if s.name == name)
+        shape = replace(shape, kubelet_version=version) if version else shape
+        return open_shape(shape, Path(tempfile.mkdtemp(prefix=f"nodeconf-shape-{name}-")))
 
     import fixtures.node
 
