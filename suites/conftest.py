@@ -10,9 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from fixtures.markers import profile_version
+from fixtures.node_profile import judging_profile, node_base_config
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.loader import load_kubelet_config
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import Node
 from suites.toolkit.kubelet import Applied, Kubelet, Oracle, oracle_facts
@@ -33,18 +32,17 @@ def node_facts(node: Node) -> NodeFacts:
 @pytest.fixture(scope="session")
 def oracle(node: Node, node_facts: NodeFacts, pytestconfig: pytest.Config) -> Oracle:
     facts = oracle_facts(node_facts, str(pytestconfig.getoption("--cpu-weight-formula")))
-    return Oracle(facts, profile_version(pytestconfig.getoption("--profile")), node.other_pods)
+    return Oracle(facts, judging_profile(node, pytestconfig), node.other_pods)
 
 
 @pytest.fixture(scope="session")
-def _applied() -> Applied:
+def _applied(node: Node) -> Applied:  # per node: what one node runs says nothing about another's
     return Applied()
 
 
 @pytest.fixture(scope="session")
-def base_config(pytestconfig: pytest.Config) -> KubeletConfig:
-    path = pytestconfig.getoption("--kubelet-config")
-    return load_kubelet_config(path) if path else KubeletConfig()
+def base_config(node: Node, pytestconfig: pytest.Config) -> KubeletConfig:
+    return node_base_config(node, pytestconfig.getoption("--kubelet-config"))
 
 
 @pytest.fixture

@@ -280,6 +280,16 @@ class Node(ABC):
         this)."""
         return [handle.evidence(extra_files) for handle in handles]
 
+    def kubelet_version(self) -> str | None:
+        """The `X.Y` version of a kubelet nodeconf cannot change (a cluster node's: its profile), None where nodeconf
+        runs the kubelet it checks (the run's profile)."""
+        return None
+
+    def running_config(self) -> KubeletConfig | None:
+        """The configuration of a kubelet nodeconf cannot change (a cluster node's, as its provider set it: the
+        checks' base), None where nodeconf configures the kubelet (the run's `--kubelet-config`)."""
+        return None
+
     def other_pods(self) -> Sequence[Pod]:
         """Pods the node runs that no check sent (a cluster's system pods, the reader pod): the kubelet counts
         their requests in the node-level cgroups and admission, so the oracle gets them too; none by default."""

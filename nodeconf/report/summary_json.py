@@ -41,7 +41,8 @@ FACT_KEYS = frozenset(f.name for f in dataclasses.fields(NodeFacts)) - {"measure
 MAX_COMPARISON_BYTES = 4 * 1024 * 1024
 _NOT_SNAKE = re.compile(r"[^a-z0-9]+")
 # The suite markers that name a check's source (fixtures/markers.py SOURCE_MARKERS; a unit test keeps them equal).
-SOURCE_MARKERS = ("kep5359", "kep2400", "memory_qos", "requests_limits", "upstream_e2e", "kubelet_code")
+SOURCE_MARKERS = ("kep5359", "kep2400", "memory_qos", "requests_limits", "upstream_e2e", "kubelet_config",
+                  "kubelet_code")
 
 
 def snake(key: str) -> str:

@@ -10,6 +10,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,9 @@ Path(os.environ["FAKE_ARGV"]).write_text(" ".join(argv))
 reports = Path(argv[argv.index("--reports") + 1])
 if os.environ.get("FAKE_JUNIT"):
     (reports / "junit.xml").write_text("<testsuites/>")
+    (reports / "summary.json").write_text("{{}}")
+    (reports / "html").mkdir()
+    (reports / "html" / "nodeconf-report.html").write_text("<html/>")
 sys.exit(int(os.environ["FAKE_EXIT"]))
 """
 
@@ -97,21 +101,26 @@ def test_the_plugin_script_writes_the_done_file_only_with_a_junit(tmp_path: Path
                                                                   expected_exit: int) -> None:
     """The plugin's own shell script, with a fake `nodeconf` on PATH: the done file names the JUnit (no newline),
     and without a JUnit there is no done file and the exit is non-zero."""
-    bin_dir, results = tmp_path / "bin", tmp_path / "results"
+    bin_dir, results, reports = tmp_path / "bin", tmp_path / "results", tmp_path / "reports"
     bin_dir.mkdir()
     results.mkdir()
+    reports.mkdir()
     fake = bin_dir / "nodeconf"
     fake.write_text(FAKE_NODECONF.format(python=sys.executable))
     fake.chmod(0o755)
     spec = plugin()["spec"]
+    assert {e["name"]: e["value"] for e in spec["env"]}["NODECONF_ARGS"] == "", "a useful run needs no arguments"
     env = {**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin", "NODECONF_RESULTS": str(results),
-           "NODECONF_ARGS": "--profile 1.35 -- -k swap", "FAKE_ARGV": str(tmp_path / "argv"),
+           "NODECONF_REPORTS": str(reports), "NODECONF_ARGS": "-- -k swap", "FAKE_ARGV": str(tmp_path / "argv"),
            "FAKE_EXIT": str(status), "FAKE_JUNIT": "1" if junit else ""}
     done = subprocess.run([*spec["command"], *spec["args"]], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == expected_exit, done.stderr
-    assert (tmp_path / "argv").read_text() == f"run --node kube --reports {results} --profile 1.35 -- -k swap"
+    assert (tmp_path / "argv").read_text() == f"run --node kube --reports {reports} -- -k swap"
     if junit:
-        assert (results / "done").read_text() == f"{results}/junit.xml"
+        tarball = results / "nodeconf-results.tar.gz"
+        assert (results / "done").read_text() == str(tarball)
+        with tarfile.open(tarball) as tar:
+            assert {"junit.xml", "summary.json", "html/nodeconf-report.html"} <= set(tar.getnames())
     else:
         assert not (results / "done").exists()
         assert "nodeconf left no JUnit" in done.stderr

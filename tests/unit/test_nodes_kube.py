@@ -495,10 +495,10 @@ def test_run_binds_the_pod_to_the_node_in_the_run_namespace(node: KubeNode, fake
     assert sent["metadata"]["labels"] == {"app": "x", "app.kubernetes.io/managed-by": "nodeconf",
                                           "nodeconf.io/run": RUN}
     app, idle, hog = sent["spec"]["containers"]
-    # Registry-neutral short names: the node's runtime resolves them with its own registry and mirror settings.
-    assert app["image"] == "busybox:1.37" and app["command"] == ["sleep", "3600"]
-    assert idle["image"] == "busybox:1.37" and idle["command"] == ["sleep", "infinity"]
-    assert hog["image"] == "python:3.12-slim"
+    # Fully qualified: CRI-O >= 1.34 refuses short names (cri-o#9401).
+    assert app["image"] == "docker.io/library/busybox:1.37" and app["command"] == ["sleep", "3600"]
+    assert idle["image"] == "docker.io/library/busybox:1.37" and idle["command"] == ["sleep", "infinity"]
+    assert hog["image"] == "docker.io/library/python:3.12-slim"
     assert hog["volumeMounts"] == [{"name": "programs", "mountPath": PROGRAMS_DIR, "readOnly": True}]
     assert sent["spec"]["volumes"] == [{"name": "programs", "configMap": {"name": PROGRAMS_CONFIGMAP}}]
     programs = fake.objects[("ConfigMap", DEFAULT_NS, PROGRAMS_CONFIGMAP)]["data"]
@@ -507,7 +507,7 @@ def test_run_binds_the_pod_to_the_node_in_the_run_namespace(node: KubeNode, fake
 
 @pytest.mark.parametrize(("keep_images", "image", "command"), [
     # As the enforcer: the command runs, or a sleeper; the seed's example image is not pulled.
-    pytest.param(False, "busybox:1.37", ["sleep", "infinity"], id="stand-in"),
+    pytest.param(False, "docker.io/library/busybox:1.37", ["sleep", "infinity"], id="stand-in"),
     pytest.param(True, "ghcr.io/example/hello:1.0", None, id="keep-images"),
 ])
 def test_image_policy(fake: FakeKube, clock: FakeClock, keep_images: bool, image: str,
@@ -768,7 +768,7 @@ def test_configure_on_a_real_cluster_and_another_version(node: KubeNode, fake: F
     fake.node["spec"]["providerID"] = "gce://project/zone/node-1"
     config = kubelet_config_from_dict({"kind": "KubeletConfiguration", "memorySwap": {"swapBehavior": "LimitedSwap"}})
     with pytest.raises(KubeletConfigNotApplicable,
-                       match=r"profile 1\.38 requested, the node runs kubelet 1\.34.*point nodeconf at a node"):
+                       match=r"profile: requested 1\.38, node has kubelet 1\.34.*point nodeconf at a node"):
         node.configure(config, "1.38")
 
 
@@ -834,7 +834,7 @@ def test_choose_node(nodes: list[dict[str, Any]], wanted: str | None, chosen: st
 
 @pytest.mark.parametrize(("nodes", "wanted", "message"), [
     pytest.param([ready("w1")], "w9", "no node 'w9' in the cluster (nodes: w1)", id="unknown"),
-    pytest.param([ready("w1", is_ready=False)], None, "no Ready node", id="none-ready"),
+    pytest.param([ready("w1", is_ready=False)], None, "no Ready Linux node that is not virtual", id="none-ready"),
 ])
 def test_choose_node_errors(nodes: list[dict[str, Any]], wanted: str | None, message: str) -> None:
     with pytest.raises(NodeError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -168,6 +168,12 @@ def live_with_gates(gates: dict[str, bool]) -> KubeletConfig:
                  id="node-sets-a-gate-the-profile-leaves-off"),
     pytest.param("1.37", {}, LIVE, [], id="profile-default-matches-node"),
     pytest.param("1.34", {"featureGates": {"MemoryQoS": True}}, LIVE, [], id="request-names-the-gate"),
+    # A check that asks for a gate at its default runs on a node that leaves the gate unset (issue 29).
+    pytest.param("1.36", {"featureGates": {"MemoryQoS": False}}, live_with_gates({}), [],
+                 id="request-names-the-default-the-node-leaves-unset"),
+    pytest.param("1.36", {"featureGates": {"MemoryQoS": True}}, live_with_gates({}),
+                 ["featureGates.MemoryQoS: requested True, node has unset (profile 1.36: False)"],
+                 id="request-needs-a-gate-the-node-leaves-at-its-default"),
     pytest.param("1.38", {}, live_with_gates({"MemoryQoS": True, "WorkloadControlledSwap": False}),
                  ["featureGates.WorkloadControlledSwap: profile 1.38 has True, node has False"],
                  id="node-turns-a-profile-gate-off"),

@@ -12,6 +12,8 @@ import pytest
 from kube_api_server import ApiServer, write_kubeconfig
 
 from nodeconf.nodes.kube.api import ClientKubeApi, KubeApiError, load_kube_context
+from nodeconf.nodes.kube.node import DEFAULT_HELPER_IMAGE, DEFAULT_WORKLOAD_IMAGE
+from nodeconf.nodes.kube.opener import ENV_HELPER_IMAGE, ENV_MIRROR, ENV_WORKLOAD_IMAGE, image
 
 
 @pytest.fixture
@@ -116,3 +118,20 @@ def test_version(server: ApiServer, api: ClientKubeApi) -> None:
     server.answers[("GET", "/version/")] = (200, {"major": "1", "minor": "34", "gitVersion": "v1.34.2"})
     server.answers[("GET", "/version")] = (200, {"major": "1", "minor": "34", "gitVersion": "v1.34.2"})
     assert api.version()["gitVersion"] == "v1.34.2"
+
+
+@pytest.mark.parametrize(("env", "helper", "workload"), [
+    pytest.param({}, "docker.io/library/python:3.12-slim", "docker.io/library/busybox:1.37", id="docker-hub"),
+    pytest.param({ENV_MIRROR: "mirror.gcr.io"}, "mirror.gcr.io/library/python:3.12-slim",
+                 "mirror.gcr.io/library/busybox:1.37", id="mirror"),
+    pytest.param({ENV_MIRROR: "registry.corp/hub/", ENV_HELPER_IMAGE: "registry.corp/tools/py:3.12"},
+                 "registry.corp/tools/py:3.12", "registry.corp/hub/library/busybox:1.37", id="mirror-and-image"),
+])
+def test_images_are_fully_qualified_and_one_setting_mirrors_them(
+        monkeypatch: pytest.MonkeyPatch, env: dict[str, str], helper: str, workload: str) -> None:
+    for name in (ENV_MIRROR, ENV_HELPER_IMAGE, ENV_WORKLOAD_IMAGE):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert (image(ENV_HELPER_IMAGE, DEFAULT_HELPER_IMAGE), image(ENV_WORKLOAD_IMAGE, DEFAULT_WORKLOAD_IMAGE)) == (
+        helper, workload)

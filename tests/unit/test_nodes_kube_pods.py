@@ -83,6 +83,16 @@ def test_container_ids_strip_the_runtime_scheme_and_skip_odd_ones() -> None:
                  ("container app: CreateContainerError: context deadline exceeded", False), id="create"),
     pytest.param({"reason": "InvalidImageName", "message": 'couldn\'t parse image name "A:b"'},
                  ('container app: InvalidImageName: couldn\'t parse image name "A:b"', True), id="bad-name"),
+    # CRI-O >= 1.34 refuses a short name in enforcing short-name mode (cri-o#9401): the kubelet reports
+    # ImageInspectError, which no retry changes (issue 29 item 3).
+    pytest.param({"reason": "ImageInspectError", "message": 'short name mode is enforcing, but image name '
+                  'busybox:1.37 returns ambiguous list'},
+                 ("container app: ImageInspectError: short name mode is enforcing, but image name busybox:1.37 "
+                  "returns ambiguous list", True), id="short-name-refused"),
+    pytest.param({"reason": "ImagePullBackOff", "message": 'Back-off pulling image "docker.io/library/busybox:1.37":'
+                  " toomanyrequests: You have reached your pull rate limit"},
+                 ('container app: ImagePullBackOff: Back-off pulling image "docker.io/library/busybox:1.37": '
+                  "toomanyrequests: You have reached your pull rate limit", False), id="pull-limit"),
     pytest.param({"reason": "ContainerCreating"}, None, id="normal-wait"),
     pytest.param({"reason": "CrashLoopBackOff"}, None, id="crash-loop-is-behaviour"),
 ])

@@ -6,7 +6,7 @@ Source: kubelet /configz (pkg/kubelet/server/server.go); issue 12 (the kube driv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from nodeconf.errors import InputError
@@ -28,11 +28,9 @@ class KubeletConfigNotApplicable(NotApplicable):
     """The node's kubelet runs another configuration or version than the check needs: the check is skipped."""
 
 
-def require_running_config(api: KubeApi, node_name: str, node_object: Callable[[], Mapping[str, Any]],
-                           config: KubeletConfig, version: str | None) -> None:
-    """Accept the kubelet config the node already runs, refuse (KubeletConfigNotApplicable) any other, one that
-    cannot be read or one with values nodeconf does not model. Only the fields the node's /configz shows are
-    compared."""
+def read_running_config(api: KubeApi, node_name: str) -> tuple[KubeletConfig, frozenset[str]]:
+    """The kubelet configuration the node runs (its /configz, the kubelet's defaults filled in) and the fields
+    /configz shows; KubeletConfigNotApplicable when it cannot be read or holds values nodeconf does not model."""
     try:
         configz = api.node_proxy(node_name, "configz")
     except KubeApiError as err:
@@ -43,21 +41,26 @@ def require_running_config(api: KubeApi, node_name: str, node_object: Callable[[
             f"nodes/proxy (infra/kube/rbac.yaml): checks that need a kubelet configuration are skipped"
         ) from None
     try:
-        live = live_kubelet_config(configz, node_name)
+        return live_kubelet_config(configz, node_name), present_fields(configz)
     except InputError as err:
         raise KubeletConfigNotApplicable(
             f"node {node_name} runs a kubelet configuration nodeconf does not model ({err}): checks that "
             f"need a kubelet configuration are skipped") from None
-    node = node_object()
-    running = kubelet_minor_version(node)
-    profile = version or (running if running in SUPPORTED_VERSIONS else None)
-    differences = kubelet_config_differences(config, live, profile, present_fields(configz))
-    if version is not None and running != version:
-        differences.insert(0, f"profile {version} requested, the node runs kubelet {running}")
+
+
+def require_running_config(node_name: str, node: Mapping[str, Any], running: tuple[KubeletConfig, frozenset[str]],
+                           config: KubeletConfig, version: str | None) -> None:
+    """Accept the kubelet config the node already runs, refuse (KubeletConfigNotApplicable, naming each field
+    and both values) any other. Only the fields the node's /configz shows are compared."""
+    live, present = running
+    kubelet = kubelet_minor_version(node)
+    profile = version or (kubelet if kubelet in SUPPORTED_VERSIONS else None)
+    differences = kubelet_config_differences(config, live, profile, present)
+    if version is not None and kubelet != version:
+        differences.insert(0, f"profile: requested {version}, node has kubelet {kubelet}")
     if differences:
         how = (kind_advice(config) if is_kind_node(node)
-               else "give --kubelet-config with the node's values, or point nodeconf at a node whose kubelet "
-                    "runs the needed configuration")
+               else "point nodeconf at a node whose kubelet runs the needed configuration")
         raise KubeletConfigNotApplicable(
             f"node {node_name} runs another kubelet configuration ({'; '.join(differences)}); "
             f"its kubelet cannot be reconfigured from here: {how}")

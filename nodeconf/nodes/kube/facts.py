@@ -173,12 +173,17 @@ def kubelet_config_differences(requested: KubeletConfig, live: KubeletConfig, ve
             continue
         if want != have:
             out.append(f"{name}: requested {_shown(want)}, node has {_shown(have)}")
+    live_gates = profile_for(version, live).gates if version is not None else {}
     for gate, want in sorted(requested.feature_gates.items()):
         have = live.feature_gates.get(gate)
+        if have is None and live_gates.get(gate) == want:
+            continue  # the node leaves the gate at the profile's default, which is the one requested
         if have != want:
-            out.append(f"featureGates.{gate}: requested {want}, node has {'unset' if have is None else have}")
+            default = f" (profile {version}: {live_gates[gate]})" if have is None and gate in live_gates else ""
+            out.append(f"featureGates.{gate}: requested {want}, node has {'unset' if have is None else have}"
+                       f"{default}")
     if version is not None:
-        wanted_gates, live_gates = profile_for(version, requested).gates, profile_for(version, live).gates
+        wanted_gates = profile_for(version, requested).gates
         for gate, want in sorted(wanted_gates.items()):
             if gate not in requested.feature_gates and live_gates.get(gate) != want:
                 out.append(f"featureGates.{gate}: profile {version} has {want}, node has {live_gates.get(gate)}")

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from nodeconf.errors import InputError
 from nodeconf.nodes.kube.api import ClientKubeApi, KubeApi, KubeApiError, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube.facts import node_name
-from nodeconf.nodes.kube.opener import OS_LABEL, is_linux, is_ready, node_os
+from nodeconf.nodes.kube.opener import OS_LABEL, is_linux, is_ready, node_os, virtual_reason
 from nodeconf.nodes.spec import (
     MAX_FANOUT,
     MAX_OPTION,
@@ -39,12 +39,12 @@ def label_selector(spec: NodeSpec) -> str:
 
 
 def drop_reason(node: Mapping[str, Any]) -> str | None:
-    """Why a listed node is not run on (not Linux, not Ready), None when it is."""
+    """Why a listed node is not run on (not Linux, not Ready, virtual), None when it is."""
     if not is_linux(node):
         return f"not Linux ({OS_LABEL}={node_os(node)})"
     if not is_ready(node):
         return "not Ready"
-    return None
+    return virtual_reason(node)
 
 
 def selected_nodes(nodes: Sequence[Mapping[str, Any]], spec: NodeSpec) -> list[str]:

@@ -14,6 +14,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from nodeconf import names
@@ -24,8 +25,8 @@ from nodeconf.manifest_writer import namespace_object_to_dict
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import CgroupFiles, Metrics, Node, NodeConditions, NodeError, NotApplicable, parse_metrics
 from nodeconf.nodes.kube.api import KubeApi, KubeApiError, dig
-from nodeconf.nodes.kube.configz import require_running_config
-from nodeconf.nodes.kube.facts import node_facts
+from nodeconf.nodes.kube.configz import read_running_config, require_running_config
+from nodeconf.nodes.kube.facts import kubelet_minor_version, node_facts
 from nodeconf.nodes.kube.lease import RENEW_EVERY, Heartbeat, expiry_annotations
 from nodeconf.nodes.kube.others import node_selector, other_pods
 from nodeconf.nodes.kube.paths import CgroupFrame
@@ -42,6 +43,7 @@ from nodeconf.nodes.kube.pods import (
     kube_namespace,
     labels,
     namespace_manifest,
+    node_tolerations,
     pod_events,
     pod_manifest,
     programs_configmap,
@@ -50,18 +52,25 @@ from nodeconf.nodes.kube.pods import (
     start_failure,
     workload_programs,
 )
-from nodeconf.nodes.kube.refusals import infrastructure_error, is_service_account_race, rejection
+from nodeconf.nodes.kube.refusals import (
+    dropped_gated_field,
+    infrastructure_error,
+    is_service_account_race,
+    reader_refusal,
+    rejection,
+)
 from nodeconf.nodes.kube.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from nodeconf.nodes.shield import signals_deferred
 from nodeconf.semantics.cpu import measured_formula, milli_cpu_to_shares
 from nodeconf.workloads import PROGRAMS
 
-# Short names without a registry: the node's runtime resolves them with its own registry and mirror settings
-# (containerd: docker.io; CRI-O: unqualified-search-registries), so a cluster that mirrors or caches Docker
-# Hub (anonymous pull limits) needs no change here; set NODECONF_KUBE_HELPER_IMAGE / _WORKLOAD_IMAGE to use
-# another registry. The helper image needs python3 and `sleep` (the reader, the workload programs).
-DEFAULT_HELPER_IMAGE = "python:3.12-slim"
-DEFAULT_WORKLOAD_IMAGE = "busybox:1.37"
+# Fully qualified: CRI-O >= 1.34 refuses short names in enforcing short-name mode (cri-o#9401), and a short name
+# means docker.io on containerd anyway. NODECONF_KUBE_MIRROR puts a mirror in docker.io's place (Docker Hub's
+# anonymous pull limits; opener.py), NODECONF_KUBE_HELPER_IMAGE / _WORKLOAD_IMAGE replace an image. The helper
+# image needs python3 and `sleep` (the reader, the workload programs).
+DOCKER_HUB = "docker.io"
+DEFAULT_HELPER_IMAGE = f"{DOCKER_HUB}/library/python:3.12-slim"
+DEFAULT_WORKLOAD_IMAGE = f"{DOCKER_HUB}/library/busybox:1.37"
 PROGRAMS_DIR = f"/opt/nodeconf/{PROGRAMS}"
 PROBE_NAME = "nodeconf-cpu-weight-probe"
 # 250m → 256 shares: weight 35 (non-linear) vs 10 (linear), the seed article's example.
@@ -95,6 +104,8 @@ class KubeNode(Node):
         self.paths: dict[str, str] = {}
         self._facts: NodeFacts | None = None
         self._node_obj: dict[str, Any] | None = None
+        self._configz: tuple[KubeletConfig, frozenset[str]] | None = None
+        self.notes: list[str] = []  # what the node shows that its /configz does not say (reported in logs())
         self.heartbeat = Heartbeat(api, lambda: self.namespaces, renew_every)
 
     def start(self) -> KubeNode:
@@ -107,7 +118,12 @@ class KubeNode(Node):
             self.api.create_object(self.base_namespace, configmap(
                 READER_CONFIGMAP, self.base_namespace, self.run_id, {READER_FILE: reader_source()}))
             manifest = helper_pod_manifest(self.base_namespace, self.node, self.run_id, self.helper_image)
-            self.api.create_pod(self.base_namespace, manifest)
+            try:
+                self._create_pod(self.base_namespace, manifest)
+            except KubeApiError as err:
+                if not 400 <= err.status < 500:
+                    raise
+                raise reader_refusal(err, self.node) from None
             self._wait_pod(self.base_namespace, HELPER_NAME, self.timeouts.start, "reader pod")
             if not self.read("check").get("cgroupV2"):
                 raise NotApplicable(f"node {self.node} runs cgroup v1 (no cgroup.controllers at the root of its "
@@ -199,9 +215,9 @@ class KubeNode(Node):
         namespace = self.namespace_for(pod.namespace)
         manifest = pod_manifest(pod, namespace, self.node, self.run_id, default_image=self.workload_image,
                                 program_image=self.helper_image, programs_dir=PROGRAMS_DIR,
-                                keep_images=self.keep_images)
+                                keep_images=self.keep_images, tolerations=node_tolerations(self.node_object()))
         try:
-            self._create_pod(namespace, manifest)
+            dropped = dropped_gated_field(manifest, self._create_pod(namespace, manifest))
         except KubeApiError as err:
             refused = rejection(err)
             if refused is not None:
@@ -209,6 +225,9 @@ class KubeNode(Node):
             if not 400 <= err.status < 500:
                 raise
             raise infrastructure_error(err, f"pod {pod.ref}") from None
+        if dropped is not None:
+            self.delete_pod(namespace, pod.name)
+            raise dropped
         try:
             obj = self._wait_pod(namespace, pod.name, self.timeouts.pod, "pod")
         except BaseException:
@@ -222,14 +241,13 @@ class KubeNode(Node):
             self.delete_pod(namespace, pod.name)  # a refused pod leaves nothing behind, as on a kubelet
         return KubePod(self, pod, admitted, errors, namespace)
 
-    def _create_pod(self, namespace: str, manifest: dict[str, Any]) -> None:
-        """Create the pod; while a new namespace's ServiceAccount does not exist yet (the serviceaccount
-        admission plugin refuses the pod) retry for `timeouts.service_account`."""
+    def _create_pod(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Create the pod (the object the API server stored); while a new namespace's ServiceAccount does not
+        exist yet (the serviceaccount admission plugin refuses the pod) retry for `timeouts.service_account`."""
         deadline = self.clock() + self.timeouts.service_account
         while True:
             try:
-                self.api.create_pod(namespace, manifest)
-                return
+                return self.api.create_pod(namespace, manifest)
             except KubeApiError as err:
                 if not is_service_account_race(err) or self.clock() > deadline:
                     raise
@@ -310,10 +328,11 @@ class KubeNode(Node):
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": PROBE_NAME, "namespace": self.base_namespace, "labels": labels(self.run_id)},
             "spec": {"nodeName": self.node, "terminationGracePeriodSeconds": 0, "restartPolicy": "Never",
+                     "tolerations": node_tolerations(self.node_object()),
                      "containers": [{"name": "probe", "image": self.helper_image, "command": ["sleep", "infinity"],
                                      "resources": {"requests": {"cpu": f"{PROBE_MILLI_CPU}m"}}}]},
         }
-        self.api.create_pod(self.base_namespace, manifest)
+        self._create_pod(self.base_namespace, manifest)
         try:
             obj = self._wait_pod(self.base_namespace, PROBE_NAME, self.timeouts.pod, "cpu-weight probe pod")
             admitted, errors = admission(obj) or (False, ())
@@ -332,8 +351,35 @@ class KubeNode(Node):
     def configure(self, config: KubeletConfig, version: str | None = None) -> Sequence[str]:
         """A cluster's kubelet cannot be restarted from here: accept the config the node already runs, refuse
         (KubeletConfigNotApplicable, the check is skipped) any other (configz.require_running_config)."""
-        require_running_config(self.api, self.node, self.node_object, config, version)
+        require_running_config(self.node, self.node_object(), self._running(), config, version)
         return ()
+
+    def _running(self) -> tuple[KubeletConfig, frozenset[str]]:
+        if self._configz is None:
+            config, present = read_running_config(self.api, self.node)
+            self._configz = (self._driver_from_layout(config), present)
+        return self._configz
+
+    def _driver_from_layout(self, config: KubeletConfig) -> KubeletConfig:
+        """The config with the cgroup driver the node's cgroups show (`kubepods.slice`: systemd, `kubepods`:
+        cgroupfs). /configz holds the config file's value, recorded before the kubelet asks the runtime for its
+        driver (KubeletCgroupDriverFromCRI; cmd/kubelet/app/server.go), so it is only a cross-check: a
+        disagreement is reported in logs()."""
+        kubepods = str(self.read("node", files=[])["kubepods"]["path"])
+        driver = "systemd" if self.frame(kubepods).systemd else "cgroupfs"
+        if driver == config.cgroup_driver:
+            return config
+        self.notes.append(f"cgroup driver: /configz of node {self.node} says {config.cgroup_driver}, its cgroups "
+                          f"({kubepods}) are the {driver} driver's: judged as {driver}")
+        return replace(config, cgroup_driver=driver)
+
+    def kubelet_version(self) -> str | None:
+        """The node's kubelet as `X.Y` (`status.nodeInfo.kubeletVersion`): the profile that judges it."""
+        return kubelet_minor_version(self.node_object())
+
+    def running_config(self) -> KubeletConfig | None:
+        """The node's running kubelet configuration (/configz, read once): what its provider set is its truth."""
+        return self._running()[0]
 
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         doc = self.read("node", files=evidence_files(extra_files))
@@ -381,8 +427,8 @@ class KubeNode(Node):
     def logs(self) -> str:
         """The events of this run's namespaces (a cluster's kubelet log is not reachable through the API) and
         the real path of every cgroup the evidence named in the oracle's frame."""
-        lines = [f"cgroup {path} is {real} on node {self.node}" for path, real in sorted(self.paths.items())
-                 if path != real]
+        lines = [*self.notes, *(f"cgroup {path} is {real} on node {self.node}"
+                                for path, real in sorted(self.paths.items()) if path != real)]
         for namespace in self.namespaces:
             for item in self.api.list_events(namespace, ""):
                 involved = item.get("involvedObject") or {}

@@ -6,7 +6,7 @@ import hashlib
 import inspect
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -33,14 +33,18 @@ PROGRAMS_CONFIGMAP = "nodeconf-programs"
 # Waiting reasons of a container that does not start (kubelet images/types.go, kuberuntime_container.go): an
 # infrastructure fault, not a node behaviour under test. The kubelet retries pulls and container creation
 # with a back-off, so these are fatal only when they last (a registry hiccup, a config map not yet visible);
-# the PERMANENT ones never change without a new pod spec.
+# the PERMANENT ones never change without a new pod spec (ImageInspectError: CRI-O >= 1.34 refusing a short
+# image name in enforcing short-name mode, cri-o#9401). Each carries the runtime's or registry's message.
 START_FAILURES = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
-                            "CreateContainerConfigError", "CreateContainerError"})
-PERMANENT_START_FAILURES = frozenset({"InvalidImageName", "ErrImageNeverPull"})
+                            "ImageInspectError", "CreateContainerConfigError", "CreateContainerError"})
+PERMANENT_START_FAILURES = frozenset({"InvalidImageName", "ErrImageNeverPull", "ImageInspectError"})
 # The reader pod's requests and limits: equal, so it is Guaranteed and its usage stays under its request (the
 # kubelet evicts pods using more than they request first, pkg/kubelet/eviction/helpers.go rankMemoryPressure);
 # the CPU limit is CFS quota, so it stays high enough for a python3 start and a /proc scan per exec.
 HELPER_RESOURCES = {"cpu": "500m", "memory": "128Mi"}
+# The kubelet stops the reader after this long even when the run that made it was killed and no `nodeconf clean`
+# came (activeDeadlineSeconds, pkg/kubelet/active_deadline.go): longer than any run, 12 h.
+READER_DEADLINE_SECONDS = 12 * 3600
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _RUNTIME_ID = re.compile(r"^[a-z0-9-]+://(?P<id>[0-9a-f]{12,64})$")
 
@@ -78,6 +82,7 @@ def helper_pod_manifest(namespace: str, node: str, run_id: str, image: str) -> d
         "metadata": {"name": HELPER_NAME, "namespace": namespace, "labels": labels(run_id)},
         "spec": {
             "nodeName": node, "hostPID": True, "restartPolicy": "Always", "terminationGracePeriodSeconds": 0,
+            "activeDeadlineSeconds": READER_DEADLINE_SECONDS,
             "automountServiceAccountToken": False, "tolerations": [{"operator": "Exists"}],
             "containers": [{
                 "name": "reader", "image": image, "command": ["sleep", "infinity"],
@@ -103,15 +108,28 @@ def programs_configmap(namespace: str, run_id: str, programs: Mapping[str, str])
     return configmap(PROGRAMS_CONFIGMAP, namespace, run_id, programs)
 
 
+def node_tolerations(node: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One toleration per NoSchedule or NoExecute taint of the node (any value), so the node's taints do not
+    refuse or evict nodeconf's pods on a shared node (the kubelet admits a bound pod only if it tolerates the
+    node's NoExecute taints, the taint controller evicts it otherwise; PreferNoSchedule refuses nothing)."""
+    out = []
+    for taint in dig(node, "spec", "taints") or ():
+        if isinstance(taint, Mapping) and taint.get("effect") in ("NoSchedule", "NoExecute") and taint.get("key"):
+            out.append({"key": str(taint["key"]), "operator": "Exists", "effect": str(taint["effect"])})
+    return out
+
+
 def pod_manifest(pod: Pod, namespace: str, node: str, run_id: str, *, default_image: str, program_image: str,
-                 programs_dir: str, keep_images: bool = False) -> dict[str, Any]:
+                 programs_dir: str, keep_images: bool = False,
+                 tolerations: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The pod for the API: in the run namespace, bound to the node (the kubelet admits it, no scheduler).
 
     Like the enforcer, which runs a container's command + args or else a sleeper and never looks at its image
     (nodeconf/enforcer/process.py container_argv), every container runs `default_image` (a sleeper when it has
     neither command nor args): the seeds' images (`cache:latest`, `ghcr.io/example/hello:1.0`) are examples,
     not part of the semantics. `keep_images` keeps the manifests' images instead. A container whose command
-    names a workload program runs `program_image` with the programs mounted at `programs_dir`.
+    names a workload program runs `program_image` with the programs mounted at `programs_dir`. `tolerations`
+    (node_tolerations) are added to the pod's own.
     """
     doc = pod_to_dict(pod)
     meta = doc["metadata"]
@@ -121,6 +139,8 @@ def pod_manifest(pod: Pod, namespace: str, node: str, run_id: str, *, default_im
     spec = doc["spec"]
     spec["nodeName"] = node
     spec["terminationGracePeriodSeconds"] = 0
+    if tolerations:
+        spec["tolerations"] = [*spec.get("tolerations", ()), *(dict(t) for t in tolerations)]
     uses_programs = False
     for container in [*spec.get("initContainers", ()), *spec["containers"]]:
         words = [*container.get("command", ()), *container.get("args", ())]

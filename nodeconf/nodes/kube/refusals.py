@@ -10,9 +10,11 @@ plugin/pkg/admission/limitranger/admission.go, plugin/pkg/admission/resourcequot
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
-from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.kube.api import KubeApiError
+from nodeconf.nodes.base import NodeError, NotApplicable
+from nodeconf.nodes.kube.api import KubeApiError, dig
 
 RESOURCE_FIELD = re.compile(r"^spec\.(?:(?:initContainers|containers)\[\d+\]\.resources|resources|overhead)(?:[.\[]|$)")
 # Field paths in an Invalid message when the Status carries no causes: `...is invalid: [spec.x: Invalid ...`.
@@ -61,3 +63,38 @@ def infrastructure_error(err: KubeApiError, what: str) -> NodeError:
     else:
         cause = "the API server refused it for a reason nodeconf does not check"
     return NodeError(f"{what}: {cause}: {err}")
+
+
+# What the privileged reader pod (hostPID, privileged, the host's /sys/fs/cgroup) needs, by the refusal's words.
+READER_NEEDS = (
+    ("unable to validate against any security context constraint",
+     "OpenShift: the run namespaces' service accounts need the privileged SCC (infra/kube/rbac.yaml, OpenShift)"),
+    ("GKE Warden", "GKE Autopilot admits no privileged pod: run nodeconf on a GKE Standard node pool"),
+    ("violates PodSecurity", "Pod Security admission: the run namespaces need pod-security.kubernetes.io/enforce="
+                             "privileged (nodeconf sets it; a cluster policy or exemption list overrides it)"),
+    (WEBHOOK_MARKER, "a policy engine (Gatekeeper, Kyverno, ...) refused it: exempt namespaces labelled "
+                     "app.kubernetes.io/managed-by=nodeconf from its privileged, hostPID and hostPath rules"),
+    ("cannot create resource", "the role needs `create` on pods in the run namespaces (infra/kube/rbac.yaml)"),
+)
+
+
+def reader_refusal(err: KubeApiError, node: str) -> NodeError:
+    """The refused reader pod in one line: what the cluster must allow, then the API server's words."""
+    need = next((text for marker, text in READER_NEEDS if marker in err.message),
+                "the cluster refused a privileged pod with hostPID and a hostPath mount of /sys/fs/cgroup")
+    return NodeError(f"the evidence reader cannot run on node {node}: {need} ({err.status}: {err.message})")
+
+
+# Pod fields the API server drops without an error while their feature gate is off on it (the strategies'
+# dropDisabledFields, pkg/api/pod/util.go): field path → gate.
+GATED_POD_FIELDS = {("spec", "resources"): "PodLevelResources"}
+
+
+def dropped_gated_field(sent: Mapping[str, Any], stored: Mapping[str, Any]) -> NotApplicable | None:
+    """NotApplicable naming the field and gate when the API server stored the pod without a gated field that was
+    sent (its gate is off there: the check needs it), else None."""
+    for path, gate in GATED_POD_FIELDS.items():
+        if dig(sent, *path) and not dig(stored, *path):
+            return NotApplicable(f"the API server dropped {'.'.join(path)} from the pod (its {gate} feature gate is "
+                                 f"off): this check needs {gate} on the API server")
+    return None

@@ -1,0 +1,1 @@
+"""Checks of a cluster node as its provider configured it (issue 29)."""
