@@ -70,8 +70,9 @@ def add_node_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     parser.add_argument("--swap", default=default("4Gi"), metavar="Q", help="node swap capacity (default 4Gi)")
     parser.add_argument("--cpu", default=default("2"), metavar="Q", help="node cpu capacity (default 2)")
     parser.add_argument(
-        "--kubernetes-version", default=default(DEFAULT_VERSION), metavar="X.Y",
-        help=f"profile: one of {', '.join(SUPPORTED_VERSIONS)} (default {DEFAULT_VERSION})",
+        "--profile", "--kubernetes-version", dest="profile", default=default(DEFAULT_VERSION), metavar="X.Y",
+        help=f"the Kubernetes version the oracle judges by, as in nodeconf run: one of {', '.join(SUPPORTED_VERSIONS)} "
+        f"(default {DEFAULT_VERSION}); --kubernetes-version is an alias",
     )
     parser.add_argument(
         "--cpu-weight-formula", default=default("nonlinear"), metavar="linear|nonlinear",
@@ -310,7 +311,7 @@ def node_setup(args: argparse.Namespace, unknown: UnknownFields) -> NodeSetup:
     `unknown`."""
     node = node_facts(args)
     config = load_kubelet_config(args.kubelet_config, unknown) if args.kubelet_config else KubeletConfig()
-    profile = profile_for(args.kubernetes_version, config)
+    profile = profile_for(args.profile, config)
     check_kubelet_accepts(config, profile)
     return NodeSetup(node, config, profile)
 

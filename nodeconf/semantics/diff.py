@@ -32,7 +32,7 @@ NODE_RULES = {
     "allocatableMemory": "capacity − systemReserved − kubeReserved − evictionHard (node_container_manager_linux.go)",
     "allocatableCpuMilli": "capacity − systemReserved − kubeReserved (node_container_manager_linux.go)",
     "swapBehavior": "memorySwap.swapBehavior of the kubelet config (KEP-2400, KEP-5359)",
-    "kubernetesVersion": "the profile (--kubernetes-version)",
+    "kubernetesVersion": "the profile (--profile)",
     "cpuWeightFormula": "the runtime's shares→weight formula (--cpu-weight-formula)",
     "pageSize": "the kernel's page size (--page-size)",
     "swapController": "cgroup v2 swap accounting (--no-swap-controller)",

@@ -105,7 +105,7 @@ def profile_for(version: str = DEFAULT_VERSION, config: KubeletConfig | None = N
     if version not in SUPPORTED_VERSIONS:
         raise InputError(
             f"unknown Kubernetes version {version!r} (supported: {', '.join(SUPPORTED_VERSIONS)})",
-            field="--kubernetes-version",
+            field="--profile",
         )
     defaults = {**_EVERY_VERSION, **_GATE_DEFAULTS[version]}
     overrides = {k: v for k, v in (config.feature_gates if config else {}).items() if k in defaults}
