@@ -21,6 +21,7 @@ from nodeconf.errors import NodeSpecError
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 from nodeconf.node_variant import VARIANT_OPTIONS, Variant, parse_variant
 from nodeconf.nodes.ssh_login import SshLogin, readable_file, redact, ssh_login
+from nodeconf.quantity import Quantity, QuantityError, beyond_int64
 
 SCHEMES = ("vm", "local", "ssh", "kube", "kind")
 DEFAULT_SPEC = "vm"
@@ -45,6 +46,7 @@ ALLOWED_OPTIONS = {
 REPEATABLE = frozenset({"fault"})
 ENFORCED = frozenset({"vm", "local", "ssh"})  # the schemes run by the bundled enforcer
 MIN_VM_MEMORY_MIB = 256
+MIB = 2**20
 CGROUP_MOUNT = "/sys/fs/cgroup"
 # Paths and programs on the node: letters, digits and . _ + @ - only (no shell metacharacters, no `=` that `env`
 # would take for a variable, no spaces).
@@ -61,7 +63,7 @@ MAX_SELECTOR = 1024
 
 @dataclass(frozen=True)
 class VmSize:
-    """The reference VM from `vm?memory=MiB&swap=MiB&cpus=N&debian=&init=&runtime=` (None: the VM's default)."""
+    """The reference VM from `vm?memory=SIZE&swap=SIZE&cpus=N&debian=&init=&runtime=` (None: the VM's default)."""
 
     memory_mib: int | None = None
     swap_mib: int | None = None
@@ -188,7 +190,7 @@ def declare_node_option(add_option: Callable[..., object]) -> None:
     addoption: one declaration for both."""
     add_option("--node", action="append", type=node_spec_argument, metavar="SPEC",
                help=f"node under test, repeatable: {EXPECTED} (default: {DEFAULT_SPEC}, the reference VM); options "
-               "after ?, e.g. vm?memory=6144&swap=2048, vm?fault=cpu-weight-formula=linear, or "
+               "after ?, e.g. vm?memory=6Gi&swap=2Gi (a bare number is MiB), vm?fault=cpu-weight-formula=linear, or "
                "kube:CONTEXT?nodes=all|SELECTOR for every Ready Linux node a label selector matches")
 
 
@@ -276,13 +278,36 @@ def _whole_number(options: dict[str, str], name: str, low: int, high: int | None
     return int(value)
 
 
+def _mebibytes(options: dict[str, str], name: str, low: int, shown: str) -> int | None:
+    """A size in MiB: a quantity as in a pod spec (6Gi, 512Mi, 6442450944), or a bare number of MiB as before
+    quantities were accepted (6144); at least `low` MiB and a whole number of MiB (qemu takes MiB)."""
+    value = options.get(name)
+    if value is None:
+        return None
+    expected = f"{name} must be a quantity (6Gi) or a whole number of MiB (6144), at least {low}Mi"
+    if value.isascii() and value.isdigit():
+        size = int(value) * MIB
+    else:
+        try:
+            quantity = Quantity.parse(value)
+        except QuantityError:
+            raise NodeSpecError(f"node spec {shown!r}: {expected}, got {value!r}") from None
+        if beyond_int64(quantity) or quantity.amount % MIB:
+            raise NodeSpecError(f"node spec {shown!r}: {expected}, got {value!r}")
+        size = int(quantity.amount)
+    if size < low * MIB:
+        raise NodeSpecError(f"node spec {shown!r}: {expected}, got {value!r}")
+    return size // MIB
+
+
 def _vm_size(options: dict[str, str], shown: str) -> VmSize:
-    """memory ≥ 256 MiB (the smallest the reference VM boots with), swap ≥ 0 MiB, 1 ≤ cpus ≤ this host's cpus
+    """memory ≥ 256 MiB (the smallest the reference VM boots with), swap ≥ 0 MiB (both quantities, a bare number
+    MiB), 1 ≤ cpus ≤ this host's cpus
     (more vCPUs than host cpus would skew the CPU throttling checks)."""
     host_cpus = os.cpu_count() or 1
     return VmSize(
-        memory_mib=_whole_number(options, "memory", MIN_VM_MEMORY_MIB, None, " (MiB)", shown),
-        swap_mib=_whole_number(options, "swap", 0, None, " (MiB)", shown),
+        memory_mib=_mebibytes(options, "memory", MIN_VM_MEMORY_MIB, shown),
+        swap_mib=_mebibytes(options, "swap", 0, shown),
         cpus=_whole_number(options, "cpus", 1, host_cpus, f" (this host has {host_cpus})", shown),
         variant=_variant(options, shown),
         image=_image(options, shown),
