@@ -21,6 +21,7 @@ NEAR_MISS = 0.8
 SUBCOMMANDS = {
     "explain": ("nodeconf.cli.explain", "show what a node should do with these pods"),
     "run": ("nodeconf.cli.run", "run the conformance suites against a node and write reports/"),
+    "checks": ("nodeconf.cli.checks", "list the checks of a run with their source, area and needs"),
     "report": ("nodeconf.cli.report", "regenerate the HTML report from Allure results"),
     "node": ("nodeconf.cli.node", "manage the reference VM node (up, down, status, ssh)"),
     "clean": ("nodeconf.cli.clean", "remove what killed runs left (VMs, build scratch, enforcer, kube objects)"),
