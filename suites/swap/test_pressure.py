@@ -29,7 +29,7 @@ from nodeconf.nodes.base import ContainerState, NodeError, PodEvidence, PodHandl
 from nodeconf.semantics.expectation import Expected
 from suites.toolkit.checks import check_admission, check_qos, deploy_pods
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_value
-from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle
 from suites.toolkit.pods import memhog, pod, scaled, with_container
 from suites.toolkit.pressure import MIB, Watched, watch_hogs
 from suites.toolkit.tolerance import Band, never_above
@@ -144,7 +144,7 @@ def test_swap_under_pressure(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, c
     A hog that swaps pushes its pages out with memory.reclaim before each MiB (never at memory.max, so never
     racing the OOM killer); a hog without swap is OOM-killed because its memory cannot fit below memory.max.
     """
-    kubelet.swap(WORKLOAD_CONTROLLED)
+    kubelet.swap(WORKLOAD_CONTROLLED, WORKLOAD_SWAP_ON)
     spec = CASES[case]
     workload = _hogging(spec.make(), spec.hogs, spec.mib, reclaim=spec.swap == HELD)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
@@ -192,7 +192,7 @@ def test_swap_fills_to_its_limit_then_oom_kills(deploy: Deploy, oracle: Oracle, 
     """swap-limit-reached, made deterministic: the hog (limits memory 32Mi, swap 16Mi) stays below memory.max while
     memory.reclaim pushes its pages out until memory.swap.current sits at memory.swap.max, then, released by a
     trigger file, grows to 96 MiB, beyond memory + swap, and is OOM-killed; swap never exceeds its limit."""
-    kubelet.swap(WORKLOAD_CONTROLLED)
+    kubelet.swap(WORKLOAD_CONTROLLED, WORKLOAD_SWAP_ON)
     trigger = f"/tmp/nodeconf-swap-full-{uuid.uuid4().hex}"
     workload = _hogging(_burstable({MEMORY: "32Mi", SWAP: "16Mi"}), ("app",), 96, reclaim=True, wait_for=trigger)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
