@@ -278,26 +278,47 @@ def _whole_number(options: dict[str, str], name: str, low: int, high: int | None
     return int(value)
 
 
-def _mebibytes(options: dict[str, str], name: str, low: int, shown: str) -> int | None:
+def size_mib(text: str, low: int) -> int | None:
     """A size in MiB: a quantity as in a pod spec (6Gi, 512Mi, 6442450944), or a bare number of MiB as before
-    quantities were accepted (6144); at least `low` MiB and a whole number of MiB (qemu takes MiB)."""
+    quantities were accepted (6144); None unless it is a whole number of MiB of at least `low` (qemu takes MiB)."""
+    if text.isascii() and text.isdigit():
+        size = int(text) * MIB
+    else:
+        try:
+            quantity = Quantity.parse(text)
+        except QuantityError:
+            return None
+        if beyond_int64(quantity) or quantity.amount % MIB:
+            return None
+        size = int(quantity.amount)
+    return size // MIB if size >= low * MIB else None
+
+
+def size_expected(name: str, low: int) -> str:
+    """What size_mib takes, as an error message says it."""
+    return f"{name} must be a quantity (6Gi) or a whole number of MiB (6144), at least {low}Mi"
+
+
+def size_argument(name: str, low: int) -> Callable[[str], int]:
+    """size_mib as an argparse `type=` for option `name`: a bad size is argparse's one-line usage error."""
+
+    def convert(text: str) -> int:
+        size = size_mib(text, low)
+        if size is None:
+            raise argparse.ArgumentTypeError(f"{size_expected(name, low)}, got {text!r}")
+        return size
+
+    return convert
+
+
+def _mebibytes(options: dict[str, str], name: str, low: int, shown: str) -> int | None:
     value = options.get(name)
     if value is None:
         return None
-    expected = f"{name} must be a quantity (6Gi) or a whole number of MiB (6144), at least {low}Mi"
-    if value.isascii() and value.isdigit():
-        size = int(value) * MIB
-    else:
-        try:
-            quantity = Quantity.parse(value)
-        except QuantityError:
-            raise NodeSpecError(f"node spec {shown!r}: {expected}, got {value!r}") from None
-        if beyond_int64(quantity) or quantity.amount % MIB:
-            raise NodeSpecError(f"node spec {shown!r}: {expected}, got {value!r}")
-        size = int(quantity.amount)
-    if size < low * MIB:
-        raise NodeSpecError(f"node spec {shown!r}: {expected}, got {value!r}")
-    return size // MIB
+    size = size_mib(value, low)
+    if size is None:
+        raise NodeSpecError(f"node spec {shown!r}: {size_expected(name, low)}, got {value!r}")
+    return size
 
 
 def _vm_size(options: dict[str, str], shown: str) -> VmSize:

@@ -265,3 +265,44 @@ def test_nodeconf_run_refuses_a_corrupt_vendor_image_before_anything_boots(tmp_p
     assert started["pytest"] is False
     assert done.returncode == 2 and done.stderr.startswith("nodeconf: --node: ") and done.stderr.count("\n") == 1
     assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize(("argv", "sizes"), [
+    pytest.param(["--memory", "6Gi", "--swap", "512Mi"], (6144, 512), id="quantities"),
+    pytest.param(["--memory", "3072", "--swap", "0"], (3072, 0), id="bare-numbers-are-mib"),
+])
+def test_node_up_takes_sizes_as_the_node_spec_does(argv: list[str], sizes: tuple[int, int],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from nodeconf.cli import main as cli_main
+    from nodeconf.cli import node as node_cli
+
+    seen: list[tuple[int, int]] = []
+
+    def record(args: argparse.Namespace) -> int:
+        seen.append((args.memory, args.swap))
+        return 0
+
+    monkeypatch.setattr(node_cli, "run", record)
+    assert cli_main.main(["node", "up", *argv]) == 0
+    assert seen == [sizes]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    pytest.param(["--memory", "6G"], "--memory must be a quantity (6Gi) or a whole number of MiB (6144), at least "
+                 "256Mi, got '6G'", id="not-whole-mib"),
+    pytest.param(["--memory", "255Mi"], "at least 256Mi, got '255Mi'", id="below-minimum"),
+    pytest.param(["--swap=-1Gi"], "--swap must be a quantity", id="negative-swap"),
+])
+def test_node_up_refuses_a_bad_size_in_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from nodeconf.cli import main as cli_main
+    from nodeconf.cli import node as node_cli
+
+    monkeypatch.setattr(node_cli, "run", lambda args: pytest.fail("the VM would boot"))
+    with pytest.raises(SystemExit) as exited:
+        cli_main.main(["node", "up", *argv])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
