@@ -72,7 +72,8 @@ def add_node_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     parser.add_argument(
         "--profile", "--kubernetes-version", dest="profile", default=default(DEFAULT_VERSION), metavar="X.Y",
         help=f"the Kubernetes version the oracle judges by, as in nodeconf run: one of {', '.join(SUPPORTED_VERSIONS)} "
-        f"(default {DEFAULT_VERSION}); --kubernetes-version is an alias",
+        f"(default {DEFAULT_VERSION} with default feature gates: alpha gates only through the kubelet config's "
+        "featureGates); --kubernetes-version is an alias",
     )
     parser.add_argument(
         "--cpu-weight-formula", default=default("nonlinear"), metavar="linear|nonlinear",

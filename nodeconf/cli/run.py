@@ -60,7 +60,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--kubelet-config", type=Path, metavar="FILE", help="KubeletConfiguration YAML")
     parser.add_argument("--profile", "--kubernetes-version", dest="profile", metavar="X.Y",
                         help="the Kubernetes version the oracle judges by, as in nodeconf explain (default: the "
-                        "newest); --kubernetes-version is an alias")
+                        "newest, with default feature gates); --kubernetes-version is an alias")
     parser.add_argument("--cpu-weight-formula", metavar="linear|nonlinear", help="the container shares→weight "
                         "formula the run accepts (default: the profile's non-linear one; linear accepts old runtimes)")
     parser.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
