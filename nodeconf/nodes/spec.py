@@ -21,7 +21,7 @@ from nodeconf.errors import NodeSpecError
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 from nodeconf.node_variant import VARIANT_OPTIONS, Variant, parse_variant
 from nodeconf.nodes.ssh_login import SshLogin, readable_file, redact, ssh_login
-from nodeconf.quantity import Quantity, QuantityError, beyond_int64
+from nodeconf.quantity import INT64_MAX, Quantity, QuantityError, beyond_int64
 
 SCHEMES = ("vm", "local", "ssh", "kube", "kind")
 DEFAULT_SPEC = "vm"
@@ -47,6 +47,7 @@ REPEATABLE = frozenset({"fault"})
 ENFORCED = frozenset({"vm", "local", "ssh"})  # the schemes run by the bundled enforcer
 MIN_VM_MEMORY_MIB = 256
 MIB = 2**20
+MAX_MIB_DIGITS = 13  # 2^63 bytes are 8,796,093,022,208 MiB
 CGROUP_MOUNT = "/sys/fs/cgroup"
 # Paths and programs on the node: letters, digits and . _ + @ - only (no shell metacharacters, no `=` that `env`
 # would take for a variable, no spaces).
@@ -282,6 +283,8 @@ def size_mib(text: str, low: int) -> int | None:
     """A size in MiB: a quantity as in a pod spec (6Gi, 512Mi, 6442450944), or a bare number of MiB as before
     quantities were accepted (6144); None unless it is a whole number of MiB of at least `low` (qemu takes MiB)."""
     if text.isascii() and text.isdigit():
+        if len(text) > MAX_MIB_DIGITS:  # beyond int64 bytes, and int() refuses 4,300 digits
+            return None
         size = int(text) * MIB
     else:
         try:
@@ -291,7 +294,7 @@ def size_mib(text: str, low: int) -> int | None:
         if beyond_int64(quantity) or quantity.amount % MIB:
             return None
         size = int(quantity.amount)
-    return size // MIB if size >= low * MIB else None
+    return size // MIB if low * MIB <= size <= INT64_MAX else None
 
 
 def size_expected(name: str, low: int) -> str:
