@@ -1,4 +1,5 @@
-"""`nodeconf explain`: what a node should do with these pods, as JSON (DESIGN.md contract) or a table."""
+"""`nodeconf explain`: what a node should do with these pods, as JSON (DESIGN.md contract), the same document as
+YAML, or a table."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
+
+import yaml
 
 from nodeconf.cli.explain_diff import NodeDiff, diff_json, diff_table, workloads
 from nodeconf.cli.manifest_inputs import manifest_paths
@@ -24,7 +27,7 @@ from nodeconf.semantics.expect import expect
 from nodeconf.semantics.expectation import CgroupExpectation, ContainerExpectation, Expected, NodeExpectation
 from nodeconf.semantics.profile import DEFAULT_VERSION, SUPPORTED_VERSIONS, Profile, profile_for
 
-OUTPUTS = ("json", "table")
+OUTPUTS = ("json", "yaml", "table")
 # Largest base page size of a Linux architecture (256 KiB: hexagon, powerpc 44x); bigger pages are huge pages.
 MAX_PAGE_SIZE = 256 * 1024
 # The most pods one explain judges, workloads' replicas counted (a node runs at most maxPods, 110 by default).
@@ -44,7 +47,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("manifests", nargs="+", metavar="MANIFEST",
                         help="YAML files (multi-document, List), directories of them, - for standard input")
     add_node_options(parser, defaults=True)
-    parser.add_argument("-o", "--output", default="json", metavar="json|table", help="json (default) or table")
+    parser.add_argument("-o", "--output", default="json", metavar="json|yaml|table",
+                        help="json (default), yaml (the same document) or table")
     parser.add_argument("--strict", action="store_true",
                         help="refuse a field nodeconf does not read (default: a warning naming it, on stderr)")
     parser.add_argument(
@@ -66,8 +70,10 @@ def add_node_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None
     parser.add_argument("--swap", default=default("4Gi"), metavar="Q", help="node swap capacity (default 4Gi)")
     parser.add_argument("--cpu", default=default("2"), metavar="Q", help="node cpu capacity (default 2)")
     parser.add_argument(
-        "--kubernetes-version", default=default(DEFAULT_VERSION), metavar="X.Y",
-        help=f"profile: one of {', '.join(SUPPORTED_VERSIONS)} (default {DEFAULT_VERSION})",
+        "--profile", "--kubernetes-version", dest="profile", default=default(DEFAULT_VERSION), metavar="X.Y",
+        help=f"the Kubernetes version the oracle judges by, as in nodeconf run: one of {', '.join(SUPPORTED_VERSIONS)} "
+        f"(default {DEFAULT_VERSION} with default feature gates: alpha gates only through the kubelet config's "
+        "featureGates); --kubernetes-version is an alias",
     )
     parser.add_argument(
         "--cpu-weight-formula", default=default("nonlinear"), metavar="linear|nonlinear",
@@ -306,7 +312,7 @@ def node_setup(args: argparse.Namespace, unknown: UnknownFields) -> NodeSetup:
     `unknown`."""
     node = node_facts(args)
     config = load_kubelet_config(args.kubelet_config, unknown) if args.kubelet_config else KubeletConfig()
-    profile = profile_for(args.kubernetes_version, config)
+    profile = profile_for(args.profile, config)
     check_kubelet_accepts(config, profile)
     return NodeSetup(node, config, profile)
 
@@ -338,7 +344,7 @@ def run_diff(args: argparse.Namespace) -> int:
     old, new = judge(before, objects), judge(after, objects)
     unknown.warn()
     report = NodeDiff(old, new, expectation_changes(old, new), tuple(workloads(objects)))
-    sys.stdout.write(diff_table(report) if output == "table" else json.dumps(diff_json(report), indent=2) + "\n")
+    sys.stdout.write(diff_table(report) if output == "table" else document(diff_json(report), output, indent=True))
     return 1 if report.changes else 0
 
 
@@ -366,6 +372,15 @@ def _write(result: NodeExpectation, output: str) -> None:
         return
     for line in warning_lines(result):
         print(line, file=sys.stderr)
-    # Indented for a terminal; compact otherwise. json.dumps, not json.dump: only the one-shot, unindented
-    # encoding uses the C encoder (~4x faster on 1,000 pods); json.dump always runs the pure-Python one.
-    sys.stdout.write(json.dumps(to_json(result), indent=2 if sys.stdout.isatty() else None) + "\n")
+    sys.stdout.write(document(to_json(result), output, indent=sys.stdout.isatty()))
+
+
+def document(doc: dict[str, Any], output: str, *, indent: bool) -> str:
+    """`doc` as JSON (indented when `indent`) or as YAML, keys in the JSON's order; ends with a newline.
+
+    json.dumps, not json.dump: only the one-shot, unindented encoding uses the C encoder (~4x faster on 1,000
+    pods); json.dump always runs the pure-Python one. YAML uses libyaml's emitter when PyYAML has it."""
+    if output == "yaml":
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        return str(yaml.dump(doc, Dumper=dumper, sort_keys=False, allow_unicode=True))
+    return json.dumps(doc, indent=2 if indent else None) + "\n"

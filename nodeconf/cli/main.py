@@ -6,7 +6,7 @@ import argparse
 import difflib
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, NoReturn
 
 from nodeconf.cli.version import VersionAction
@@ -21,9 +21,11 @@ NEAR_MISS = 0.8
 SUBCOMMANDS = {
     "explain": ("nodeconf.cli.explain", "show what a node should do with these pods"),
     "run": ("nodeconf.cli.run", "run the conformance suites against a node and write reports/"),
+    "checks": ("nodeconf.cli.checks", "list the checks of a run with their source, area and needs"),
     "report": ("nodeconf.cli.report", "regenerate the HTML report from Allure results"),
     "node": ("nodeconf.cli.node", "manage the reference VM node (up, down, status, ssh)"),
     "clean": ("nodeconf.cli.clean", "remove what killed runs left (VMs, build scratch, enforcer, kube objects)"),
+    "completion": ("nodeconf.cli.completion", "print a shell completion script (bash or zsh)"),
 }
 
 
@@ -57,18 +59,27 @@ def _unknown_options(parser: argparse.ArgumentParser, unknown: Sequence[str], *,
     return found
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse the subcommand and run it; usage errors exit 2."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = _OneLineParser(prog="nodeconf", description="Kubernetes node conformance suite")
+def build_parser(
+    declared: Collection[str],
+) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction[argparse.ArgumentParser]]:
+    """The `nodeconf` parser and its subcommands: those in `declared` with all their options (their modules
+    imported), the others by name and help only."""
+    parser: argparse.ArgumentParser = _OneLineParser(prog="nodeconf", description="Kubernetes node conformance suite")
     parser.add_argument("--version", action=VersionAction)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    name = next((a for a in args_list if not a.startswith("-")), None)
     for command, (module_name, help_text) in SUBCOMMANDS.items():
-        if command == name:
+        if command in declared:
             importlib.import_module(module_name).add_parser(subparsers)
         else:
             subparsers.add_parser(command, help=help_text)
+    return parser, subparsers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the subcommand and run it; usage errors exit 2."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    name = next((a for a in args_list if not a.startswith("-")), None)
+    parser, subparsers = build_parser({name} if name else set())
     args, unknown = parser.parse_known_args(args_list)
     if unknown:
         chosen = subparsers.choices[args.command]

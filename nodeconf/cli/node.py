@@ -15,7 +15,7 @@ from infra.vm.progress import StepPrinter
 from infra.vm.state import VmState, list_states, terminate_pid, validate_name, vm_directory
 from nodeconf.errors import InfrastructureError, UsageError
 from nodeconf.nodes.facts_probe import probe_node_facts
-from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB, VmSize
+from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB, VmSize, size_argument
 from nodeconf.nodes.ssh_login import SshTarget
 from nodeconf.nodes.transport.ssh import SshTransport
 
@@ -32,10 +32,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     up = actions.add_parser("up", help="build the image if needed and boot a VM that outlives this command",
                             epilog="KVM is used only when it really works; NODECONF_ACCEL=kvm|tcg forces one.")
     _name_argument(up)
-    up.add_argument("--memory", type=int, default=DEFAULT_MEMORY_MIB, metavar="MIB",
-                    help=f"guest memory (default: {DEFAULT_MEMORY_MIB})")
-    up.add_argument("--swap", type=int, default=DEFAULT_SWAP_MIB, metavar="MIB",
-                    help=f"guest swap (default: {DEFAULT_SWAP_MIB})")
+    up.add_argument("--memory", type=size_argument("--memory", MIN_VM_MEMORY_MIB), default=DEFAULT_MEMORY_MIB,
+                    metavar="SIZE", help=f"guest memory, a quantity (6Gi) or MiB (default: {DEFAULT_MEMORY_MIB})")
+    up.add_argument("--swap", type=size_argument("--swap", 0), default=DEFAULT_SWAP_MIB, metavar="SIZE",
+                    help=f"guest swap, a quantity (2Gi) or MiB (default: {DEFAULT_SWAP_MIB})")
     up.add_argument("--cpus", type=int, default=DEFAULT_CPUS, metavar="N", help=f"guest cpus (default: {DEFAULT_CPUS})")
     down = actions.add_parser("down", help="stop a VM and remove its directory")
     _name_argument(down)
@@ -72,8 +72,8 @@ def _vm_name(name: str) -> str:
 
 def _up(args: argparse.Namespace) -> int:
     name = _vm_name(args.name)
-    if args.memory < MIN_VM_MEMORY_MIB or args.cpus < 1 or args.swap < 0:
-        raise UsageError(f"the VM needs --memory >= {MIN_VM_MEMORY_MIB}, --cpus >= 1 and --swap >= 0")
+    if args.cpus < 1:
+        raise UsageError("the VM needs --cpus >= 1")
     machine = boot_vm(VmSize(args.memory, args.swap, args.cpus), name=name, cache_dir=args.cache_dir,
                       persistent=True, progress=StepPrinter("node"))
     try:

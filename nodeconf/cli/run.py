@@ -58,7 +58,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                         help="YAML list of nodes, each {node: SPEC, kubeletConfig: FILE, profile: X.Y, name: NAME} "
                         "(instead of --node); several nodes run in parallel, one pytest-xdist worker each")
     parser.add_argument("--kubelet-config", type=Path, metavar="FILE", help="KubeletConfiguration YAML")
-    parser.add_argument("--profile", metavar="X.Y", help="Kubernetes profile the oracle uses (default: the newest)")
+    parser.add_argument("--profile", "--kubernetes-version", dest="profile", metavar="X.Y",
+                        help="the Kubernetes version the oracle judges by, as in nodeconf explain (default: the "
+                        "newest, with default feature gates); --kubernetes-version is an alias")
     parser.add_argument("--cpu-weight-formula", metavar="linear|nonlinear", help="the container shares→weight "
                         "formula the run accepts (default: the profile's non-linear one; linear accepts old runtimes)")
     parser.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",

@@ -21,6 +21,7 @@ from nodeconf.errors import NodeSpecError
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 from nodeconf.node_variant import VARIANT_OPTIONS, Variant, parse_variant
 from nodeconf.nodes.ssh_login import SshLogin, readable_file, redact, ssh_login
+from nodeconf.quantity import INT64_MAX, Quantity, QuantityError, beyond_int64
 
 SCHEMES = ("vm", "local", "ssh", "kube", "kind")
 DEFAULT_SPEC = "vm"
@@ -45,6 +46,8 @@ ALLOWED_OPTIONS = {
 REPEATABLE = frozenset({"fault"})
 ENFORCED = frozenset({"vm", "local", "ssh"})  # the schemes run by the bundled enforcer
 MIN_VM_MEMORY_MIB = 256
+MIB = 2**20
+MAX_MIB_DIGITS = 13  # 2^63 bytes are 8,796,093,022,208 MiB
 CGROUP_MOUNT = "/sys/fs/cgroup"
 # Paths and programs on the node: letters, digits and . _ + @ - only (no shell metacharacters, no `=` that `env`
 # would take for a variable, no spaces).
@@ -61,7 +64,7 @@ MAX_SELECTOR = 1024
 
 @dataclass(frozen=True)
 class VmSize:
-    """The reference VM from `vm?memory=MiB&swap=MiB&cpus=N&debian=&init=&runtime=` (None: the VM's default)."""
+    """The reference VM from `vm?memory=SIZE&swap=SIZE&cpus=N&debian=&init=&runtime=` (None: the VM's default)."""
 
     memory_mib: int | None = None
     swap_mib: int | None = None
@@ -212,7 +215,7 @@ def declare_node_option(add_option: Callable[..., object]) -> None:
     addoption: one declaration for both."""
     add_option("--node", action="append", type=node_spec_argument, metavar="SPEC",
                help=f"node under test, repeatable: {EXPECTED} (default: {DEFAULT_SPEC}, the reference VM); options "
-               "after ?, e.g. vm?memory=6144&swap=2048, vm?fault=cpu-weight-formula=linear, or "
+               "after ?, e.g. vm?memory=6Gi&swap=2Gi (a bare number is MiB), vm?fault=cpu-weight-formula=linear, or "
                "kube:CONTEXT?nodes=all|SELECTOR for every Ready Linux node a label selector matches")
 
 
@@ -300,13 +303,59 @@ def _whole_number(options: dict[str, str], name: str, low: int, high: int | None
     return int(value)
 
 
+def size_mib(text: str, low: int) -> int | None:
+    """A size in MiB: a quantity as in a pod spec (6Gi, 512Mi, 6442450944), or a bare number of MiB as before
+    quantities were accepted (6144); None unless it is a whole number of MiB of at least `low` (qemu takes MiB)."""
+    if text.isascii() and text.isdigit():
+        if len(text) > MAX_MIB_DIGITS:  # beyond int64 bytes, and int() refuses 4,300 digits
+            return None
+        size = int(text) * MIB
+    else:
+        try:
+            quantity = Quantity.parse(text)
+        except QuantityError:
+            return None
+        if beyond_int64(quantity) or quantity.amount % MIB:
+            return None
+        size = int(quantity.amount)
+    return size // MIB if low * MIB <= size <= INT64_MAX else None
+
+
+def size_expected(name: str, low: int) -> str:
+    """What size_mib takes, as an error message says it."""
+    return f"{name} must be a quantity (6Gi) or a whole number of MiB (6144), at least {low}Mi"
+
+
+def size_argument(name: str, low: int) -> Callable[[str], int]:
+    """size_mib as an argparse `type=` for option `name`: a bad size is argparse's one-line usage error."""
+
+    def convert(text: str) -> int:
+        size = size_mib(text, low)
+        if size is None:
+            raise argparse.ArgumentTypeError(f"{size_expected(name, low)}, got {text!r}")
+        return size
+
+    return convert
+
+
+def _mebibytes(options: dict[str, str], name: str, low: int, shown: str) -> int | None:
+    value = options.get(name)
+    if value is None:
+        return None
+    size = size_mib(value, low)
+    if size is None:
+        raise NodeSpecError(f"node spec {shown!r}: {size_expected(name, low)}, got {value!r}")
+    return size
+
+
 def _vm_size(options: dict[str, str], shown: str) -> VmSize:
-    """memory ≥ 256 MiB (the smallest the reference VM boots with), swap ≥ 0 MiB, 1 ≤ cpus ≤ this host's cpus
+    """memory ≥ 256 MiB (the smallest the reference VM boots with), swap ≥ 0 MiB (both quantities, a bare number
+    MiB), 1 ≤ cpus ≤ this host's cpus
     (more vCPUs than host cpus would skew the CPU throttling checks)."""
     host_cpus = os.cpu_count() or 1
     return VmSize(
-        memory_mib=_whole_number(options, "memory", MIN_VM_MEMORY_MIB, None, " (MiB)", shown),
-        swap_mib=_whole_number(options, "swap", 0, None, " (MiB)", shown),
+        memory_mib=_mebibytes(options, "memory", MIN_VM_MEMORY_MIB, shown),
+        swap_mib=_mebibytes(options, "swap", 0, shown),
         cpus=_whole_number(options, "cpus", 1, host_cpus, f" (this host has {host_cpus})", shown),
         variant=_variant(options, shown),
         image=_image(options, shown),

@@ -25,6 +25,8 @@ QOS_RULE = "QoS class from the cpu and memory requests and limits (qos.go Comput
 EVICTION_RULE = ("rank under memory pressure if every pod used its pod memory.max, or allocatable memory without "
                  "one (eviction/helpers.go rankMemoryPressure)")
 ADMITTED_RULE = "passes API validation, the namespace's LimitRange and ResourceQuota, and the node fit"
+# A gate's value: the profile's default (alpha gates off), unless the kubelet config's featureGates sets it.
+GATE_RULE = "the profile's default, or the kubelet config's featureGates"
 NODE_RULES = {
     "memoryCapacity": "the node's memory (--memory)",
     "swapCapacity": "the node's swap (--swap)",
@@ -32,7 +34,7 @@ NODE_RULES = {
     "allocatableMemory": "capacity − systemReserved − kubeReserved − evictionHard (node_container_manager_linux.go)",
     "allocatableCpuMilli": "capacity − systemReserved − kubeReserved (node_container_manager_linux.go)",
     "swapBehavior": "memorySwap.swapBehavior of the kubelet config (KEP-2400, KEP-5359)",
-    "kubernetesVersion": "the profile (--kubernetes-version)",
+    "kubernetesVersion": "the profile (--profile)",
     "cpuWeightFormula": "the runtime's shares→weight formula (--cpu-weight-formula)",
     "pageSize": "the kernel's page size (--page-size)",
     "swapController": "cgroup v2 swap accounting (--no-swap-controller)",
@@ -143,7 +145,7 @@ def _node_values(result: NodeExpectation) -> Values:
         "warnings": _listed(result.warnings),
     }
     values = {(NODE, name): Expected(str(value), NODE_RULES[name]) for name, value in summary.items()}
-    values.update({(NODE, f"featureGate {gate}"): Expected("on" if on else "off", "the profile's feature gates")
+    values.update({(NODE, f"featureGate {gate}"): Expected("on" if on else "off", GATE_RULE)
                    for gate, on in n.feature_gates.items()})
     values.update({(NODE, name): Expected(f"{total} (allocatable {free})", "huge page pools (--hugepages)")
                    for name, (total, free) in n.hugepages.items()})

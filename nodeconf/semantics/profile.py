@@ -14,8 +14,12 @@ DEFAULT_VERSION = "1.38"
 # Gate defaults of each profile; a gate absent from a version's table does not exist there and is always off.
 # MemoryQoS: alpha and off through 1.36 (requests/limits article: "in 1.36 it is still alpha and disabled by
 # default"), beta and on from 1.37 (Kubernetes blog "v1.37: Memory QoS Graduates to Beta").
-# WorkloadControlledSwap: alpha in 1.38 (KEP-5359 milestones); the newest profile turns the seeds' features on
-# (SEMANTICS.md "profile"). NodeSwap is GA since 1.34 and has no gate here.
+# WorkloadControlledSwap: alpha in 1.38 (KEP-5359 "Milestones: Alpha v1.38", "Graduation Criteria / Alpha: Feature
+# implemented behind a feature flag WorkloadControlledSwap"; SEMANTICS.md "Swap": its rules hold "with the
+# WorkloadControlledSwap feature gate on"), so off by default as every alpha gate (Kubernetes docs "Feature Gates":
+# "Alpha ... Disabled by default"): a profile describes a node with default gates; only the kubelet config's
+# featureGates turn an alpha gate on (issue 32), as the KEP-5359 checks do in the kubelet config they configure.
+# NodeSwap is GA since 1.34 and has no gate here.
 # PodLevelResources: beta and on since 1.34 (requests/limits article); PodLevelResourcesFixKubeletQOSClass
 # exists from 1.36 and is on from 1.37 (kubernetes#137150).
 _GATE_DEFAULTS: Mapping[str, Mapping[str, bool]] = {
@@ -27,7 +31,7 @@ _GATE_DEFAULTS: Mapping[str, Mapping[str, bool]] = {
         "MemoryQoS": True,
         "PodLevelResources": True,
         "PodLevelResourcesFixKubeletQOSClass": True,
-        "WorkloadControlledSwap": True,
+        "WorkloadControlledSwap": False,
     },
 }
 
@@ -105,7 +109,7 @@ def profile_for(version: str = DEFAULT_VERSION, config: KubeletConfig | None = N
     if version not in SUPPORTED_VERSIONS:
         raise InputError(
             f"unknown Kubernetes version {version!r} (supported: {', '.join(SUPPORTED_VERSIONS)})",
-            field="--kubernetes-version",
+            field="--profile",
         )
     defaults = {**_EVERY_VERSION, **_GATE_DEFAULTS[version]}
     overrides = {k: v for k, v in (config.feature_gates if config else {}).items() if k in defaults}

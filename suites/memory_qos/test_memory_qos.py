@@ -20,7 +20,7 @@ from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_admission, check_node, check_pod, check_qos, deploy_pods, seed_files
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_metrics, compare_value
-from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle, with_gates
 from suites.toolkit.pods import memhog, pod, pods, renamed, scaled, with_container
 from suites.toolkit.pressure import watch_hogs
 from suites.toolkit.tolerance import Band, page_floor
@@ -205,7 +205,8 @@ def test_memory_high_events_rise_without_oom_kill(deploy: Deploy, oracle: Oracle
     sid + crun 1.28: scope high 76, container sub-cgroup 0).
     """
     base = kubelet.file(POLICIES["none"])
-    kubelet.use(replace(base, memory_throttling_factor=0.5, swap_behavior="WorkloadControlledSwap"))
+    kubelet.use(with_gates(replace(base, memory_throttling_factor=0.5, swap_behavior="WorkloadControlledSwap"),
+                           WORKLOAD_SWAP_ON))
     # request 16Mi, limit 64Mi, factor 0.5: memory.high = 40Mi; a 52 MiB hog stays below memory.max.
     workload = replace(with_container(pod("memory-qos/burstable-512mi.yaml"), "app", command=memhog(52, reclaim=True),
                                       requests={MEMORY: "16Mi"}, limits={MEMORY: "64Mi", SWAP: "64Mi"}),

@@ -32,7 +32,7 @@ from nodeconf.nodes.base import ContainerState, NodeError, PodEvidence, PodHandl
 from nodeconf.semantics.expectation import Expected
 from suites.toolkit.checks import check_admission, check_qos, deploy_pods
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_pod, compare_value
-from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle
 from suites.toolkit.pods import memhog, pod, scaled, with_container
 from suites.toolkit.pressure import MIB, Watched, watch_hogs
 from suites.toolkit.tolerance import Band, never_above
@@ -164,7 +164,7 @@ def test_swap_under_pressure(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, c
     racing the OOM killer); a hog without swap is OOM-killed because its memory cannot fit below memory.max.
     """
     spec = CASES[case]
-    kubelet.swap(spec.mode)
+    kubelet.swap(spec.mode, WORKLOAD_SWAP_ON if spec.mode == WORKLOAD_CONTROLLED else None)
     workload = _hogging(spec.make(), spec.hogs, spec.mib, reclaim=spec.swap == HELD)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
     handle, expected = deployed.handle(workload.name), deployed.expected(workload.name)
@@ -226,7 +226,7 @@ def test_swap_fills_to_its_limit_then_oom_kills(deploy: Deploy, oracle: Oracle, 
     request's share, none when request == limit) stays below memory.max while memory.reclaim pushes its pages out
     until memory.swap.current sits at memory.swap.max (the oracle's), then, released by a trigger file, grows to
     96 MiB, beyond memory + swap, and is OOM-killed; swap never exceeds its limit."""
-    kubelet.swap(mode)
+    kubelet.swap(mode, WORKLOAD_SWAP_ON if mode == WORKLOAD_CONTROLLED else None)
     trigger = f"/tmp/nodeconf-swap-full-{uuid.uuid4().hex}"
     workload = _hogging(_burstable(limits, memory_request), ("app",), 96, reclaim=True, wait_for=trigger)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])

@@ -18,7 +18,7 @@ from nodeconf.nodes.base import last_seen
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_pod, deploy_pods, wait_until
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
-from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle
 from suites.toolkit.pods import PROGRAMS_DIR, pod, stop_program, with_container
 from suites.toolkit.pressure import MIB
 from suites.toolkit.resize import Usage, decision, patch, status_rows
@@ -38,7 +38,7 @@ def test_swap_limit_resize_up_at_once_and_down_deferred(deploy: Deploy, oracle: 
                                                        node_facts: NodeFacts) -> None:
     """limits.swap 32Mi → 64Mi applies at once; → 8Mi waits while memory.swap.current ≥ 8Mi, and completes
     once the hog releases its memory."""
-    kubelet.swap("WorkloadControlledSwap")
+    kubelet.swap("WorkloadControlledSwap", WORKLOAD_SWAP_ON)
     hold = ["sh", "-c", f'python3 "{PROGRAMS_DIR}/memhog.py" 48 & exec sleep infinity']
     workload = with_container(pod("kep-5359/limits-memory-lt-swap.yaml"), "app", command=hold,
                               limits={MEMORY: "32Mi", SWAP: "32Mi"})

@@ -19,7 +19,7 @@ from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_admission, check_node, check_pod, deploy_pods, seed_files
 from suites.toolkit.compare import ComparedValue, compare_value
-from suites.toolkit.kubelet import Kubelet, Oracle
+from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle
 from suites.toolkit.pods import fit_to_node, pod, with_container
 from suites.toolkit.tolerance import page_floor
 
@@ -98,10 +98,15 @@ UPSTREAM_ENTRIES = {"omitted-besteffort": "QOS Best-effort", "omitted-burstable"
 UPSTREAM_TABLES = {NO_SWAP: "Swap / with configuration", LIMITED: "Swap / Basic functionality / with configuration"}
 
 
+def _kep2400_cell(row: str, mode: str) -> bool:
+    """Rows without limits.swap on NoSwap and LimitedSwap are KEP-2400's and hold before 1.38 with default gates
+    (and mirror upstream's swap_test.go entries); the rest need KEP-5359 (WorkloadControlledSwap, limits.swap) and
+    its gate."""
+    return row.startswith("omitted-") and mode != WORKLOAD
+
+
 def _cell_marks(row: str, mode: str) -> list[pytest.MarkDecorator]:
-    """Rows without limits.swap on NoSwap and LimitedSwap are KEP-2400's and hold before 1.38 (and mirror upstream's
-    swap_test.go entries); the rest need KEP-5359 (WorkloadControlledSwap, limits.swap)."""
-    if row.startswith("omitted-") and mode != WORKLOAD:
+    if _kep2400_cell(row, mode):
         return [pytest.mark.kep2400, pytest.mark.upstream_e2e(
             file="test/e2e_node/swap_test.go", case=f"{UPSTREAM_TABLES[mode]} / {UPSTREAM_ENTRIES[row]}")]
     return [KEP_5359]
@@ -116,7 +121,7 @@ def test_semantics_table_cell(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, 
                               row: str, mode: str) -> None:
     """One cell: the row's workload on a node in `mode` gets the cell's memory.swap.max (and the oracle's rest)."""
     make, container, qos = ROWS[row]
-    kubelet.swap(mode)
+    kubelet.swap(mode, None if _kep2400_cell(row, mode) else WORKLOAD_SWAP_ON)
     workload = fit_to_node(make(), node_facts.memory_capacity)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
     cell = CELLS[row][mode]
@@ -159,7 +164,7 @@ def test_kep_example(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, node_fact
                      mode: str) -> None:
     """Every KEP example pod: memory.max from limits.memory, memory.swap.max from limits.swap (own or the pod's),
     none of it on NoSwap; the rest as the oracle says."""
-    kubelet.swap(mode)
+    kubelet.swap(mode, WORKLOAD_SWAP_ON)
     workload = fit_to_node(pod(manifest), node_facts.memory_capacity)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
 
@@ -197,7 +202,7 @@ REQUESTS_SWAP = "swap may only be specified in limits, not requests"
 @pytest.mark.parametrize("case", list(REFUSALS))
 def test_validation_refusal(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, case: str) -> None:
     """Invalid swap is refused with the oracle's message and nothing runs; requests.swap with the KEP's words."""
-    kubelet.swap(WORKLOAD)
+    kubelet.swap(WORKLOAD, WORKLOAD_SWAP_ON)
     workload = REFUSALS[case]
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
     expected = deployed.expected(workload.name)
@@ -214,7 +219,7 @@ def test_swap_allocated_bytes_metric(deploy: Deploy, oracle: Oracle, kubelet: Ku
                                      node_facts: NodeFacts) -> None:
     """kubelet_node_swap_allocated_bytes: the sum of limits.swap of the containers on the node, with and without
     a pod-level limit (which the oracle counts as documented in semantics/swap.py)."""
-    kubelet.swap(WORKLOAD)
+    kubelet.swap(WORKLOAD, WORKLOAD_SWAP_ON)
     containers_only = [fit_to_node(pod(m), node_facts.memory_capacity)
                        for m in ("kep-5359/limits-only-model.yaml", "kep-5359/limits-memory-lt-swap.yaml")]
     first = deploy_pods(deploy, oracle, kubelet, containers_only)

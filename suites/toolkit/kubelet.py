@@ -7,7 +7,7 @@ Source: DESIGN.md "How checks are written"; issue 12 (no class is imported from 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import pytest
@@ -20,7 +20,17 @@ from nodeconf.nodes.base import Node, NotApplicable
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.expectation import NodeExpectation
 from nodeconf.semantics.profile import Profile, profile_for
+from nodeconf.semantics.swap import WORKLOAD_SWAP_GATE
 from suites.toolkit.pods import workload
+
+# KEP-5359's gate is alpha in 1.38 and off on a default node (nodeconf/semantics/profile.py): the checks of
+# limits.swap and of the WorkloadControlledSwap mode turn it on in the kubelet config they ask for.
+WORKLOAD_SWAP_ON: Mapping[str, bool] = {WORKLOAD_SWAP_GATE: True}
+
+
+def with_gates(config: KubeletConfig, gates: Mapping[str, bool]) -> KubeletConfig:
+    """`config` with these feature gates set over its own."""
+    return replace(config, feature_gates={**config.feature_gates, **gates})
 
 
 def _no_other_pods() -> Sequence[Pod]:
@@ -78,9 +88,10 @@ class Kubelet:
         """A KubeletConfiguration from workloads/ (as the seed wrote it)."""
         return self.use(load_kubelet_config(workload(relative)))
 
-    def swap(self, behavior: str) -> KubeletConfig:
-        """The base configuration with another swap behavior (KEP-5359 node modes)."""
-        return self.use(replace(self.base, swap_behavior=behavior))
+    def swap(self, behavior: str, gates: Mapping[str, bool] | None = None) -> KubeletConfig:
+        """The base configuration with another swap behavior (KEP-5359 node modes) and the feature gates a check
+        needs on top of the base's (WORKLOAD_SWAP_ON for KEP-5359's)."""
+        return self.use(with_gates(replace(self.base, swap_behavior=behavior), gates or {}))
 
     @property
     def config(self) -> KubeletConfig:

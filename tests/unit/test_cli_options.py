@@ -37,6 +37,8 @@ def _every_long_option() -> list[tuple[list[str], str]]:
 
 
 OPTIONS = _every_long_option()
+# A valid word after the option where the subcommand takes choices (else argparse refuses "x" first).
+POSITIONAL = {"node": "status", "completion": "bash"}
 
 
 def test_every_subcommand_has_long_options_to_check() -> None:
@@ -50,7 +52,7 @@ def test_a_prefix_of_an_option_is_refused(words: list[str], option: str, capsys:
     prefix = option[:-1]
     for module, _ in cli_main.SUBCOMMANDS.values():  # parsing must refuse it: no subcommand may start
         monkeypatch.setattr(importlib.import_module(module), "run", lambda args: pytest.fail("the command ran"))
-    argv = [*words, prefix, "x"] if words != ["node"] else ["node", prefix, "status"]
+    argv = [*words, prefix, POSITIONAL.get(words[0], "x")]
     with pytest.raises(SystemExit) as exited:
         cli_main.main(argv)
     assert exited.value.code == 2
@@ -106,3 +108,29 @@ def test_pytest_refuses_a_prefix_of_nodeconfs_pytest_options(tmp_path: Path) -> 
                           timeout=300, check=False)
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
     assert "unrecognized arguments: --nod" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["explain", "run"])
+@pytest.mark.parametrize("option", ["--profile", "--kubernetes-version"])
+def test_the_version_has_one_name_and_an_alias_on_explain_and_run(command: str, option: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """explain and run both read `--profile X.Y`; `--kubernetes-version`, explain's old name, means the same."""
+    seen: list[str] = []
+    module = importlib.import_module(f"nodeconf.cli.{command}")
+
+    def record(args: argparse.Namespace) -> int:
+        seen.append(args.profile)
+        return 0
+
+    monkeypatch.setattr(module, "run", record)
+    assert cli_main.main([command, option, "1.36", *(["pod.yaml"] if command == "explain" else [])]) == 0
+    assert seen == ["1.36"]
+
+
+def test_explain_names_the_profile_option_for_an_unknown_version(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    pod = tmp_path / "pod.yaml"
+    pod.write_text("kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n")
+    assert cli_main.main(["explain", str(pod), "--kubernetes-version", "1.20"]) == 2
+    assert capsys.readouterr().err == ("nodeconf: --profile: unknown Kubernetes version '1.20' "
+                                       "(supported: 1.34, 1.35, 1.36, 1.37, 1.38)\n")

@@ -33,6 +33,8 @@ from suites.toolkit.builders import container, pod_manifest
 BURSTABLE = "kubepods.slice/kubepods-burstable.slice"
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 MI = 2**20
+# KEP-5359's gate: alpha in 1.38, off unless the kubelet config turns it on (nodeconf/semantics/profile.py).
+WORKLOAD_SWAP_ON = {"WorkloadControlledSwap": True}
 
 
 @pytest.fixture
@@ -83,6 +85,7 @@ def test_burstable_sum_follows_pods(agent: Agent) -> None:
 
 
 def test_rejected_pod_creates_nothing(agent: Agent) -> None:
+    agent.configure({"kind": "KubeletConfiguration", "featureGates": WORKLOAD_SWAP_ON})  # KEP-5359's alpha gate
     before = sorted(str(p) for p in agent.tree.root.rglob("*"))
     doc = pod_manifest(container("c", requests={"memory": "64Mi", "swap": "1Gi"}, limits={"memory": "1Gi"}),
                        name="asks-swap")
@@ -182,7 +185,8 @@ def test_bad_fault_refused(fault: str) -> None:
 
 def test_swap_decrease_waits_for_usage(agent: Agent) -> None:
     """KEP-5359 resize: a limits.swap decrease waits while memory.swap.current ≥ the new limit."""
-    agent.configure({"kind": "KubeletConfiguration", "memorySwap": {"swapBehavior": "WorkloadControlledSwap"}})
+    agent.configure({"kind": "KubeletConfiguration", "featureGates": WORKLOAD_SWAP_ON,
+                     "memorySwap": {"swapBehavior": "WorkloadControlledSwap"}})
     doc = pod_manifest(container("s", requests={"memory": "64Mi"},
                                         limits={"memory": "128Mi", "swap": "256Mi"}), name="swapper")
     cgroup = containers(agent.run_pod(doc)["status"])["s"]["cgroup"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKLOADS = ROOT / "workloads" / "requests-limits"
@@ -77,6 +78,14 @@ def test_linear_formula_flag() -> None:
     assert json.loads(done.stdout)["pods"][0]["containers"][0]["cgroup"]["files"]["cpu.weight"] == "10"
 
 
+def test_yaml_is_the_json_document(article: dict[str, Any]) -> None:
+    done = explain(WORKLOADS / "res-demo.yaml", WORKLOADS / "eater.yaml", "--memory", "3479660Ki",
+                   "--kubernetes-version", "1.36", "-o", "yaml")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert yaml.safe_load(done.stdout) == article
+    assert done.stdout.startswith("node:\n  memoryCapacity: ")  # the JSON's key order, not sorted
+
+
 def test_table_output() -> None:
     done = explain(WORKLOADS / "res-demo.yaml", WORKLOADS / "quota-test-pods.yaml", WORKLOADS / "limitrange.yaml",
                    "--memory", "3479660Ki", "-o", "table")
@@ -119,7 +128,7 @@ def test_rejected_pod_exits_zero(tmp_path: Path) -> None:
         pytest.param("", ("--cpu", "0"), "--cpu: must be positive", id="no-cpu"),
         pytest.param("", ("--page-size", "1000"), "--page-size: must be a power of two", id="bad-page-size"),
         pytest.param("", ("--kubernetes-version", "1.20"), "unknown Kubernetes version '1.20'", id="bad-version"),
-        pytest.param("", ("-o", "yaml"), "--output: unknown value 'yaml'", id="bad-output"),
+        pytest.param("", ("-o", "xml"), "--output: unknown value 'xml'", id="bad-output"),
         pytest.param("", ("--cpu-weight-formula", "cubic"), "unknown value 'cubic'", id="bad-formula"),
         pytest.param("", ("--bogus",), "unrecognized arguments: --bogus", id="unknown-flag"),
     ],

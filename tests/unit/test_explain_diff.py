@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from explain_support import Outcome, explain
 
 from nodeconf.semantics.diff import Change, summary_line
@@ -41,6 +42,13 @@ def test_limited_swap_to_workload_controlled_swap_takes_the_burstable_share_away
     node = {c["field"]: (c["before"], c["after"]) for c in found if c["owner"] == "node"}
     assert node["swapBehavior"] == ("LimitedSwap", "WorkloadControlledSwap")
     assert node["kubernetesVersion"] == ("1.36", "1.38")
+
+
+def test_yaml_is_the_json_document() -> None:
+    as_json = explain(*QOS_PODS, *LIMITED_136, "--diff", *WORKLOAD_CONTROLLED_138)
+    as_yaml = explain(*QOS_PODS, *LIMITED_136, "--diff", *WORKLOAD_CONTROLLED_138, "-o", "yaml")
+    assert (as_yaml.code, as_yaml.stderr) == (1, "")
+    assert yaml.safe_load(as_yaml.stdout) == json.loads(as_json.stdout)
 
 
 def test_the_table_prints_only_what_changes() -> None:
@@ -124,7 +132,7 @@ def test_eviction_order_follows_what_each_pod_may_use(tmp_path: Path) -> None:
     pytest.param(["--memory", "lots"], "--memory: invalid quantity 'lots'", id="bad-memory"),
     pytest.param(["more.yaml"], "only node options and -o may follow --diff", id="a-manifest-after-diff"),
     pytest.param(["--kubernetes-version", "2.0"], "2.0", id="unknown-version"),
-    pytest.param(["-o", "yaml"], "--output: unknown value 'yaml'", id="bad-output"),
+    pytest.param(["-o", "xml"], "--output: unknown value 'xml'", id="bad-output"),
 ])
 def test_bad_input_is_one_line_and_exit_2(second: list[str], words: str) -> None:
     outcome = explain(*QOS_PODS, "--diff", *second)

@@ -42,6 +42,13 @@ GOOD = [
                                  ("fault", "cpu-weight-formula=linear")),
                           vm=VmSize(6144, 0, 1), enforcer=EnforcerOptions(faults=("cpu-weight-formula=linear",))),
                  "vm", id="vm-options"),
+    pytest.param("vm?memory=6Gi&swap=2048Mi", NodeSpec("vm", (("memory", "6Gi"), ("swap", "2048Mi")),
+                                                       vm=VmSize(6144, 2048)), "vm", id="vm-sizes-as-quantities"),
+    pytest.param("vm?memory=6442450944&swap=0Gi", NodeSpec("vm", (("memory", "6442450944"), ("swap", "0Gi")),
+                                                           vm=VmSize(6442450944, 0)), "vm",
+                 id="vm-bare-number-is-mib"),
+    pytest.param("vm?memory=0.5Gi", NodeSpec("vm", (("memory", "0.5Gi"),), vm=VmSize(512)), "vm",
+                 id="vm-fractional-quantity-of-whole-mib"),
     pytest.param("local", NodeSpec("local"), "local", id="local"),
     pytest.param("local?root=/sys/fs/cgroup/test.slice&backoff=1.5&python=python3.11"
                  "&fault=cpu-weight-formula=linear&fault=memory-throttling-factor=0.5",
@@ -133,10 +140,18 @@ BAD = [
     ("option-empty-value", "local?dir=", "option 'dir' needs a value"),
     ("empty-option", "vm?memory=1024&&swap=1", "unknown option ''"),
     ("repeated-option", "vm?memory=1024&memory=2048", "option 'memory' is given more than once"),
-    ("memory-zero", "vm?memory=0", "memory must be a whole number >= 256 (MiB), got '0'"),
-    ("memory-below-minimum", "vm?memory=255", "memory must be a whole number >= 256"),
-    ("memory-not-a-number", "vm?memory=abc", "memory must be a whole number >= 256"),
-    ("swap-negative", "vm?swap=-1", "swap must be a whole number >= 0"),
+    ("memory-zero", "vm?memory=0",
+     "memory must be a quantity (6Gi) or a whole number of MiB (6144), at least 256Mi, got '0'"),
+    ("memory-below-minimum", "vm?memory=255", "at least 256Mi, got '255'"),
+    ("memory-quantity-below-minimum", "vm?memory=255Mi", "at least 256Mi, got '255Mi'"),
+    ("memory-not-a-number", "vm?memory=abc", "memory must be a quantity (6Gi) or a whole number of MiB"),
+    ("memory-not-whole-mib", "vm?memory=6G", "a whole number of MiB (6144), at least 256Mi, got '6G'"),
+    ("memory-beyond-int64", "vm?memory=9Ei", "got '9Ei'"),
+    ("memory-mib-beyond-int64", "vm?memory=8796093022208", "got '8796093022208'"),
+    ("memory-5000-digits", "vm?memory=" + "9" * 5000, "memory must be a quantity"),
+    ("swap-negative", "vm?swap=-1", "swap must be a quantity (6Gi) or a whole number of MiB (6144), at least 0Mi"),
+    ("swap-negative-quantity", "vm?swap=-1Gi", "swap must be a quantity"),
+    ("swap-fraction", "vm?swap=1.5Ki", "swap must be a quantity"),
     ("cpus-zero", "vm?cpus=0", f"cpus must be a whole number 1-{HOST_CPUS}"),
     ("cpus-more-than-host", f"vm?cpus={HOST_CPUS + 1}", f"(this host has {HOST_CPUS})"),
     ("backoff-nan", "local?backoff=nan", "backoff must be seconds (a finite number >= 0), got 'nan'"),
@@ -252,3 +267,44 @@ def test_nodeconf_run_refuses_a_corrupt_vendor_image_before_anything_boots(tmp_p
     assert started["pytest"] is False
     assert done.returncode == 2 and done.stderr.startswith("nodeconf: --node: ") and done.stderr.count("\n") == 1
     assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize(("argv", "sizes"), [
+    pytest.param(["--memory", "6Gi", "--swap", "512Mi"], (6144, 512), id="quantities"),
+    pytest.param(["--memory", "3072", "--swap", "0"], (3072, 0), id="bare-numbers-are-mib"),
+])
+def test_node_up_takes_sizes_as_the_node_spec_does(argv: list[str], sizes: tuple[int, int],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from nodeconf.cli import main as cli_main
+    from nodeconf.cli import node as node_cli
+
+    seen: list[tuple[int, int]] = []
+
+    def record(args: argparse.Namespace) -> int:
+        seen.append((args.memory, args.swap))
+        return 0
+
+    monkeypatch.setattr(node_cli, "run", record)
+    assert cli_main.main(["node", "up", *argv]) == 0
+    assert seen == [sizes]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    pytest.param(["--memory", "6G"], "--memory must be a quantity (6Gi) or a whole number of MiB (6144), at least "
+                 "256Mi, got '6G'", id="not-whole-mib"),
+    pytest.param(["--memory", "255Mi"], "at least 256Mi, got '255Mi'", id="below-minimum"),
+    pytest.param(["--swap=-1Gi"], "--swap must be a quantity", id="negative-swap"),
+])
+def test_node_up_refuses_a_bad_size_in_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from nodeconf.cli import main as cli_main
+    from nodeconf.cli import node as node_cli
+
+    monkeypatch.setattr(node_cli, "run", lambda args: pytest.fail("the VM would boot"))
+    with pytest.raises(SystemExit) as exited:
+        cli_main.main(["node", "up", *argv])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err

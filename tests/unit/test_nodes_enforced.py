@@ -62,6 +62,7 @@ def test_pod_evidence_matches_the_oracle(local_node: EnforcedNode) -> None:
 
 
 def test_rejected_pod_reports_the_oracle_message(local_node: EnforcedNode) -> None:
+    local_node.configure(KubeletConfig(feature_gates={"WorkloadControlledSwap": True}))  # KEP-5359's alpha gate
     doc = pod_manifest(container("c", requests={"memory": "64Mi", "swap": "1Gi"}, limits={"memory": "1Gi"}),
                        name="asks-swap")
     handle = local_node.run(typed_pod(doc))

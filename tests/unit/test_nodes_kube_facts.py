@@ -174,9 +174,13 @@ def live_with_gates(gates: dict[str, bool]) -> KubeletConfig:
     pytest.param("1.36", {"featureGates": {"MemoryQoS": True}}, live_with_gates({}),
                  ["featureGates.MemoryQoS: requested True, node has unset (profile 1.36: False)"],
                  id="request-needs-a-gate-the-node-leaves-at-its-default"),
-    pytest.param("1.38", {}, live_with_gates({"MemoryQoS": True, "WorkloadControlledSwap": False}),
-                 ["featureGates.WorkloadControlledSwap: profile 1.38 has True, node has False"],
+    pytest.param("1.38", {}, live_with_gates({"MemoryQoS": False}),
+                 ["featureGates.MemoryQoS: profile 1.38 has True, node has False"],
                  id="node-turns-a-profile-gate-off"),
+    # WorkloadControlledSwap is alpha in 1.38 (KEP-5359): off in the profile, so a node that turns it on differs.
+    pytest.param("1.38", {}, live_with_gates({"MemoryQoS": True, "WorkloadControlledSwap": True}),
+                 ["featureGates.WorkloadControlledSwap: profile 1.38 has False, node has True"],
+                 id="node-turns-an-alpha-gate-on"),
 ])
 def test_profile_gates_are_compared(version: str, doc: dict[str, Any], live: KubeletConfig,
                                     differences: list[str]) -> None:

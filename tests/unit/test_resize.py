@@ -20,7 +20,7 @@ GI = 2**30
 MI = 2**20
 ARTICLE_NODE = NodeFacts(memory_capacity=3479660 * 1024, cpu_capacity_milli=2000)
 SWAP_NODE = NodeFacts(memory_capacity=8 * GI, swap_capacity=4 * GI, cpu_capacity_milli=4000)
-PROFILE = profile_for("1.38")
+PROFILE = profile_for("1.38", KubeletConfig(feature_gates={"WorkloadControlledSwap": True}))  # KEP-5359 alpha gate on
 
 
 @dataclass(frozen=True)

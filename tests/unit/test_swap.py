@@ -18,7 +18,7 @@ from nodeconf.semantics.profile import Profile, profile_for
 GI = 2**30
 MI = 2**20
 NODE = NodeFacts(memory_capacity=8 * GI, swap_capacity=4 * GI)
-GATE_ON = profile_for("1.38")
+GATE_ON = profile_for("1.38", KubeletConfig(feature_gates={"WorkloadControlledSwap": True}))  # alpha: off by default
 GATE_OFF = profile_for("1.38", KubeletConfig(feature_gates={"WorkloadControlledSwap": False}))
 MODES = ("NoSwap", "LimitedSwap", "WorkloadControlledSwap")
 G = QosClass.GUARANTEED

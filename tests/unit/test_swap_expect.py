@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_kubelet_config, load_objects
 from nodeconf.manifest import Container, Pod, Resources
 from nodeconf.node_facts import NodeFacts
@@ -22,7 +23,7 @@ KEP = ROOT / "workloads" / "kep-5359"
 CONFIGS = {mode: KEP / "kubelet-config" / f"{name}.yaml" for mode, name in (
     ("NoSwap", "no-swap"), ("LimitedSwap", "limited-swap"), ("WorkloadControlledSwap", "workload-controlled-swap"))}
 NODE = NodeFacts(memory_capacity=8 * 2**30, swap_capacity=4 * 2**30)
-PROFILE = profile_for("1.38")
+PROFILE = profile_for("1.38", KubeletConfig(feature_gates={"WorkloadControlledSwap": True}))  # alpha: off by default
 MIXED = KEP / "use-case-4-pod-level-swap-mixed.yaml"
 
 
@@ -101,11 +102,19 @@ def test_explain_json_shows_swap_files_events_and_metric() -> None:
     assert out["metrics"]["kubelet_node_swap_allocated_bytes"] == 3 * 2**30
 
 
-def test_explain_json_warns_on_noswap_node() -> None:
-    out = explain(KEP / "use-case-2-swap-enabled.yaml", "--kubelet-config", CONFIGS["NoSwap"])
+@pytest.mark.parametrize(("gate", "events"), [
+    pytest.param("true", [("Warning", "SwapNotSupported")], id="gate-on"),
+    # KEP-5359 "Version Skew": a node without the feature falls back to its swapBehavior, limits.swap unread.
+    pytest.param(None, [], id="default-gates"),
+])
+def test_explain_json_warns_on_noswap_node(tmp_path: Path, gate: str | None, events: list[tuple[str, str]]) -> None:
+    kubelet = tmp_path / "kubelet.yaml"
+    kubelet.write_text("kind: KubeletConfiguration\nmemorySwap: {swapBehavior: NoSwap}\n"
+                       + (f"featureGates: {{WorkloadControlledSwap: {gate}}}\n" if gate else ""))
+    out = explain(KEP / "use-case-2-swap-enabled.yaml", "--kubelet-config", kubelet)
     (pod,) = out["pods"]
     assert pod["admitted"] is True
-    assert [(e["type"], e["reason"]) for e in pod["events"]] == [("Warning", "SwapNotSupported")]
+    assert [(e["type"], e["reason"]) for e in pod["events"]] == events
     assert pod["containers"][0]["cgroup"]["files"]["memory.swap.max"] == "0"
     assert out["metrics"]["kubelet_node_swap_allocated_bytes"] == 0
 

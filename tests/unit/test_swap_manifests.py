@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_kubelet_config, load_objects
 from nodeconf.manifest import Pod
 from nodeconf.node_facts import NodeFacts
@@ -16,7 +17,7 @@ from nodeconf.semantics.qos import pod_qos
 
 KEP = Path(__file__).resolve().parents[2] / "workloads" / "kep-5359"
 NODE = NodeFacts(memory_capacity=8 * 2**30, swap_capacity=4 * 2**30)
-PROFILE = profile_for("1.38")
+PROFILE = profile_for("1.38", KubeletConfig(feature_gates={"WorkloadControlledSwap": True}))  # alpha: off by default
 MODES = ("NoSwap", "LimitedSwap", "WorkloadControlledSwap")
 CONFIGS = [load_kubelet_config(KEP / "kubelet-config" / f"{name}.yaml")
            for name in ("no-swap", "limited-swap", "workload-controlled-swap")]
