@@ -47,8 +47,8 @@ class CriClient:
     def remove_pod_sandbox(self, sandbox_id: str) -> None:
         self._runtime("RemovePodSandbox", (m.POD_SANDBOX_ID, {}), pod_sandbox_id=sandbox_id)
 
-    def pod_sandbox_status(self, sandbox_id: str) -> dict[str, Any]:
-        return self._runtime("PodSandboxStatus", m.POD_SANDBOX_STATUS, pod_sandbox_id=sandbox_id)
+    def pod_sandbox_status(self, sandbox_id: str, verbose: bool = False) -> dict[str, Any]:
+        return self._runtime("PodSandboxStatus", m.POD_SANDBOX_STATUS, pod_sandbox_id=sandbox_id, verbose=verbose)
 
     def list_pod_sandbox(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
         found = self._runtime("ListPodSandbox", m.LIST_POD_SANDBOX, filter={"label_selector": dict(labels)})
