@@ -168,9 +168,10 @@ class CriRuntime(OciRuntime):
 
     def run_sandbox(self, name: str, namespace: str, uid: str, pod_cgroup: str, attempt: int,
                     log_dir: Path) -> CriSandbox:
-        """RunPodSandbox in the pod cgroup with the host network (no CNI), labelled with the token."""
+        """RunPodSandbox in the pod cgroup with the host network (no CNI), labelled with the token; no hostname,
+        as the kubelet sends none for a host-network pod (runc refuses one without a private UTS namespace)."""
         config = {"metadata": {"name": name, "uid": uid, "namespace": namespace, "attempt": attempt},
-                  "hostname": name[:63], "log_directory": str(log_dir),
+                  "log_directory": str(log_dir),
                   "labels": {images.OWNER_LABEL: self.token},
                   "linux": {"cgroup_parent": self.cgroup_parent(pod_cgroup),
                             "security_context": {"namespace_options": dict(NODE_NAMESPACES)}}}
