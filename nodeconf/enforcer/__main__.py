@@ -83,7 +83,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
     faults = Faults.parse(args.fault)
     if args.runtime == CRI:
         runtime = CriRuntime(args.state_dir, (str(AGENT_HOME),), isinstance(tree, SystemdTree))
-        facts = cri_facts(runtime, facts)
+        facts = cri_facts(runtime, tree, facts)
     elif args.runtime == DIRECT:  # the agent writes the container files itself: its formula, or the fault's
         written = faults.cpu_weight_formula or args.cpu_weight_formula
         facts = dataclasses.replace(facts, runtime=DIRECT, measured_cpu_weight_formula=written)

@@ -25,19 +25,30 @@ from pathlib import Path
 from typing import Any
 
 from nodeconf.enforcer import oci_bundle
+from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.cri import images
 from nodeconf.enforcer.cri import messages as m
 from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET, CriClient
 from nodeconf.enforcer.cri.grpc import NOT_FOUND, GrpcError
 from nodeconf.enforcer.oci_bundle import CriResources
-from nodeconf.enforcer.oci_runtime import COMMAND_TIMEOUT, OciRuntime, RuntimeCommandError, RuntimeProcess
+from nodeconf.enforcer.oci_runtime import (
+    COMMAND_TIMEOUT,
+    PROBE_CGROUP,
+    PROBE_SHARES,
+    OciRuntime,
+    RuntimeCommandError,
+    RuntimeProcess,
+)
 from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.cpu import measured_formula
+from nodeconf.workloads import SLEEPER
 
 CRI = "containerd"
 TOKEN_FILE = "cri-token"
 WORKLOAD_IMAGE = "nodeconf.local/workload"
 # Where containers see the node's programs (CRI mounts, read-only): as under the OCI runtimes, plus the agent's
 # home with the workload programs; /sys/fs/cgroup writable at its own place (oci_bundle.CGROUP_TREE).
+PROBE_NAME = "nodeconf-runtime-probe"
 NODE_NAMESPACES = {"network": m.NAMESPACE_NODE, "pid": m.NAMESPACE_CONTAINER, "ipc": m.NAMESPACE_POD}
 
 
@@ -229,6 +240,22 @@ class CriRuntime(OciRuntime):
             out["hugepage_limits"] = [{"page_size": size, "limit": limit} for size, limit in cri.hugepage_limits]
         return out
 
+    def measure_weight(self, tree: CgroupTree) -> int:
+        """The cpu.weight the runtime writes for PROBE_SHARES: a probe sandbox in kubepods with one container given
+        those shares, read in the cgroup the runtime made, then removed."""
+        parent = PROBE_CGROUP.split("/")[0]
+        tree.ensure(parent)
+        sandbox = self.run_sandbox(PROBE_NAME, PROBE_NAME, self.token, parent, 0, self.state_dir / "cri-logs" / "probe")
+        try:
+            probe = self.run_container(parent, PROBE_NAME, 0, SLEEPER, 0,
+                                       {"cpu_shares": PROBE_SHARES}, self.state_dir / "cri-logs" / "probe.log")
+            text = tree.read(probe.cgroup, "cpu.weight")
+        finally:
+            sandbox.stop()
+        if text is None or not text.strip().isdigit():
+            raise RuntimeCommandError(f"probe container: no cpu.weight in {probe.cgroup}")
+        return int(text)
+
     def update(self, cid: str, resources: Mapping[str, Any]) -> None:
         """UpdateContainerResources with the whole new resources (a sandbox's are the runtime's: left alone)."""
         if cid in self.sandbox_configs:
@@ -282,15 +309,21 @@ class CriRuntime(OciRuntime):
             raise RuntimeCommandError(str(err)) from None
 
 
-def cri_facts(runtime: CriRuntime, facts: NodeFacts) -> NodeFacts:
+def cri_facts(runtime: CriRuntime, tree: CgroupTree, facts: NodeFacts) -> NodeFacts:
     """Connect (images in place), remove the sandboxes a crashed agent of this state directory left, and the
-    facts with the runtime's name, version and the config values that change results (runtime_config)."""
+    facts with the runtime's name, version, the config values that change results (runtime_config) and the
+    shares→weight formula measured on a probe container."""
     runtime.connect()
     runtime.clear()
     found = runtime.facts()
     config = tuple((key, str(value)) for key, value in found.items() if key not in ("runtime", "runtime_version"))
+    try:
+        formula = measured_formula(PROBE_SHARES, runtime.measure_weight(tree))
+    except ValueError as err:
+        raise RuntimeCommandError(f"{CRI} cpu.weight probe: {err}") from None
     return dataclasses.replace(facts, runtime=CRI, runtime_version=runtime.runtime_version,
-                               runtime_config=(*config, ("oci_runtime_version", _runc_version())))
+                               runtime_config=(*config, ("oci_runtime_version", _runc_version())),
+                               measured_cpu_weight_formula=formula)
 
 
 def _runc_version() -> str:
