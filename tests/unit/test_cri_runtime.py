@@ -11,7 +11,7 @@ import pytest
 from nodeconf.enforcer import oci_bundle
 from nodeconf.enforcer.cri import messages as m
 from nodeconf.enforcer.cri.proto import encode
-from nodeconf.enforcer.cri.runtime import CriRuntime
+from nodeconf.enforcer.cri.runtime import SANDBOX_LINE, CriRuntime
 
 api = pytest.importorskip("cri_api.v1.api_pb2")
 POD_SLICE = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234_5678.slice"
@@ -60,3 +60,15 @@ def test_one_token_per_state_directory(tmp_path: Path) -> None:
     assert first.token == again.token != other.token
     assert first.workload_image.endswith(":" + first.token)
     assert (tmp_path / "cri-token").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(("dump", "image"), [
+    # containerd 1.6/1.7 `config dump` (CRI plugin section) and 2.x (the image plugin's pinned images).
+    ('[plugins."io.containerd.grpc.v1.cri"]\n    sandbox_image = "registry.k8s.io/pause:3.8"\n',
+     "registry.k8s.io/pause:3.8"),
+    ("[plugins.'io.containerd.cri.v1.images'.pinned_images]\n      sandbox = 'registry.k8s.io/pause:3.10'\n",
+     "registry.k8s.io/pause:3.10"),
+])
+def test_the_sandbox_image_is_read_from_either_config_dump(dump: str, image: str) -> None:
+    found = SANDBOX_LINE.search(dump)
+    assert found is not None and found.group(1) == image

@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import secrets
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -49,6 +50,9 @@ WORKLOAD_IMAGE = "nodeconf.local/workload"
 # Where containers see the node's programs (CRI mounts, read-only): as under the OCI runtimes, plus the agent's
 # home with the workload programs; /sys/fs/cgroup writable at its own place (oci_bundle.CGROUP_TREE).
 PROBE_NAME = "nodeconf-runtime-probe"
+# The sandbox image line of `containerd config dump`: `sandbox_image = "…"` (1.x, go-toml v1), `sandbox = '…'`
+# (2.x's pinned_images, go-toml v2 writes literal strings).
+SANDBOX_LINE = re.compile(r"""^\s*sandbox(?:_image)?\s*=\s*["']([^"']+)["']""", re.MULTILINE)
 NODE_NAMESPACES = {"network": m.NAMESPACE_NODE, "pid": m.NAMESPACE_CONTAINER, "ipc": m.NAMESPACE_POD}
 
 
@@ -138,9 +142,22 @@ class CriRuntime(OciRuntime):
         except (GrpcError, images.ImageError, ValueError) as err:
             raise RuntimeCommandError(f"CRI runtime at {self.client.socket_path}: {err}") from None
 
+    def sandbox_image(self) -> str:
+        """The configured sandbox image: `sandboxImage` in the CRI status config (1.6, 1.7), else from
+        `containerd config dump` (2.x moved it to the image plugin's `pinned_images.sandbox`)."""
+        if self.config.get("sandboxImage"):
+            return str(self.config["sandboxImage"])
+        try:
+            done = subprocess.run(["containerd", "config", "dump"], capture_output=True, timeout=COMMAND_TIMEOUT,
+                                  check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        found = SANDBOX_LINE.search(done.stdout.decode(errors="replace"))
+        return found.group(1) if found else ""
+
     def _ensure_images(self) -> None:
         work = self.state_dir / "images"
-        sandbox = str(self.config.get("sandboxImage", ""))
+        sandbox = self.sandbox_image()
         if sandbox and self.client.image_status(sandbox) is None:
             if images.node_architecture() != "amd64":
                 raise images.ImageError(f"sandbox image {sandbox} is missing and nodeconf's stand-in pause is x86-64")
@@ -162,7 +179,7 @@ class CriRuntime(OciRuntime):
                 "SystemdCgroup": bool((runc.get("options") or {}).get("SystemdCgroup", False)),
                 "disable_hugetlb_controller": bool(self.config.get("disableHugetlbController", False)),
                 "restrict_oom_score_adj": bool(self.config.get("restrictOOMScoreAdj", False)),
-                "sandbox_image": str(self.config.get("sandboxImage", ""))}
+                "sandbox_image": self.sandbox_image()}
 
     def version(self) -> str:
         return self.runtime_version
