@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import re
 import secrets
@@ -45,6 +46,7 @@ from nodeconf.semantics.cpu import measured_formula
 from nodeconf.workloads import SLEEPER
 
 CRI = "containerd"
+logger = logging.getLogger(__name__)  # below the agent's "nodeconf.enforcer"
 TOKEN_FILE = "cri-token"
 WORKLOAD_IMAGE = "nodeconf.local/workload"
 # Where containers see the node's programs (CRI mounts, read-only): as under the OCI runtimes, plus the agent's
@@ -287,21 +289,25 @@ class CriRuntime(OciRuntime):
             self.client.stop_container(cid, 0)
 
     def delete(self, cid: str) -> None:
-        """StopContainer (timeout 0: SIGKILL) and RemoveContainer; one already gone is no error."""
+        """StopContainer (timeout 0: SIGKILL) and RemoveContainer; one already gone is no error, a failure is
+        logged, not raised (as OciRuntime.delete)."""
         for step in (self.client.stop_container, self.client.remove_container):
             try:
                 step(cid)
             except GrpcError as err:
                 if err.code != NOT_FOUND:
-                    raise RuntimeCommandError(f"removing container {cid[:12]}: {err}") from None
+                    logger.warning("removing container %s: %s", cid[:12], err)
+                    return
 
     def remove_sandbox(self, sandbox_id: str) -> None:
+        """StopPodSandbox and RemovePodSandbox (with every container in it); a failure is logged, not raised."""
         for step in (self.client.stop_pod_sandbox, self.client.remove_pod_sandbox):
             try:
                 step(sandbox_id)
             except GrpcError as err:
                 if err.code != NOT_FOUND:
-                    raise RuntimeCommandError(f"removing sandbox {sandbox_id[:12]}: {err}") from None
+                    logger.warning("removing sandbox %s: %s", sandbox_id[:12], err)
+                    return
         self.sandbox_configs.pop(sandbox_id, None)
         for pod, known in list(self.sandboxes.items()):
             if known == sandbox_id:
