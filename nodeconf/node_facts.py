@@ -60,6 +60,9 @@ class NodeFacts:
     swap_devices: tuple[str, ...] = ()
     psi: bool | None = None
     kernel_config: tuple[tuple[str, str], ...] = ()
+    # A CRI runtime's config values that change what containers get, and the OCI runtime under it (issue 28):
+    # (name, value) pairs such as ("SystemdCgroup", "True"), ("disable_hugetlb_controller", "True").
+    runtime_config: tuple[tuple[str, str], ...] = ()
     # What the runtime was measured doing with shares (a probe container): reported, never an expectation.
     measured_cpu_weight_formula: str = ""
 

@@ -2,7 +2,8 @@
 
 Data only, so the node spec (nodes) validates `vm?debian=&init=&runtime=` and the image recipe (infra) builds from
 the same names. Source: issue 13 item 1 (releases bullseye|bookworm|trixie|sid, init minimal|systemd, runtime
-direct|runc|crun; defaults bookworm, minimal, direct).
+direct|runc|crun; defaults bookworm, minimal, direct); runtime=containerd: Debian's containerd, driven over CRI
+(issue 28).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 RELEASES = ("bullseye", "bookworm", "trixie", "sid")
 INITS = ("minimal", "systemd")
-RUNTIMES = ("direct", "runc", "crun")
+RUNTIMES = ("direct", "runc", "crun", "containerd")
 VARIANT_OPTIONS = {"debian": RELEASES, "init": INITS, "runtime": RUNTIMES}
 
 

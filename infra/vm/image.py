@@ -249,6 +249,10 @@ def _customize(recipe: Recipe, root: Path, work: Path, release: str) -> None:
         init = root / GUEST_INIT_PATH.lstrip("/")
         init.write_text(recipe.scripts["guest_init.sh"])
         init.chmod(0o755)
+    for name, text in recipe.scripts.items():  # lines added to a file a package installed (variant.py)
+        if name.startswith("append/"):
+            with open(root / name.removeprefix("append/"), "a") as appended:
+                appended.write(text)
     if recipe.kernel_config_in_root:
         (root / "boot").mkdir(exist_ok=True)
         shutil.copy2(work / f"config-{release}", root / "boot" / f"config-{release}")

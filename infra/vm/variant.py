@@ -65,6 +65,26 @@ SYSTEMD_GENERATORS = ("systemd-fstab-generator",)
 # it (the packages are still checked against the signed Release's hashes; only the freshness check is off).
 SID_SOURCES = ("deb http://deb.debian.org/debian {suite} main",)
 SID_APT_OPTIONS = ("Acquire::Check-Valid-Until=false",)
+# runtime=containerd: Debian's /etc/containerd/config.toml (CRI enabled, CNI paths) plus what a kubeadm node adds:
+# the systemd cgroup driver for runc, matching the kubelet's cgroupDriver=systemd (Kubernetes docs "Container
+# Runtimes", containerd: `SystemdCgroup = true` in the runc runtime's options, in the full `containerd config
+# default` that kubeadm's guide starts from). That default holds `runtime_type = "io.containerd.runc.v2"` in the
+# same runtime table; Debian's short file does not, and a runc table with only options replaces the built-in one,
+# so the line is restated (measured on trixie's 1.7.24: without it RunPodSandbox fails "container.Runtime.Name must
+# be set"). Appended as its own tables, which TOML allows after [plugins]; the config `version = 2` form, which
+# containerd 2.x still reads (and migrates). Only with init=systemd: under the minimal init containerd keeps its
+# cgroupfs default.
+CONTAINERD_CONFIG = "etc/containerd/config.toml"
+CONTAINERD_SYSTEMD_CGROUP = """
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = true
+"""
+# containerd's overlayfs snapshotter needs the overlay file system (containerd.service's ExecStartPre modprobe's it,
+# but the node has no /lib/modules): loaded at boot with the others (measured: without it every RunPodSandbox fails
+# "failed to mount rootfs component: no such device").
+CONTAINERD_MODULES = ("overlay",)
 # bullseye predates the merged /usr mmdebstrap's hook sets up (its essential step fails there): /usr stays split,
 # as bullseye's own minbase is.
 SPLIT_USR_RELEASES = ("bullseye",)
@@ -89,10 +109,16 @@ def recipe_for(variant: Variant) -> Recipe:
         masked, generators = SYSTEMD_MASKED, SYSTEMD_GENERATORS
     if variant.runtime != "direct":
         include.append(variant.runtime)
+    boot_modules = recipe.boot_modules
+    if variant.runtime == "containerd":
+        boot_modules += CONTAINERD_MODULES
+        if variant.init == "systemd":
+            scripts[f"append/{CONTAINERD_CONFIG}"] = CONTAINERD_SYSTEMD_CGROUP
     return dataclasses.replace(
         recipe, suite=variant.debian, sources=SID_SOURCES if variant.debian == "sid" else recipe.sources,
         include=tuple(include), scripts=scripts, init=variant.init, kernel_config_in_root=True,
-        optional_boot_modules=("crc32c_generic",), masked_units=masked, kept_generators=generators,
+        optional_boot_modules=("crc32c_generic",), boot_modules=boot_modules, masked_units=masked,
+        kept_generators=generators,
         apt_options=SID_APT_OPTIONS if variant.debian == "sid" else (),
         bootstrap_hooks=() if variant.debian in SPLIT_USR_RELEASES else recipe.bootstrap_hooks,
     )

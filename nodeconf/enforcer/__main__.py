@@ -20,9 +20,18 @@ from nodeconf.enforcer.agent_claim import hold_lock, kill_agent, stop_abandoned,
 from nodeconf.enforcer.agent_core import LOG_FILE, PID_FILE, STATE_FILE
 from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree, is_cgroup2
+from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET
+from nodeconf.enforcer.cri.runtime import CRI, TOKEN_FILE, CriRuntime, cri_facts
 from nodeconf.enforcer.facts import detect, node_memory_used
 from nodeconf.enforcer.lifecycle import Backoff, Faults
-from nodeconf.enforcer.oci_runtime import DIRECT, RUNTIMES, OciRuntime, become_subreaper, runtime_facts
+from nodeconf.enforcer.oci_runtime import (
+    DIRECT,
+    RUNTIMES,
+    OciRuntime,
+    RuntimeCommandError,
+    become_subreaper,
+    runtime_facts,
+)
 from nodeconf.enforcer.ownership import (
     MARKER_FILE,
     agent_owner,
@@ -49,8 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--socket", type=Path, required=True)
     serve.add_argument("--cpu-weight-formula", choices=CPU_WEIGHT_FORMULAS, default="nonlinear",
                        help="the runtime formula this node claims (runc ≥ 1.3.2: nonlinear)")
-    serve.add_argument("--runtime", choices=(DIRECT, *RUNTIMES), default=DIRECT,
-                       help="who starts containers: direct (the agent itself) or the runc/crun installed on the node")
+    serve.add_argument("--runtime", choices=(DIRECT, *RUNTIMES, CRI), default=DIRECT,
+                       help="who starts containers: direct (the agent itself), the runc/crun installed on the node, "
+                            "or the node's containerd over CRI")
     serve.add_argument("--fault", action="append", default=[],
                        help="compute with a deliberate deviation: cpu-weight-formula=F, memory-throttling-factor=X")
     serve.add_argument("--backoff", type=float, default=10.0, help="initial restart back-off in seconds")
@@ -81,9 +91,12 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
         Path("/proc/self/oom_score_adj").write_text(str(KUBELET_OOM_SCORE_ADJ))
     tree = tree_for(args.root, OWNED, agent_owner(args.state_dir))
     facts = detect(args.root, args.cpu_weight_formula, args.runtime)
-    runtime = None
+    runtime: OciRuntime | None = None
     faults = Faults.parse(args.fault)
-    if args.runtime == DIRECT:  # the agent writes the container files itself: its formula, or the fault's
+    if args.runtime == CRI:
+        runtime = CriRuntime(args.state_dir, (str(AGENT_HOME),), isinstance(tree, SystemdTree))
+        facts = cri_facts(runtime, tree, facts)
+    elif args.runtime == DIRECT:  # the agent writes the container files itself: its formula, or the fault's
         written = faults.cpu_weight_formula or args.cpu_weight_formula
         facts = dataclasses.replace(facts, runtime=DIRECT, measured_cpu_weight_formula=written)
     else:
@@ -110,6 +123,11 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
     def stop(signum: int, _frame: object) -> None:
         log.info("signal %d: stopping", signum)
         agent.shutdown()
+        if isinstance(runtime, CriRuntime):
+            try:
+                log.info("removed the images this agent imported: %s", runtime.remove_images())
+            except RuntimeCommandError as err:
+                log.error("%s", err)
         server.stopping.set()
         threading.Thread(target=server.shutdown, daemon=True).start()
 
@@ -145,6 +163,7 @@ def _cleanup(args: argparse.Namespace) -> int:
         with contextlib.suppress(OSError, ValueError):
             state = json.loads((args.state_dir / STATE_FILE).read_text())
             kill_recorded(state)
+        _cleanup_cri(args.state_dir)
     tree = tree_for(args.root, OWNED, owner)
     left = [*tree.foreign_roots(), *tree.clear()]
     for top in sorted({reserved.top(p) for p in reserved.in_state(tree, state)}):
@@ -158,6 +177,19 @@ def _cleanup(args: argparse.Namespace) -> int:
             with contextlib.suppress(FileNotFoundError):
                 (args.state_dir / name).unlink()
     return 0
+
+
+def _cleanup_cri(state_dir: Path) -> None:
+    """The sandboxes and images an agent of this state directory left in the node's CRI runtime: only those
+    labelled with its token (cri.runtime TOKEN_FILE), when it had one."""
+    if not (state_dir / TOKEN_FILE).is_file() or not Path(CONTAINERD_SOCKET).exists():
+        return
+    runtime = CriRuntime(state_dir, (), False)
+    try:
+        runtime.clear()
+        runtime.remove_images()
+    except RuntimeCommandError as err:
+        print(f"nodeconf agent: {err}", file=sys.stderr)
 
 
 def _daemonize(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 from nodeconf import names
 from nodeconf.cgroup_files import evidence_files
 from nodeconf.enforcer import oci_bundle, process, reserved
-from nodeconf.enforcer.agent_core import LOG_FILE, STATE_FILE, TERMINAL, AgentError
+from nodeconf.enforcer.agent_core import LOG_FILE, STATE_FILE, TERMINAL, AgentError, live_cgroup
 from nodeconf.enforcer.metrics import render, render_cadvisor
 from nodeconf.enforcer.ownership import foreign_message, is_marked
 from nodeconf.enforcer.patch import patched_pod
@@ -128,7 +128,7 @@ class Agent(Supervision):
         with self.lock:
             record = self._record(ref)
             files = tuple(evidence_files(extra_files))
-            where = {c.name: self.tree.process_cgroup(c.cgroup) for c in record.containers}
+            where = {c.name: self.tree.process_cgroup(live_cgroup(c)) for c in record.containers}
             paths = [*_ancestors(record.cgroup), record.cgroup, *(c.cgroup for c in record.containers), *where.values()]
             read = {path: self.tree.read_many(path, files) for path in dict.fromkeys(paths)}
             cgroups = {path: found for path, found in read.items() if found is not None}
@@ -159,7 +159,7 @@ class Agent(Supervision):
             c = self._record(ref).container(container)
             if c.state != "running" or c.proc is None:
                 raise AgentError(f"container {container} of pod {ref} is not running")
-            directory, adj = self.tree.dir(self.tree.process_cgroup(c.cgroup)), c.oom_score_adj
+            directory, adj = self.tree.dir(self.tree.process_cgroup(live_cgroup(c))), c.oom_score_adj
             enter = c.proc.pid if self.runtime is not None else None
         return _run(argv, directory, adj, timeout, enter)
 

@@ -205,7 +205,7 @@ class AgentCore:
                 self.start_oom_score_adj[ce.cgroup.path] = int(ce.oom_score_adj.value)
             if self.runtime is not None:  # the container cgroups are the runtime's
                 cgroups = [pod_cgroup]
-                self._runtime_resources(record, pe)
+                self._runtime_resources(record, pe, limits)
             for cgroup in cgroups:
                 for problem in self._write(cgroup):
                     self.log.error("pod %s: %s", record.ref, problem)
@@ -234,18 +234,22 @@ class AgentCore:
             self._forget_written(gone)
             self.reserves.discard(path)
 
-    def _runtime_resources(self, record: PodRecord, pe: PodExpectation) -> None:
-        """Each container's linux.resources as containerd builds them from the kubelet's CRI values; a change
-        goes to a running container through the runtime's `update` (UpdateContainerResources)."""
+    def _runtime_resources(self, record: PodRecord, pe: PodExpectation,
+                           limits: Mapping[str, Mapping[str, Expected]]) -> None:
+        """Each container's resources from the kubelet's CRI values (with its hugepage limits), as the runtime
+        takes them (runtime.resources_for); a change goes to a running container through the runtime's `update`
+        (UpdateContainerResources)."""
         assert self.runtime is not None
         for ce in with_pause(pe.containers, pe.pause):
             if ce is pe.pause:
                 resources = oci_bundle.sandbox_resources()
             else:
                 spec = next(c for c in pe.pod.all_containers if c.name == ce.name)
-                files = {name: e.value for name, e in ce.cgroup.files.items()}
+                cgroup = with_node_limits(ce.cgroup, limits.get(ce.cgroup.path, {}), pids=False,
+                                          hugetlb=not self.faults.hugetlb_ignored)
+                files = {name: e.value for name, e in cgroup.files.items()}
                 cri = oci_bundle.cri_resources(files, container_shares(pe.pod, spec, self.profile()))
-                resources = oci_bundle.linux_resources(cri, self.facts.has_swap_controller)
+                resources = self.runtime.resources_for(cri, self.facts.has_swap_controller)
             path = ce.cgroup.path
             self.resources[path] = resources
             c = next((c for c in record.containers if c.cgroup == path), None)
@@ -292,8 +296,8 @@ class AgentCore:
         for c in record.containers:
             if c.kind != PAUSE:
                 usage[c.name] = ContainerUsage(
-                    memory=int_or_none(self.tree.read(c.cgroup, "memory.current")),
-                    swap=int_or_none(self.tree.read(c.cgroup, "memory.swap.current")),
+                    memory=int_or_none(self.tree.read(live_cgroup(c), "memory.current")),
+                    swap=int_or_none(self.tree.read(live_cgroup(c), "memory.swap.current")),
                 )
         return usage
 
@@ -373,6 +377,12 @@ def with_node_limits(cgroup: CgroupExpectation, limits: Mapping[str, Expected], 
              if (pids and name in POD_LIMIT_FILES)
              or (hugetlb and name.startswith(HUGETLB_PREFIX) and name.endswith(".max"))}
     return CgroupExpectation(cgroup.path, {**cgroup.files, **extra}) if extra else cgroup
+
+
+def live_cgroup(c: ContainerRecord) -> str:
+    """Where a container's process is now: the cgroup a CRI runtime put it in (`cri-containerd-<its id>.scope`),
+    else the oracle's path, where the agent or an OCI runtime starts it."""
+    return getattr(c.proc, "cgroup", None) or c.cgroup
 
 
 def with_pause(containers: Sequence[ContainerExpectation],

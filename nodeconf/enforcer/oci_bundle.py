@@ -48,22 +48,28 @@ class CriResources:
     memory_limit_in_bytes: int = 0
     memory_swap_limit_in_bytes: int = 0
     unified: Mapping[str, str] = field(default_factory=dict)
+    hugepage_limits: tuple[tuple[str, int], ...] = ()  # (page size as "2MB", bytes)
 
 
 def cri_resources(files: Mapping[str, str], shares: int) -> CriResources:
     """The CRI values behind the oracle's container cgroup files: shares as given (cpu.weight hides them),
     quota and period from cpu.max, the limit from memory.max, and the kubelet's unified keys where it sets them
-    (memory.swap.max whenever the oracle has it: the kubelet never sends CRI swap on cgroup v2, RUNTIME-FACTS 2a).
+    (memory.swap.max whenever the oracle has it: the kubelet never sends CRI swap on cgroup v2, RUNTIME-FACTS 2a),
+    and a hugepage limit per `hugetlb.<size>.max` the files hold (GetHugepageLimitsFromResources).
     The kubelet sends the period whenever cpuCFSQuota is on; the oracle's "max <period>" keeps it."""
     quota, _, period = files.get("cpu.max", "max 0").partition(" ")
     limit = files.get("memory.max", "max")
     unified = {key: files[key] for key, unset in UNIFIED_KEYS.items() if key in files and files[key] != unset}
+    hugepages = tuple((name.split(".")[1], int(value)) for name, value in sorted(files.items())
+                      if name.startswith("hugetlb.") and name.count(".") == 2 and name.endswith(".max")
+                      and value.isdigit())
     return CriResources(
         cpu_period=int(period) if period.isdigit() else 0,
         cpu_quota=int(quota) if quota.isdigit() else 0,
         cpu_shares=shares,
         memory_limit_in_bytes=int(limit) if limit.isdigit() else 0,
         unified=unified,
+        hugepage_limits=hugepages,
     )
 
 

@@ -70,6 +70,7 @@ class RuntimeProcess:
         self.cid = cid
         self.pid = pid
         self.returncode: int | None = None
+        self.oom_killed = False  # the runtime said OOMKilled (CRI ContainerStatus); an OCI runtime never says
 
     def poll(self) -> int | None:
         """The exit status once the process has ended (negative: killed by that signal, as Popen)."""
@@ -163,6 +164,10 @@ class OciRuntime:
         pid_file.unlink(missing_ok=True)
         self._run("run", "--detach", "--pid-file", str(pid_file), cid, output=log, cwd=bundle)
         return RuntimeProcess(self, cid, int(pid_file.read_text()))
+
+    def resources_for(self, cri: oci_bundle.CriResources, swap_controller: bool) -> dict[str, Any]:
+        """What this runtime is given for a container: the OCI linux.resources containerd builds from the CRI."""
+        return oci_bundle.linux_resources(cri, swap_controller)
 
     def update(self, cid: str, resources: Mapping[str, Any]) -> None:
         """`update --resources FILE`: the whole new linux.resources (containerd's updateContainerResources)."""

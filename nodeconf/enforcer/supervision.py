@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from nodeconf.enforcer import process
-from nodeconf.enforcer.agent_core import EVICTION_INTERVAL, TERMINAL, int_or_none
+from nodeconf.enforcer.agent_core import EVICTION_INTERVAL, TERMINAL, int_or_none, live_cgroup
+from nodeconf.enforcer.cri.runtime import CriRuntime
 from nodeconf.enforcer.lifecycle import (
     pod_phase,
     ready_to_start,
@@ -57,6 +58,7 @@ class Supervision(StateFile):
         oom_kill = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0)
         watch = self.oom_watches.pop(c.cgroup, None)
         oom = max(oom_kill, watch.stop() if watch is not None else 0) > c.oom_kills_at_start
+        oom = oom or (isinstance(finished, RuntimeProcess) and finished.oom_killed)
         if isinstance(finished, RuntimeProcess):  # read before the runtime removes the cgroup
             finished.runtime.delete(finished.cid)
         reason = "OOMKilled" if oom else ("Completed" if code == 0 else "Error")
@@ -98,7 +100,9 @@ class Supervision(StateFile):
         c.oom_score_adj = self.start_oom_score_adj.get(c.cgroup, c.oom_score_adj)
         log = self._container_log(record, c.name)
         try:
-            if self.runtime is not None:
+            if isinstance(self.runtime, CriRuntime):
+                c.proc, ready = self._cri_spawn(self.runtime, record, c, log), None
+            elif self.runtime is not None:
                 c.proc, ready = self._runtime_spawn(c, log), None
             elif self.tree.needs_process(c.cgroup):
                 c.proc, ready = self._scope_spawn(record, c, log), None
@@ -132,6 +136,20 @@ class Supervision(StateFile):
                 proc.stop()
                 raise
             self.oom_watches[c.cgroup] = OomWatch(self.tree.dir(c.cgroup))
+        return proc
+
+    def _cri_spawn(self, runtime: CriRuntime, record: PodRecord, c: ContainerRecord, log: Path) -> RuntimeProcess:
+        """The pause record as the pod's sandbox (RunPodSandbox), any other as a container in it (CreateContainer
+        + StartContainer) with the resources computed for it; the attempt is the restart count, as the kubelet's."""
+        if c.kind == PAUSE:
+            pod = record.pod
+            return runtime.run_sandbox(pod.name, pod.namespace, pod.uid, record.cgroup, c.restarts,
+                                       self.state_dir / "cri-logs" / pod.uid)
+        resources = self.resources.get(c.cgroup)
+        if resources is None:
+            raise RuntimeCommandError(f"no resources computed for {c.cgroup}")
+        proc = runtime.run_container(record.cgroup, c.name, c.restarts, c.argv, c.oom_score_adj, resources, log)
+        self.sent[c.cgroup] = resources
         return proc
 
     def _scope_spawn(self, record: PodRecord, c: ContainerRecord, log: Path) -> subprocess.Popen[bytes]:
@@ -173,7 +191,7 @@ class Supervision(StateFile):
             return False
         self.next_eviction_check = now + EVICTION_INTERVAL
         live = [r for r in self.pods.values() if r.phase not in TERMINAL]
-        usages = [PodMemoryUsage(r.pod, {c.name: self._working_set(c.cgroup) for c in r.containers
+        usages = [PodMemoryUsage(r.pod, {c.name: self._working_set(live_cgroup(c)) for c in r.containers
                                          if c.kind != PAUSE}) for r in live]
         outside = max(0, self.node_memory_used() - sum(self._working_set(r.cgroup) for r in live))
         decision = decide_memory_eviction(usages, self.oracle_facts(), self.oracle_config(), outside)

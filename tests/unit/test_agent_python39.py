@@ -18,7 +18,7 @@ from enforcer_support import res_demo
 from python39_support import ENUM_CHECK, find_python39, pushed_files, python39_problems, unpack_bundle
 
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.nodes.enforced.bundle import BUNDLE_MODULES
+from nodeconf.nodes.enforced.bundle import BUNDLE_MODULES, VENDORED
 from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.transport.local import LocalTransport
 from nodeconf.semantics.expect import expect
@@ -32,7 +32,7 @@ PYTHON39 = find_python39()
 def test_the_bundle_holds_the_model_semantics_enforcer_and_programs() -> None:
     assert {f"nodeconf/{m}" for m in BUNDLE_MODULES} <= set(PUSHED)
     assert {p.rsplit("/", 1)[0] for p in PUSHED} == {"nodeconf", "nodeconf/semantics", "nodeconf/enforcer",
-                                                     "workloads/programs"}
+                                                     "nodeconf/enforcer/cri", "workloads/programs", *VENDORED}
 
 
 @pytest.mark.parametrize("path", sorted(PUSHED))

@@ -177,7 +177,7 @@ def test_evidence_of_many_pods_is_one_request(local_node: EnforcedNode, monkeypa
         assert {n: (c.cgroup, c.pids) for n, c in batched.containers.items()} == \
             {n: (c.cgroup, c.pids) for n, c in alone.containers.items()}
     rejected = local_node.run(typed_pod(pod_manifest(
-        container("c", requests={"memory": "64Mi", "swap": "1Gi"}, limits={"memory": "1Gi"}), name="asks-swap")))
+        container("c", requests={"memory": "64Ti"}, limits={"memory": "64Ti"}), name="does-not-fit")))
     with pytest.raises(NodeError, match="was rejected"):
         local_node.evidence_of([first, second, rejected])
     with pytest.raises(NodeError, match="enforcer: no pod default/ghost"):

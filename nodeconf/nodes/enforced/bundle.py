@@ -4,6 +4,7 @@ directories (each marked with the session's token, so only what this session cre
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 import tarfile
 from pathlib import Path
@@ -17,7 +18,9 @@ STATE_DIR = "/run/nodeconf-enforcer"
 # Modules the agent needs on the node: the model, the oracle and the enforcer (all standard library only).
 BUNDLE_MODULES = ("__init__.py", "errors.py", "quantity.py", "manifest.py", "manifest_writer.py", "kubelet_config.py",
                   "node_facts.py", "names.py", "cgroup_files.py", "workloads.py", "str_enum.py")
-BUNDLE_PACKAGES = ("semantics", "enforcer")
+BUNDLE_PACKAGES = ("semantics", "enforcer", "enforcer/cri")
+# Pure-Python libraries the agent's CRI client imports (HTTP/2), pushed from the controller's own installation.
+VENDORED = ("h2", "hpack", "hyperframe")
 START_TIMEOUT = 60.0
 # The mark in each directory the driver creates on the node; only a directory holding this session's token is
 # ever removed.
@@ -185,6 +188,9 @@ def agent_bundle() -> bytes:
         files += sorted((root / "nodeconf" / package).glob("*.py"))
     members = [(path, str(path.relative_to(root))) for path in files]
     members += [(path, f"{PROGRAMS}/{path.name}") for path in sorted(locate_tree().programs.glob("*.py"))]
+    for name in VENDORED:
+        library = Path(str(importlib.import_module(name).__file__)).parent
+        members += [(path, f"{name}/{path.relative_to(library)}") for path in sorted(library.rglob("*.py"))]
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for path, arcname in members:

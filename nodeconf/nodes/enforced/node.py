@@ -244,7 +244,8 @@ class EnforcedNode(Node):
             if pushed.rc != 0:
                 raise NodeError(f"pushing the enforcer failed (exit {pushed.rc}): {_text(pushed.stderr)}")
             self._pushed = True
-            started = self.transport.run(self._agent_argv(*serve), timeout=START_TIMEOUT)
+            # The start runs runtime commands too (a runtime's probe container; under CRI also the image imports).
+            started = self.transport.run(self._agent_argv(*serve), timeout=START_TIMEOUT + lock_hold(settings.runtime))
             self._refuse(started.rc, started.stderr)
             if started.rc != 0:
                 raise NodeError(f"the enforcer did not start: {_text(started.stderr)}")
