@@ -19,8 +19,10 @@ from typing import IO, Any
 import paramiko
 import pytest
 from paramiko import common
+from test_nodes_enforced import local_settings
 
 from nodeconf.errors import NodeSpecError
+from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.spec import parse_node_spec
 from nodeconf.nodes.ssh_login import SshAuth, SshLogin, SshTarget
 from nodeconf.nodes.transport.base import CommandError, CommandResult, TransportError
@@ -485,7 +487,7 @@ def test_the_configs_proxyjump_is_followed(server: Server, bastion: tuple[Server
 STAND_IN_SUDO = """#!/bin/sh
 [ "$1" = -n ] && [ "$2" = -- ] || { echo "sudo: not called as sudo -n --" >&2; exit 1; }
 shift 2
-printf '%s\\n' "$*" >> "$(dirname "$0")/log"
+echo "$*" | tr '\\n' ' ' >> "$(dirname "$0")/log" && echo >> "$(dirname "$0")/log"
 exec "$@"
 """
 # What sudo 1.9 says with -n when the sudoers rule wants a password (plugins/sudoers/auth/sudo_auth.c).
@@ -548,3 +550,23 @@ def test_a_user_who_is_not_root_without_sudo_is_refused(
         with pytest.raises(TransportError, match=r"nobody@127.0.0.1:\d+ is not root \(uid 65534\): nodeconf runs "
                                                  r"its commands as root; add sudo=1"):
             SshTransport.login(spec.ssh)
+
+
+def test_the_enforcer_is_pushed_launched_and_removed_through_sudo(
+        client_key: tuple[paramiko.PKey, Path], home: Path, tmp_path: Path) -> None:
+    """The bundle reaches the root `sh` of the push on sudo's stdin (no file the login user could swap on the way),
+    the launch checks the tree's digest as root, and the bridge stream and the removal run through sudo too."""
+    settings = local_settings(tmp_path)
+    with sudo_node(client_key, tmp_path, STAND_IN_SUDO) as (node, log):
+        enforced = EnforcedNode(SshTransport.login(admin_spec(node, tmp_path)), settings, spec="ssh").start()
+        try:
+            assert enforced.facts().memory_capacity > 0
+        finally:
+            enforced.close()
+    assert not Path(settings.remote_dir).exists() and not Path(settings.state_dir).exists()
+    calls = log.read_text().splitlines()
+    assert calls[0].strip() == "true", calls
+    steps = [("dir=$1 state=$2 token=$3",), ("nodeconf-agent", " serve "), ("nodeconf-agent", " bridge "),
+             ("token=$1 mark=$2",)]  # the push, the daemon, its stream, the removal of the marked directories
+    for step in steps:
+        assert any(all(part in call for part in step) for call in calls), step
