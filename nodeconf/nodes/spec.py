@@ -27,6 +27,7 @@ DEFAULT_SPEC = "vm"
 EXPECTED = "vm, local, ssh://user@host[:port]?key=FILE&known_hosts=FILE, kube[:CONTEXT] or kind[:CONFIG]"
 # Options an enforced node (vm, local, ssh) takes in the query string; only fault= may be given more than once.
 ENFORCER_OPTIONS = ("fault", "backoff", "cpu-weight-formula", "root", "dir", "python")
+# ssh:// (nodeconf/nodes/ssh_login.py): key=, pinned host keys, the ssh config, bastions, sudo=0|1.
 SSH_OPTIONS = ("key", "known_hosts", "host_key", "config", "jump", "sudo")
 VM_OPTIONS = ("memory", "swap", "cpus", *VARIANT_OPTIONS, "image", "uefi")
 KIND_OPTIONS = ("keep",)
