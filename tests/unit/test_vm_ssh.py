@@ -570,3 +570,15 @@ def test_the_enforcer_is_pushed_launched_and_removed_through_sudo(
              ("token=$1 mark=$2",)]  # the push, the daemon, its stream, the removal of the marked directories
     for step in steps:
         assert any(all(part in call for part in step) for call in calls), step
+
+
+def test_a_hashed_known_hosts_entry_pins_the_node(server: Server, home: Path, tmp_path: Path) -> None:
+    """HashKnownHosts (Debian's ssh_config default) writes `|1|SALT|HASH` names; they pin as plain ones do."""
+    kh = tmp_path / "kh"
+    line = f"{paramiko.HostKeys.hash_host(f'[127.0.0.1]:{server.port}')} {server.host_key_line}\n"
+    kh.write_text(line)
+    spec = parse_node_spec(f"ssh://127.0.0.1:{server.port}?key={server.client_key_file}&known_hosts={kh}")
+    assert spec.ssh is not None
+    with SshTransport.login(spec.ssh) as transport:
+        assert transport.check_output(["echo", "hashed"]) == "hashed"
+    assert kh.read_text() == line, "the user's known_hosts is read, never written"
