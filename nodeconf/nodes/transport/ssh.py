@@ -1,4 +1,5 @@
-"""Run commands and copy files on a node over SSH (paramiko), with the host key pinned, never auto-added."""
+"""Run commands and copy files on a node over SSH (paramiko), through its bastions, as root or through `sudo -n`,
+with every host key pinned, never auto-added."""
 
 from __future__ import annotations
 
