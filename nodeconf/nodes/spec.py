@@ -28,7 +28,8 @@ DEFAULT_SPEC = "vm"
 EXPECTED = "vm, local, ssh://user@host[:port]?key=FILE&known_hosts=FILE, kube[:CONTEXT] or kind[:CONFIG]"
 # Options an enforced node (vm, local, ssh) takes in the query string; only fault= may be given more than once.
 ENFORCER_OPTIONS = ("fault", "backoff", "cpu-weight-formula", "root", "dir", "python")
-SSH_OPTIONS = ("key", "known_hosts", "host_key")
+# ssh:// (nodeconf/nodes/ssh_login.py): key=, pinned host keys, the ssh config, bastions, sudo=0|1.
+SSH_OPTIONS = ("key", "known_hosts", "host_key", "config", "jump", "sudo")
 VM_OPTIONS = ("memory", "swap", "cpus", *VARIANT_OPTIONS, "image", "uefi")
 KIND_OPTIONS = ("keep",)
 # kube: node= pins one node; nodes=all|SELECTOR runs on every Ready Linux node a label selector matches (at most
@@ -102,7 +103,7 @@ class NodeSpec:
     @property
     def display(self) -> str:
         if self.ssh is not None:
-            base = f"ssh://{self.ssh.target.display}"
+            base = f"ssh://{self.ssh.display}"
         elif self.scheme == "kube" and self.context is not None:
             base = f"kube:{self.context}"
         elif self.scheme == "kind" and self.kind_config is not None:
@@ -120,7 +121,7 @@ class NodeSpec:
         if given is not None:
             return given
         if self.ssh is not None:
-            raw = f"ssh-{self.ssh.target.host}-{self.ssh.target.port}"
+            raw = f"ssh-{self.ssh.alias or self.ssh.target.host}-{self.ssh.target.port}"
         elif self.context is not None:
             raw = f"kube-{self.context}"
         elif self.kind_config is not None:

@@ -17,11 +17,18 @@ from nodeconf.errors import NodeSpecError, UsageError
 from nodeconf.nodes.enforced.opener import enforcer_settings
 from nodeconf.nodes.registry import OPENERS, opener
 from nodeconf.nodes.spec import EnforcerOptions, NodeSpec, VmSize, chosen_specs, parse_node_spec
-from nodeconf.nodes.ssh_login import SshTarget
+from nodeconf.nodes.ssh_login import SshAuth, SshTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_CPUS = os.cpu_count() or 1
 PASSWORD = "hunter2secret"
+
+
+@pytest.fixture(autouse=True)
+def no_ssh_config_or_agent(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ssh:// specs read ~/.ssh/config, ~/.ssh/known_hosts and SSH_AUTH_SOCK: none of this user's."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
 
 
 @pytest.fixture
@@ -95,7 +102,8 @@ def test_ssh_spec_fields(files: dict[str, str]) -> None:
     spec = parse_node_spec("ssh://admin@10.0.0.5:2222?key={key}&known_hosts={kh}&dir=/opt/nc-test".format(**files))
     assert spec.ssh is not None
     assert spec.ssh.target == SshTarget("admin", "10.0.0.5", 2222)
-    assert (spec.ssh.key, spec.ssh.known_hosts, spec.ssh.host_key) == (Path(files["key"]), Path(files["kh"]), None)
+    assert (spec.ssh.auth, spec.ssh.known_hosts, spec.ssh.host_key) == (SshAuth((Path(files["key"]),)),
+                                                                         (Path(files["kh"]),), None)
     assert enforcer_settings(spec).remote_dir == "/opt/nc-test"
 
 
@@ -118,7 +126,7 @@ BAD = [
     ("ssh-empty-host-with-port", "ssh://root@:22?key={key}&known_hosts={kh}", "the host must be a non-empty"),
     ("ssh-nothing", "ssh://", "the host must be a non-empty host name"),
     ("ssh-path", "ssh://root@h/path?key={key}&known_hosts={kh}", "is not ssh://user@host[:port]"),
-    ("ssh-no-key", "ssh://root@h?known_hosts={kh}", "needs ?key=FILE"),
+    ("ssh-no-key", "ssh://root@h?known_hosts={kh}", "has no key: give ?key=FILE"),
     ("ssh-missing-key-file", "ssh://root@h?key={missing}&known_hosts={kh}", "key={missing} is not a readable file"),
     ("ssh-key-is-a-directory", "ssh://root@h?key={tmp}&known_hosts={kh}", "is not a readable file"),
     ("ssh-no-host-key", "ssh://root@h?key={key}", "needs the node's host key"),

@@ -1,4 +1,5 @@
-"""Run commands and copy files on a node over SSH (paramiko), with the host key pinned, never auto-added."""
+"""Run commands and copy files on a node over SSH (paramiko), through its bastions, as root or through `sudo -n`,
+with every host key pinned, never auto-added."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import base64
 import binascii
 import contextlib
 import io
+import os
 import select
 import shlex
 import tarfile
@@ -14,13 +16,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import paramiko
 
-from nodeconf.nodes.ssh_login import SshLogin, SshTarget
+from nodeconf.nodes.ssh_login import AGENT_ENV, SshAuth, SshLogin, SshTarget
 from nodeconf.nodes.transport.base import DEFAULT_TIMEOUT, CommandResult, Transport, TransportError
 
 CONNECT_TIMEOUT = 10.0
+# sudo(8): -n never prompts (a password it would ask for is an error), -- ends its options.
+SUDO = ("sudo", "-n", "--")
 
 
 class HostKeyError(TransportError):
@@ -37,54 +42,80 @@ class _RefuseUnknownHost(paramiko.MissingHostKeyPolicy):
 
 
 class SshTransport(Transport):
-    """One SSH connection to a node: run argv lists, put files, push directory trees."""
+    """One SSH connection to a node (through its bastions, if any): run argv lists, put files, push directory trees;
+    with `sudo`, every command runs as root through `sudo -n --` and files are written by such a command."""
 
-    def __init__(self, client: paramiko.SSHClient, target: SshTarget) -> None:
+    def __init__(self, client: paramiko.SSHClient, target: SshTarget, *, sudo: bool = False,
+                 bastions: Sequence[paramiko.SSHClient] = ()) -> None:
         self._client = client
         self.target = target
+        self.sudo = sudo
+        self._bastions = tuple(bastions)
         self._sftp: paramiko.SFTPClient | None = None
 
     @classmethod
-    def connect(cls, target: SshTarget, key_file: Path, *, host_key: str | None = None,
+    def connect(cls, target: SshTarget, key_file: Path | None, *, host_key: str | None = None,
                 known_hosts: Path | None = None, accept_unknown_host: bool = False,
                 timeout: float = CONNECT_TIMEOUT) -> SshTransport:
-        """Log in with a private key; the server's key must match host_key or known_hosts, unless asked."""
-        client = paramiko.SSHClient()
-        if known_hosts is not None:
-            client.load_host_keys(str(known_hosts))
-        if host_key is not None:
-            key_type, key = parse_public_key(host_key)
-            client.get_host_keys().add(target.known_hosts_name, key_type, key)
-        client.set_missing_host_key_policy(
-            paramiko.AutoAddPolicy() if accept_unknown_host else _RefuseUnknownHost()
-        )
-        try:
-            client.connect(target.host, port=target.port, username=target.user, key_filename=str(key_file),
-                           timeout=timeout, banner_timeout=timeout, auth_timeout=timeout,
-                           allow_agent=False, look_for_keys=False)
-        except paramiko.BadHostKeyException as err:
-            client.close()
-            raise HostKeyError(f"host key of {target.known_hosts_name} does not match the pinned key") from err
-        except (paramiko.SSHException, OSError) as err:
-            client.close()
-            raise TransportError(f"cannot log in to {target.user}@{target.known_hosts_name}: {err}") from err
-        except HostKeyError:
-            client.close()
-            raise
+        """Log in with a private key (None: the ssh-agent's keys); the server's key must match host_key or
+        known_hosts, unless asked."""
+        auth = SshAuth((key_file,)) if key_file is not None else SshAuth(agent=True)
+        client = _logged_in(target, auth, _pinned(target, (known_hosts,) if known_hosts else (), host_key),
+                            timeout, accept_unknown_host=accept_unknown_host)
         return cls(client, target)
 
     @classmethod
     def login(cls, login: SshLogin, *, timeout: float = CONNECT_TIMEOUT) -> SshTransport:
-        """Connect as an `ssh://` node spec says: its key, its pinned host key (never an unknown host)."""
-        return cls.connect(login.target, login.key, host_key=login.host_key, known_hosts=login.known_hosts,
-                           timeout=timeout)
+        """Connect as an `ssh://` node spec says: through its bastions (each host key pinned, never an unknown
+        host), with its keys or the ssh-agent's; then make sure commands run as root (directly, or `sudo -n`)."""
+        pinned = _pinned(login.target, login.known_hosts, login.host_key)
+        bastions: list[paramiko.SSHClient] = []
+        try:
+            sock: paramiko.Channel | None = None
+            onward = [*(hop.target for hop in login.jumps[1:]), login.target]  # where each bastion leads
+            for hop, after in zip(login.jumps, onward, strict=False):
+                bastions.append(_logged_in(hop.target, hop.auth, pinned, timeout, sock=sock))
+                sock = _tunnel(bastions[-1], hop.target, after, timeout)
+            client = _logged_in(login.target, login.auth, pinned, timeout, sock=sock)
+        except BaseException:
+            for bastion in reversed(bastions):
+                bastion.close()
+            raise
+        transport = cls(client, login.target, sudo=login.sudo, bastions=bastions)
+        try:
+            transport._require_root()
+        except BaseException:
+            transport.close()
+            raise
+        return transport
+
+    def _require_root(self) -> None:
+        """TransportError with one line unless commands run as root: `sudo -n` works without a password, or the
+        login is uid 0."""
+        who = self.target.display
+        if self.sudo:
+            result = self.run(["true"], timeout=CONNECT_TIMEOUT)
+            if result.rc != 0:
+                said = result.stderr.decode(errors="replace").strip().splitlines()
+                raise TransportError(f"`sudo -n true` as {who} failed: {said[-1] if said else f'exit {result.rc}'}; "
+                                     "sudo=1 needs sudo without a password (NOPASSWD in sudoers) and without a tty")
+            return
+        if self.target.user == "root":
+            return
+        uid = self.run(["id", "-u"], timeout=CONNECT_TIMEOUT).stdout.decode(errors="replace").strip()
+        if uid != "0":
+            raise TransportError(f"{who} is not root (uid {uid or '?'}): nodeconf runs its commands as root; add "
+                                 "sudo=1 to run them through `sudo -n` as this user")
+
+    def _as_root(self, argv: Sequence[str]) -> list[str]:
+        return [*SUDO, *argv] if self.sudo else list(argv)
 
     def run(self, argv: Sequence[str], *, input: bytes | None = None,
             timeout: float = DEFAULT_TIMEOUT) -> CommandResult:
         """Run argv (shell-quoted) on the node and return its status and output; TransportError on timeout."""
         if not argv:
             raise ValueError("run() needs a non-empty argv")
-        command = shlex.join(argv)
+        command = shlex.join(self._as_root(argv))
         deadline = time.monotonic() + timeout
         transport = self._client.get_transport()
         if transport is None or not transport.is_active():
@@ -113,11 +144,15 @@ class SshTransport(Transport):
             raise TransportError(f"connection to {self.target.known_hosts_name} is closed")
         channel = transport.open_session(timeout=CONNECT_TIMEOUT)
         channel.settimeout(timeout)
-        channel.exec_command(shlex.join(argv))
+        channel.exec_command(shlex.join(self._as_root(argv)))
         return SshStream(channel)
 
     def put(self, remote_path: str, data: bytes, mode: int = 0o644) -> None:
-        """Write bytes to a file on the node (SFTP) and set its mode."""
+        """Write bytes to a file on the node (SFTP; with sudo, by a root command reading them) and set its mode."""
+        if self.sudo:
+            self.run_expect((0,), ["sh", "-c", 'cat > "$1" && chmod "$2" "$1"', "put", remote_path, f"{mode:o}"],
+                            input=data)
+            return
         sftp = self._sftp_client()
         with sftp.open(remote_path, "wb") as handle:
             handle.write(data)
@@ -132,11 +167,13 @@ class SshTransport(Transport):
         self.run_expect((0,), ["sh", "-c", script, "put_tree", remote_dir], input=archive, timeout=timeout)
 
     def close(self) -> None:
-        """Close the SFTP session and the connection."""
+        """Close the SFTP session, the connection, then the bastions' connections."""
         if self._sftp is not None:
             self._sftp.close()
             self._sftp = None
         self._client.close()
+        for bastion in reversed(self._bastions):
+            bastion.close()
 
     def __enter__(self) -> SshTransport:
         return self
@@ -197,6 +234,71 @@ class SshStream:
                 return
             self._stderr += chunk
             del self._stderr[:-self.STDERR_TAIL]
+
+
+def _pinned(target: SshTarget, known_hosts: Sequence[Path], host_key: str | None) -> paramiko.HostKeys:
+    """The host keys a login accepts: the known_hosts files' entries, and host_key for the target."""
+    pinned = paramiko.HostKeys()
+    for path in known_hosts:
+        pinned.load(str(path))
+    if host_key is not None:
+        key_type, key = parse_public_key(host_key)
+        pinned.add(target.known_hosts_name, key_type, key)
+    return pinned
+
+
+def _logged_in(target: SshTarget, auth: SshAuth, pinned: paramiko.HostKeys, timeout: float, *,
+               sock: paramiko.Channel | None = None, accept_unknown_host: bool = False) -> paramiko.SSHClient:
+    """A client logged in to target (over sock, a bastion's tunnel, if given) with auth's keys and the agent's,
+    never a password; the server's key must be pinned, unless asked."""
+    if auth.agent and not auth.keys:
+        _require_agent_keys(target)
+    # paramiko's connect takes a list of key files too (its typing says one); None: no file
+    key_files: Any = [str(path) for path in auth.keys] or None
+    client = paramiko.SSHClient()
+    client.get_host_keys().update(pinned)
+    client.set_missing_host_key_policy(
+        paramiko.AutoAddPolicy() if accept_unknown_host else _RefuseUnknownHost()
+    )
+    try:
+        client.connect(target.host, port=target.port, username=target.user,
+                       key_filename=key_files, sock=sock,
+                       timeout=timeout, banner_timeout=timeout, auth_timeout=timeout,
+                       allow_agent=auth.agent, look_for_keys=False)
+    except paramiko.BadHostKeyException as err:
+        client.close()
+        raise HostKeyError(f"host key of {target.known_hosts_name} does not match the pinned key") from err
+    except (paramiko.SSHException, OSError) as err:
+        client.close()
+        raise TransportError(f"cannot log in to {target.user}@{target.known_hosts_name}: {err}") from err
+    except HostKeyError:
+        client.close()
+        raise
+    return client
+
+
+def _require_agent_keys(target: SshTarget) -> None:
+    """TransportError with one line when the ssh-agent, the only key source, offers no key."""
+    agent = paramiko.Agent()
+    try:
+        if not agent.get_keys():
+            raise TransportError(f"cannot log in to {target.display}: the ssh-agent ({AGENT_ENV}="
+                                 f"{os.environ.get(AGENT_ENV, '')}) holds no keys or cannot be reached; ssh-add a "
+                                 "key or give ?key=FILE")
+    finally:
+        agent.close()
+
+
+def _tunnel(bastion: paramiko.SSHClient, via: SshTarget, to: SshTarget, timeout: float) -> paramiko.Channel:
+    """A direct-tcpip channel from the bastion to the next host's SSH port (what ProxyJump asks the bastion)."""
+    transport = bastion.get_transport()
+    try:
+        if transport is None:
+            raise paramiko.SSHException("not connected")
+        return transport.open_channel("direct-tcpip", (to.host, to.port), ("127.0.0.1", 0), timeout=timeout)
+    except (paramiko.SSHException, OSError) as err:
+        raise TransportError(f"the jump host {via.display} did not open a connection to {to.host}:{to.port}: "
+                             f"{err}") from err
 
 
 def parse_public_key(line: str) -> tuple[str, paramiko.PKey]:
