@@ -84,7 +84,10 @@ def test_the_github_jobs_make_run_needs_npm_only_for_allure(npm: bool, tmp_path:
     done = subprocess.run(["/usr/bin/make", "-n", "-W", "nodeconf/report/npm/package-lock.json", *targets],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert ("install-tool.sh" in done.stdout) is npm, done.stdout
+    # the sub-make that installs Allure runs with npm only: it plans install-tool.sh, or (-W is not passed down to a
+    # sub-make) finds Allure installed already
+    reached = "install-tool.sh" in done.stdout or "Nothing to be done for 'report-tool'" in done.stdout
+    assert reached is npm, done.stdout
     said = [line for line in done.stdout.splitlines() if line.startswith(NPM_MISSING)]  # not the echoed recipe
     assert bool(said) is not npm, done.stdout
     assert done.stdout.rstrip().endswith(".venv/bin/nodeconf run")
