@@ -47,8 +47,7 @@ def test_a_run_through_containerd_comes_to_a_verdict_and_reads_containerds_scope
     assert facts["runtime"] == "containerd"
     assert facts["runtime_version"].startswith("1.7.24")
     config = facts["runtime_config"]
-    for pair in ("('SystemdCgroup', 'True')", "('disable_hugetlb_controller', 'True')",
-                 "('oci_runtime_version', '1.1.15"):
+    for pair in ("SystemdCgroup=True", "disable_hugetlb_controller=True", "oci_runtime_version=1.1.15"):
         assert pair in config, config
 
     rows = [row for attachment in (reports / "allure-results").glob("*-attachment.csv")

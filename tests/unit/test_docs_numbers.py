@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 # The sentence that states the default run's size: "A default run has **219 checks** per node".
 COUNT_STATEMENT = re.compile(r"default run has \*\*(\d+) checks\*\*")
-COLLECTED = re.compile(r"^(\d+) tests? collected", re.MULTILINE)
+COLLECTED = re.compile(r"^(\d+)(?:/\d+)? tests? collected", re.M)  # N, or N/ALL when some are deselected
 # A row of an exit table (docs/ci.md, getting-started.md, report.md): | 2 | `NOTHING RAN` | ...
 VERDICT_ROW = re.compile(r"^\| (\d) \| `([A-Z ]+)` \|", re.MULTILINE)
 
