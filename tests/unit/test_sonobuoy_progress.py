@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,16 +27,18 @@ def test_c(): pass
 """
 
 
-def run_pytest(tmp_path: Path, port: int) -> subprocess.CompletedProcess[str]:
+def run_pytest(tmp_path: Path, port: int, *options: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_checks.py").write_text(CHECKS)
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTEST_PLUGINS": "fixtures.sonobuoy_progress",
            "SONOBUOY_PROGRESS_PORT": str(port)}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           str(tmp_path / "test_checks.py")], env=env, cwd=tmp_path, capture_output=True,
+                           *options, str(tmp_path / "test_checks.py")], env=env, cwd=tmp_path, capture_output=True,
                           text=True, timeout=120)
 
 
-def test_each_finished_check_posts_its_progress(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-node", "xdist-workers"])
+def test_each_finished_check_posts_its_progress(tmp_path: Path, workers: tuple[str, ...]) -> None:
+    """A run on several nodes (one xdist worker each) posts from the controller only, which sees every report."""
     posted: list[tuple[str, Any]] = []
 
     class Worker(BaseHTTPRequestHandler):
@@ -51,7 +54,7 @@ def test_each_finished_check_posts_its_progress(tmp_path: Path) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Worker)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        done = run_pytest(tmp_path, server.server_address[1])
+        done = run_pytest(tmp_path, server.server_address[1], *workers)
     finally:
         server.shutdown()
         server.server_close()
@@ -59,9 +62,11 @@ def test_each_finished_check_posts_its_progress(tmp_path: Path) -> None:
     assert {path for path, _ in posted} == {"/progress"}
     updates = [body for _, body in posted]
     assert updates[0] == {"msg": "3 checks collected", "total": 3, "completed": 0, "failures": []}
-    assert [(u["completed"], len(u["failures"])) for u in updates[1:]] == [(1, 0), (1, 1), (2, 1)]
+    counts = [(u["completed"], len(u["failures"])) for u in updates[1:]]
+    assert len(counts) == 3 and counts[-1] == (2, 1) and counts == sorted(counts), counts
     assert updates[-1]["failures"] == ["test_checks.py::test_b"] and updates[-1]["total"] == 3
-    assert updates[-1]["msg"] == "test_checks.py::test_c: skipped"
+    assert {u["msg"] for u in updates[1:]} == {"test_checks.py::test_a: passed", "test_checks.py::test_b: failed",
+                                               "test_checks.py::test_c: skipped"}
 
 
 def test_an_absent_endpoint_never_fails_the_run(tmp_path: Path) -> None:
