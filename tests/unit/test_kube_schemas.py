@@ -1,6 +1,7 @@
 """The objects the kube driver sends are valid for the API of the oldest Kubernetes nodeconf supports and of the
 newest kubernetes-validate ships (tests/unit/kube_schema.py; FakeKube checks every pod, namespace, object and
-patch it is sent, so every driver and shape test validates what it sends); a broken object fails."""
+patch it is sent, so every driver and shape test validates what it sends; ApiServer checks what the real client
+puts on the wire); a broken object fails."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from typing import Any
 
 import kube_schema
 import pytest
+from kube_api_server import ApiServer, write_kubeconfig
 from kube_shapes import SHAPES
 from suite_on_shape import open_shape
 from test_nodes_kube import FakeKube
 from test_nodes_kube_reader import FakeNode
+
+from nodeconf.nodes.kube.api import ClientKubeApi, load_kube_context
 
 POD: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "n"},
                        "spec": {"restartPolicy": "Never",
@@ -80,3 +84,25 @@ def test_starting_the_driver_on_a_shape_sends_only_valid_objects(shape: Any, tmp
     for version in kube_schema.versions():
         for kind in ("Namespace", "Namespace patch", "ConfigMap", "Pod"):
             assert sent[(kind, version)] >= 1, (kind, sent)
+
+
+@pytest.mark.parametrize(("send", "message"), [
+    (lambda api: api.patch_pod_resize("n", "p", {"spec": {"containers": [{"name": "c", "resources": "1"}]}}),
+     "Pod patch invalid for Kubernetes 1.34 at spec/containers/0/resources: '1' is not of type 'object'"),
+    (lambda api: api.patch_namespace("n", {"metadata": {"labels": {"a": 1}}}),
+     "PATCH /api/v1/namespaces/n: Namespace patch invalid"),
+], ids=["resize-patch", "namespace-patch"])
+def test_the_http_api_server_fails_on_a_broken_body_the_real_client_sends(tmp_path: Path, send: Any,
+                                                                          message: str) -> None:
+    """What the kubernetes client puts on the wire is checked too: ApiServer.close() names each invalid body. (A
+    patch is a plain dict to the client, which checks nothing in it; a typed create it checks itself.)"""
+    server = ApiServer()
+    client, _ = load_kube_context(None, str(write_kubeconfig(tmp_path / "kubeconfig", server.url)))
+    api = ClientKubeApi(client, timeout=10)
+    try:
+        send(api)
+    finally:
+        api.close()
+    with pytest.raises(AssertionError, match="invalid for the Kubernetes API") as failed:
+        server.close()
+    assert message in str(failed.value)
