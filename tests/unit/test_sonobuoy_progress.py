@@ -1,5 +1,5 @@
 """fixtures/sonobuoy_progress.py posts total/completed/failures to a loopback HTTP server standing in for
-Sonobuoy's worker (POST /progress, JSON ProgressUpdate fields; pkg/plugin-helper progress.go), and an absent
+Sonobuoy's worker (POST /progress, JSON ProgressUpdate fields; Sonobuoy's plugin_helper ProgressReporter), and an absent
 endpoint leaves the run's outcome alone."""
 
 from __future__ import annotations
