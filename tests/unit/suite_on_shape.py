@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import kube_schema
 import pytest
 from kube_shapes import SHAPES, Shape
 from test_nodes_kube import NODE, FakeClock, FakeKube
@@ -65,8 +66,25 @@ class ReachedTheNode(Exception):
     """A check sent its first pod: the node's profile and kubelet configuration were accepted for it (judged)."""
 
 
+RUN = KubeNode.run
+
+
 def _first_pod(self: KubeNode, pod: Any) -> Any:
-    raise ReachedTheNode(pod.ref)
+    """The driver's own run up to the API: its namespace and its pod manifest, checked against the API's schemas
+    (kube_schema), then the check ends before the pod exists."""
+    fake = self.api
+    assert isinstance(fake, FakeKube)
+
+    def reached(namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        assert namespace in fake.namespaces, namespace
+        kube_schema.check(manifest)
+        raise ReachedTheNode(pod.ref)
+
+    setattr(fake, "create_pod", reached)  # noqa: B010
+    try:
+        return RUN(self, pod)
+    finally:
+        delattr(fake, "create_pod")
 
 
 OUTCOMES: dict[str, tuple[str, str]] = {}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import kube_schema
 import pytest
 from test_nodes_kube_facts import CONFIGZ, node_doc
 from test_nodes_kube_reader import FakeNode
@@ -145,6 +146,7 @@ class FakeKube:
         raise AssertionError("the driver never lists namespaces (only `nodeconf clean` does)")
 
     def create_namespace(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        kube_schema.check(manifest)
         name = manifest["metadata"]["name"]
         if name in self.namespaces:
             raise KubeApiError(409, f'namespaces "{name}" already exists')
@@ -153,6 +155,7 @@ class FakeKube:
         return manifest
 
     def patch_namespace(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        kube_schema.check(patch, "v1", "Namespace", patch=True)
         self._need_namespace(name)
         self.namespace_annotations[name].update(patch["metadata"]["annotations"])
         return {"metadata": {"name": name, "annotations": dict(self.namespace_annotations[name])}}
@@ -168,6 +171,7 @@ class FakeKube:
     # --- objects -------------------------------------------------------------------------------------------
 
     def create_object(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        kube_schema.check(manifest)
         self._need_namespace(namespace)
         key = (manifest["kind"], namespace, manifest["metadata"]["name"])
         if key in self.objects:
@@ -194,6 +198,7 @@ class FakeKube:
             raise KubeApiError(404, f'namespaces "{namespace}" not found')
 
     def create_pod(self, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        kube_schema.check(manifest)
         self._need_namespace(namespace)
         name = manifest["metadata"]["name"]
         if name in self.refuse:
@@ -333,6 +338,7 @@ class FakeKube:
         return list(reversed(out))  # the API does not promise an order
 
     def patch_pod_resize(self, namespace: str, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        kube_schema.check(patch, "v1", "Pod", patch=True)
         if (namespace, name) not in self.pods:
             raise KubeApiError(404, f'pods "{name}" not found')
         obj = self.pods[(namespace, name)]
