@@ -24,6 +24,9 @@ INDEPENDENT = frozenset({"test_suite_self.py", "test_interrupt.py", "test_matrix
 # Each ≈ 4-5 min on this machine (CI durations): the main job's whole run and the vendor image's firmware boot.
 FIRST = ("test_main_job.py", "test_vendor_image.py")
 REFERENCE_VM_GROUP = "reference-vm"
+# Tests that build the checkout's wheel: pip builds in the tree (its build/), so two at once would race.
+WHEEL_BUILDERS = frozenset({"test_wheel.py", "test_docs_ci.py"})
+WHEEL_GROUP = "test_wheel"
 
 settings.register_profile("nodeconf", deadline=None)
 settings.load_profile("nodeconf")
@@ -34,6 +37,8 @@ def xdist_group(item: pytest.Item) -> str | None:
     path = Path(item.path)
     if "reference_vm" in getattr(item, "fixturenames", ()):
         return REFERENCE_VM_GROUP
+    if path.name in WHEEL_BUILDERS:
+        return WHEEL_GROUP
     if path.parent != E2E or path.name in INDEPENDENT:
         return None
     return path.stem
