@@ -10,7 +10,7 @@ import tarfile
 from pathlib import Path
 
 from nodeconf.enforcer.agent_core import LOCK_FILE, PID_FILE
-from nodeconf.resources import locate_tree
+from nodeconf.resources import SOURCE_DIR, locate_tree
 from nodeconf.workloads import PROGRAMS
 
 REMOTE_DIR = "/opt/nodeconf"
@@ -177,7 +177,7 @@ def tree_digest(bundle: bytes) -> str:
 
 
 def repo_root() -> Path:
-    return Path(__file__).resolve().parents[3]
+    return SOURCE_DIR
 
 
 def agent_bundle() -> bytes:
