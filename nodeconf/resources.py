@@ -16,6 +16,7 @@ from nodeconf.errors import InputError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 BUNDLED_DIR = PACKAGE_DIR / "bundled"
+SOURCE_DIR = PACKAGE_DIR.parent  # a checkout's root (or site-packages when installed)
 PROJECT_NAME = "nodeconf"
 
 TreeKind = Literal["checkout", "installed"]

@@ -10,3 +10,6 @@ from __future__ import annotations
 SLEEPER: tuple[str, ...] = ("sleep", "infinity")
 # The workload programs' directory, relative to the agent's work directory on the node.
 PROGRAMS = "workloads/programs"
+# Where every node driver puts the agent and the programs on the node (a pod of a cluster mounts them there).
+NODE_HOME = "/opt/nodeconf"
+PROGRAMS_DIR = f"{NODE_HOME}/{PROGRAMS}"

@@ -101,7 +101,8 @@ def clean_node(text: str, dry_run: bool) -> None:
     except NodeSpecError as err:
         raise InputError(str(err), field="--node") from None
     if spec.scheme == "vm":
-        return  # VMs are cleaned above
+        _say(f"{spec.display}: its VMs are the cache's, cleaned above (a `nodeconf node up` VM: nodeconf node down)")
+        return
     if spec.scheme == "kube":
         from nodeconf.nodes.kube.stale import clean_cluster
 

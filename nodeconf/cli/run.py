@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 from nodeconf.nodes.matrix import RunNode, run_nodes
 from nodeconf.nodes.spec import declare_node_option
 from nodeconf.resources import locate_tree
+from nodeconf.semantics.profile import PROFILE_VERSION
 
 if TYPE_CHECKING:
     from nodeconf.loader import UnknownFields
@@ -34,7 +34,6 @@ HTML_DIR = "html"
 # pytest exit statuses (pytest.ExitCode OK, TESTS_FAILED) after which the checks' Allure results are expected;
 # pytest and the report modules are imported only once the usage is known to be good (a bad --node exits at once).
 RAN_CHECKS = (0, 1)
-PROFILE = re.compile(r"\d+\.\d+")
 # pytest options whose value may be a path inside suites/ without selecting tests to run.
 PATH_VALUE_OPTIONS = frozenset(
     {"--deselect", "--ignore", "--ignore-glob", "--rootdir", "-c", "--confcutdir", "--basetemp", "--junitxml",
@@ -120,7 +119,7 @@ def _nodes(args: argparse.Namespace) -> list[RunNode]:
 def _check_usage(args: argparse.Namespace) -> None:
     locate_tree()  # an InputError when there are no suites to run
     nodes = _nodes(args)
-    if args.profile is not None and not PROFILE.fullmatch(args.profile):
+    if args.profile is not None and not PROFILE_VERSION.fullmatch(args.profile):
         raise InputError(f'must look like "1.36", got {args.profile!r}', field="--profile")
     if args.cpu_weight_formula not in (None, *CPU_WEIGHT_FORMULAS):
         raise InputError(f"unknown value {args.cpu_weight_formula!r} (expected one of "

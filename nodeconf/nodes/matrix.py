@@ -7,7 +7,6 @@ Source: issue 14 items 1 and 5 (a matrix of nodes; an unknown key or a duplicate
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,9 +24,9 @@ from nodeconf.nodes.spec import (
     parse_node_spec,
     refuse_shared_machines,
 )
+from nodeconf.semantics.profile import PROFILE_VERSION
 
 MATRIX_KEYS = ("node", "kubeletConfig", "profile", "name")
-PROFILE = re.compile(r"\d+\.\d+")
 MAX_MATRIX_BYTES = 1024 * 1024
 
 
@@ -78,7 +77,7 @@ def _entry(raw: object, index: int, source: str, base: Path) -> RunNode:
         raise InputError(f"{where}: {NODES_OPTION}= (a whole-cluster run) goes with --node, not in a matrix file; "
                          f"list the cluster's nodes as kube:CONTEXT?{NODE_OPTION}=NAME")
     profile = raw.get("profile")
-    if profile is not None and not PROFILE.fullmatch(str(profile)):
+    if profile is not None and not PROFILE_VERSION.fullmatch(str(profile)):
         raise InputError(f'{where}: profile must look like "1.36", got {profile!r}')
     config = raw.get("kubeletConfig")
     config_path = None

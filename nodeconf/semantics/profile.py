@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -10,6 +11,7 @@ from nodeconf.kubelet_config import KubeletConfig
 
 SUPPORTED_VERSIONS = ("1.34", "1.35", "1.36", "1.37", "1.38")
 DEFAULT_VERSION = "1.38"
+PROFILE_VERSION = re.compile(r"\d+\.\d+")  # what --profile and a matrix entry accept: X.Y
 
 # Gate defaults of each profile; a gate absent from a version's table does not exist there and is always off.
 # MemoryQoS: alpha and off through 1.36 (requests/limits article: "in 1.36 it is still alpha and disabled by

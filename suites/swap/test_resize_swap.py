@@ -16,10 +16,11 @@ from nodeconf.manifest import MEMORY, SWAP
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import last_seen
 from nodeconf.semantics.expectation import Expected, QosClass
+from nodeconf.workloads import PROGRAMS_DIR
 from suites.toolkit.checks import check_pod, deploy_pods, wait_until
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
 from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle
-from suites.toolkit.pods import PROGRAMS_DIR, pod, stop_program, with_container
+from suites.toolkit.pods import pod, stop_program, with_container
 from suites.toolkit.pressure import MIB
 from suites.toolkit.resize import Usage, decision, patch, status_rows
 from suites.toolkit.tolerance import page_floor

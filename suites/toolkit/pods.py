@@ -13,6 +13,7 @@ from pathlib import Path
 from nodeconf.loader import KubeObject, load_objects
 from nodeconf.manifest import MEMORY, SWAP, Container, LimitRange, Pod, ResourceList, ResourceQuota, Resources
 from nodeconf.quantity import Quantity
+from nodeconf.workloads import PROGRAMS_DIR
 
 WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 SCALED_RESOURCES = (MEMORY, SWAP)
@@ -115,8 +116,6 @@ def fit_to_node(p: Pod, node_memory: int) -> Pod:
     return scaled(p, memory_divisor(p, node_memory))
 
 
-# Where every node driver puts workloads/programs (nodes/enforced/node.py REMOTE_DIR, nodes/kube/node.py PROGRAMS_DIR).
-PROGRAMS_DIR = "/opt/nodeconf/workloads/programs"
 
 
 def memhog(mib: int, *, reclaim: bool = False, wait_for: str | None = None) -> list[str]:

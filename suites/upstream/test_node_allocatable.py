@@ -30,10 +30,10 @@ from nodeconf.quantity import Quantity
 from nodeconf.semantics.cgroup_paths import CGROUPFS, kubepods, reserved_cgroup
 from nodeconf.semantics.expectation import Expected, NodeExpectation
 from nodeconf.semantics.hugepages import hugetlb_file
+from nodeconf.workloads import PROGRAMS_DIR
 from suites.toolkit.checks import check_node, seed_files
 from suites.toolkit.compare import assert_matches, compare_value
 from suites.toolkit.kubelet import Applied, Oracle
-from suites.toolkit.pods import PROGRAMS_DIR
 from suites.upstream.shared import module_kubelet
 
 pytestmark = [pytest.mark.upstream_e2e(

@@ -28,13 +28,14 @@ from nodeconf.nodes.base import NodeError, NotApplicable, ResizeStatus, Terminat
 from nodeconf.nodes.kube import reader as kube_reader
 from nodeconf.nodes.kube.api import ExecOutput, KubeApiError
 from nodeconf.nodes.kube.configz import KubeletConfigNotApplicable
-from nodeconf.nodes.kube.node import PROBE_NAME, PROGRAMS_DIR, KubeNode
+from nodeconf.nodes.kube.node import PROBE_NAME, KubeNode
 from nodeconf.nodes.kube.opener import choose_node
 from nodeconf.nodes.kube.pods import HELPER_NAME, PROGRAMS_CONFIGMAP, kube_namespace
 from nodeconf.nodes.kube.timeouts import Timeouts
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.cgroup_paths import pod_cgroup
 from nodeconf.semantics.expectation import QosClass
+from nodeconf.workloads import PROGRAMS_DIR
 
 RUN = "abc123"
 SERVER_TIME = datetime(2026, 12, 3, 7, 0, 0, tzinfo=UTC)

@@ -10,10 +10,10 @@ import tarfile
 from pathlib import Path
 
 from nodeconf.enforcer.agent_core import LOCK_FILE, PID_FILE
-from nodeconf.resources import locate_tree
-from nodeconf.workloads import PROGRAMS
+from nodeconf.resources import SOURCE_DIR, locate_tree
+from nodeconf.workloads import NODE_HOME, PROGRAMS
 
-REMOTE_DIR = "/opt/nodeconf"
+REMOTE_DIR = NODE_HOME
 STATE_DIR = "/run/nodeconf-enforcer"
 # Modules the agent needs on the node: the model, the oracle and the enforcer (all standard library only).
 BUNDLE_MODULES = ("__init__.py", "errors.py", "quantity.py", "manifest.py", "manifest_writer.py", "kubelet_config.py",
@@ -177,7 +177,7 @@ def tree_digest(bundle: bytes) -> str:
 
 
 def repo_root() -> Path:
-    return Path(__file__).resolve().parents[3]
+    return SOURCE_DIR
 
 
 def agent_bundle() -> bytes:

@@ -11,8 +11,9 @@ import yaml
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.nodes.kube.facts import kubelet_config_differences
+from nodeconf.resources import SOURCE_DIR
 
-KIND_DIR = Path(__file__).resolve().parents[3] / "infra" / "kind"
+KIND_DIR = SOURCE_DIR / "infra" / "kind"
 KUBELET_CONFIGURATION = "KubeletConfiguration"
 
 

@@ -62,7 +62,7 @@ from nodeconf.nodes.kube.refusals import (
 from nodeconf.nodes.kube.timeouts import DEFAULT_TIMEOUTS, Timeouts
 from nodeconf.nodes.shield import signals_deferred
 from nodeconf.semantics.cpu import measured_formula, milli_cpu_to_shares
-from nodeconf.workloads import PROGRAMS
+from nodeconf.workloads import PROGRAMS_DIR
 
 # Fully qualified: CRI-O >= 1.34 refuses short names in enforcing short-name mode (cri-o#9401), and a short name
 # means docker.io on containerd anyway. NODECONF_KUBE_MIRROR puts a mirror in docker.io's place (Docker Hub's
@@ -71,7 +71,6 @@ from nodeconf.workloads import PROGRAMS
 DOCKER_HUB = "docker.io"
 DEFAULT_HELPER_IMAGE = f"{DOCKER_HUB}/library/python:3.12-slim"
 DEFAULT_WORKLOAD_IMAGE = f"{DOCKER_HUB}/library/busybox:1.37"
-PROGRAMS_DIR = f"/opt/nodeconf/{PROGRAMS}"
 PROBE_NAME = "nodeconf-cpu-weight-probe"
 # 250m → 256 shares: weight 35 (non-linear) vs 10 (linear), the seed article's example.
 PROBE_MILLI_CPU = 250

@@ -19,14 +19,14 @@ from nodeconf.quantity import Quantity, QuantityError
 from nodeconf.resources import locate_tree
 from nodeconf.semantics.expectation import Event
 from nodeconf.semantics.resize import ResizeStatus as Outcome
-from nodeconf.workloads import SLEEPER
+from nodeconf.workloads import NODE_HOME, SLEEPER
 
 MANAGED_BY = ("app.kubernetes.io/managed-by", "nodeconf")
 RUN_LABEL = "nodeconf.io/run"
 HELPER_NAME = "nodeconf-reader"
 HELPER_CGROUP_MOUNT = "/host/cgroup"
 READER_CONFIGMAP = "nodeconf-reader"
-READER_DIR = "/opt/nodeconf/reader"
+READER_DIR = f"{NODE_HOME}/reader"
 READER_FILE = "kube_reader.py"
 READER_CONTAINER = "reader"
 PROGRAMS_CONFIGMAP = "nodeconf-programs"
