@@ -1,10 +1,10 @@
 """environment.properties, categories.json and the expected-vs-actual CSV: written text and read back."""
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from comparison_rows import Row
 
 from nodeconf.report.categories import write_categories
 from nodeconf.report.comparison import comparison_csv, parse_comparison
@@ -54,18 +54,6 @@ def test_categories_split_product_infrastructure_not_applicable(tmp_path: Path) 
         ("Infrastructure", ["broken"]),
         ("Not applicable", ["skipped"]),
     ]
-
-
-@dataclass(frozen=True)
-class Row:
-    pod: str
-    container: str
-    cgroup_path: str
-    file: str
-    expected: object
-    actual: object
-    rule: str
-    ok: bool
 
 
 def test_comparison_csv_shows_accepted_sets_and_absent_values() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from comparison_rows import Row
 
 from fixtures.markers import SOURCE_MARKERS
 from nodeconf.report import summary_json
@@ -19,20 +19,6 @@ from nodeconf.report.verdict import Verdict
 COMPARISON = ("res-demo: 1 of 25 compared values differ from the oracle\n"
               '  value of cgroup "cpu.weight" for container "hello" was "10"; expected "39"\n'
               '  value of cgroup "cpu.max" for container "hello" was "max 100000"; expected "50000 100000"')
-
-
-@dataclass(frozen=True)
-class Row:
-    """A compared value as the suites attach it (suites/toolkit/compare.py ComparedValue's columns)."""
-
-    pod: str
-    container: str
-    cgroup_path: str
-    file: str
-    expected: object
-    actual: object
-    rule: str
-    ok: bool
 
 
 BURSTABLE = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice"
