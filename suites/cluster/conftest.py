@@ -24,4 +24,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     dropped = [item for item in items if _elsewhere(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if not _elsewhere(item)]
+        items[:] = [item for item in items if item not in dropped]
