@@ -62,13 +62,17 @@ def _exists(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
 
 
-class CriProcess(RuntimeProcess):
-    """A container the CRI runtime runs: its id, host pid and the cgroup the runtime put it in."""
+class _CriRecord(RuntimeProcess):
+    """What the CRI runtime runs for the agent: its id, host pid and the cgroup the runtime put it in."""
 
     def __init__(self, runtime: CriRuntime, cid: str, pid: int, cgroup: str) -> None:
         super().__init__(runtime, cid, pid)
         self.cri = runtime
         self.cgroup = cgroup
+
+
+class CriProcess(_CriRecord):
+    """A container the CRI runtime runs."""
 
     def poll(self) -> int | None:
         """Once the process is gone: the exit code and OOMKilled from ContainerStatus (None while it runs)."""
@@ -92,13 +96,8 @@ class CriProcess(RuntimeProcess):
             self.returncode = 137
 
 
-class CriSandbox(RuntimeProcess):
+class CriSandbox(_CriRecord):
     """A pod sandbox: its id and the pause process's pid."""
-
-    def __init__(self, runtime: CriRuntime, sandbox_id: str, pid: int, cgroup: str) -> None:
-        super().__init__(runtime, sandbox_id, pid)
-        self.cri = runtime
-        self.cgroup = cgroup
 
     def poll(self) -> int | None:
         if self.returncode is None and not _exists(self.pid):
