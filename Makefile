@@ -18,10 +18,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 host:
-	bash infra/install-host.sh
+	bash nodeconf/infra/install-host.sh
 
 image: venv host
-	$(BIN)/python -m infra.vm.image
+	$(BIN)/python -m nodeconf.infra.vm.image
 
 report-tool: $(ALLURE)
 $(ALLURE): nodeconf/report/npm/package-lock.json

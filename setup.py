@@ -34,8 +34,12 @@ class BuildWithTree(build_py):
     """build_py that also copies the suite tree and records the commit (an editable install uses the checkout)."""
 
     def run(self) -> None:
+        editable = getattr(self, "editable_mode", False)
+        build_lib = Path(self.build_lib).resolve()
+        if not editable and build_lib.is_relative_to(ROOT / "build"):
+            shutil.rmtree(build_lib, ignore_errors=True)  # no package of an earlier build's layout (top-level infra)
         super().run()
-        if getattr(self, "editable_mode", False):
+        if editable:
             return
         package = Path(self.build_lib) / "nodeconf"
         bundled = package / "bundled"

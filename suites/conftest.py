@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fixtures.node_profile import judging_profile, node_base_config
+from nodeconf.fixtures.node_profile import judging_profile, node_base_config
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import Node

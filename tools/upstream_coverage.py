@@ -1,6 +1,6 @@
 """docs/upstream-coverage.md: each in-scope upstream node e2e case, the checks that mirror it or why none does.
 
-Source: the suites' upstream_e2e(file=, case=) markers (fixtures/markers.py) and tools/upstream_cases.yaml.
+Source: the suites' upstream_e2e(file=, case=) markers (nodeconf/fixtures/markers.py) and tools/upstream_cases.yaml.
 Run from the repository root: python -m tools.upstream_coverage [--check]
 """
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES_FILE = ROOT / "tools" / "upstream_cases.yaml"
 DOC = ROOT / "docs" / "upstream-coverage.md"
 MARKER = "upstream_e2e"
-NODE_PARAM = "node"  # fixtures/node.py parametrizes every check by its node; not part of a check's name here
+NODE_PARAM = "node"  # nodeconf/fixtures/node.py parametrizes every check by its node; not part of a check's name here
 
 # (upstream file, case) → the checks whose upstream_e2e markers name it
 Mirrors = Mapping[tuple[str, str], Sequence[str]]

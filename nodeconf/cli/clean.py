@@ -1,7 +1,7 @@
 """`nodeconf clean`: remove what earlier, killed runs left: VMs, image-build scratch directories, orphaned qemu
 processes, and with --node the enforcer's processes and cgroups on a node or nodeconf's objects on a cluster.
 
-Source: issue 10 item 4; infra/vm/state.py (VM records), the enforcer's own `cleanup` command.
+Source: issue 10 item 4; nodeconf/infra/vm/state.py (VM records), the enforcer's own `cleanup` command.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from infra.vm import paths
-from infra.vm.cache_files import remove_vm_directory
-from infra.vm.image import remove_leftover_builds
-from infra.vm.state import list_states, terminate_pid, terminate_qemu, untracked_qemus
 from nodeconf.errors import InputError, NodeSpecError
+from nodeconf.infra.vm import paths
+from nodeconf.infra.vm.cache_files import remove_vm_directory
+from nodeconf.infra.vm.image import remove_leftover_builds
+from nodeconf.infra.vm.state import list_states, terminate_pid, terminate_qemu, untracked_qemus
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.node import AgentTransport
 from nodeconf.nodes.enforced.opener import enforcer_settings
@@ -73,8 +73,8 @@ def report_kind_clusters() -> int:
     """Name the kind clusters `nodeconf-*` and how to delete them; never deletes one here (a name proves no
     ownership: keep=1 kept it, another run may use it, or someone chose the name; `--node kind` deletes those this
     host's runs recorded and left). Return how many."""
-    from infra.kind.provision import nodeconf_clusters
-    from infra.kind.records import read_records
+    from nodeconf.infra.kind.provision import nodeconf_clusters
+    from nodeconf.infra.kind.records import read_records
 
     try:
         names = nodeconf_clusters()
@@ -112,7 +112,7 @@ def clean_node(text: str, dry_run: bool) -> None:
             _say(f"kube {context}: namespace {verdict.namespace}: {verdict.why}{done}")
         return
     if spec.scheme == "kind":
-        from infra.kind.provision import clean_leftover_clusters
+        from nodeconf.infra.kind.provision import clean_leftover_clusters
 
         for line in clean_leftover_clusters(dry_run) or ["no kind cluster of a killed nodeconf run on this host"]:
             _say(line)

@@ -87,7 +87,7 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     user_args = list(args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args)
     reports: Path = args.reports
     tree = locate_tree()  # the checkout around the working directory, else the installed suites
-    # Installed: -P keeps the working directory off sys.path, so a `fixtures/` or `infra/` there cannot shadow ours.
+    # Installed: -P keeps the working directory off sys.path, so a `nodeconf/` or `suites/` there cannot shadow ours.
     argv = [sys.executable, *(["-P"] if tree.kind == "installed" else []), "-m", "pytest"]
     if not selects_tests(user_args, tree.suites):
         argv.append(str(tree.suites))
@@ -96,7 +96,7 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
     argv += [f"--node={spec.display}" for spec in args.node or ()]
     nodes = _nodes(args)
     if len(nodes) > 1:
-        argv += ["-n", str(len(nodes)), "--dist", "load"]  # fixtures.matrix schedules node i on worker gw<i>
+        argv += ["-n", str(len(nodes)), "--dist", "load"]  # nodeconf.fixtures.matrix schedules node i on worker gw<i>
     for option in ("kubelet_config", "profile", "cpu_weight_formula"):
         value = getattr(args, option)
         if value is not None:
@@ -105,8 +105,8 @@ def pytest_argv(args: argparse.Namespace) -> list[str]:
         f"--junitxml={reports / JUNIT_FILE}",
         "-o", "junit_suite_name=nodeconf",
         f"--alluredir={reports / RESULTS_DIR}",  # emptied by run() when an earlier run made it, never by pytest
-        "-p", "fixtures.evidence",
-        "-p", "fixtures.session",
+        "-p", "nodeconf.fixtures.evidence",
+        "-p", "nodeconf.fixtures.session",
     ]
     return argv + user_args
 

@@ -15,20 +15,20 @@ from nodeconf.nodes.base import Node
 from nodeconf.nodes.spec import NodeSpec, parse_node_spec
 
 OPENERS: Mapping[str, str] = {
-    "vm": "infra.vm.opener:open_vm_node",
+    "vm": "nodeconf.infra.vm.opener:open_vm_node",
     "local": "nodeconf.nodes.enforced.opener:open_local_node",
     "ssh": "nodeconf.nodes.enforced.opener:open_ssh_node",
     "kube": "nodeconf.nodes.kube.opener:open_kube_node",
-    "kind": "infra.kind.provision:open_kind_spec",
+    "kind": "nodeconf.infra.kind.provision:open_kind_spec",
 }
 # Schemes whose opener also takes the run's kubelet config and profile (kind picks its cluster config from them),
 # and whose preflight refuses a run before pytest starts (kind or an engine missing, an unknown config).
-RUN_AWARE: Mapping[str, str] = {"kind": "infra.kind.provision:preflight_kind_spec"}
+RUN_AWARE: Mapping[str, str] = {"kind": "nodeconf.infra.kind.provision:preflight_kind_spec"}
 # Schemes whose nodes of one run are checked together before pytest starts, each spec with its kubelet config file
 # (two kind nodes of one config).
-TOGETHER: Mapping[str, str] = {"kind": "infra.kind.provision:preflight_kind_specs"}
+TOGETHER: Mapping[str, str] = {"kind": "nodeconf.infra.kind.provision:preflight_kind_specs"}
 # Schemes that can refuse a spec before pytest starts without the run's options (a vendor image's format).
-PREFLIGHTS: Mapping[str, str] = {"vm": "infra.vm.opener:preflight_vm_spec"}
+PREFLIGHTS: Mapping[str, str] = {"vm": "nodeconf.infra.vm.opener:preflight_vm_spec"}
 # Schemes whose one spec may stand for several nodes, expanded once before pytest starts (kube?nodes=...).
 EXPANDERS: Mapping[str, str] = {"kube": "nodeconf.nodes.kube.fanout:expand_kube_spec"}
 

@@ -3,7 +3,7 @@ and, for a one-node run, what the node is: its layer facts and its scope (who st
 the kubelet); its other facts are in the report's Node section, so each fact is shown once.
 
 Source: issues 17 and 13 item 4; the values are the run entries and node facts of environment.properties
-(nodeconf/report/run_info.py, fixtures/evidence.py).
+(nodeconf/report/run_info.py, nodeconf/fixtures/evidence.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fixtures.node import Deploy
+from nodeconf.fixtures.node import Deploy
 from nodeconf.nodes.base import PodEvidence, PodHandle
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_admission, check_pod, check_qos, deploy_pods

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from fixtures.node import Deploy
+from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import MEMORY, SWAP, Pod
 from nodeconf.nodes.base import ContainerState, NodeError, PodEvidence, PodHandle, Terminated
 from nodeconf.semantics.expectation import Expected

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.node import Deploy
+from nodeconf.fixtures.node import Deploy
 from nodeconf.kubelet_config import SWAP_BEHAVIORS
 from nodeconf.manifest import MEMORY, SWAP, Pod, Resources
 from nodeconf.node_facts import NodeFacts

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import yaml
 
-from fixtures.evidence import attach_manifest
-from fixtures.node import Deploy
+from nodeconf.fixtures.evidence import attach_manifest
+from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import NamespaceObject, Pod
 from nodeconf.manifest_writer import pod_to_dict
 from nodeconf.nodes.base import CgroupFiles, Node, PodEvidence, PodHandle, PodStatus

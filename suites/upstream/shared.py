@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from fixtures.evidence import attach_manifest
-from fixtures.node import delete_all
+from nodeconf.fixtures.evidence import attach_manifest
+from nodeconf.fixtures.node import delete_all
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod, object_from_dict
 from nodeconf.manifest_writer import pod_to_dict

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from fixtures.markers import mirrors
+from nodeconf.fixtures.markers import mirrors
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import CgroupFiles, Node, PodHandle

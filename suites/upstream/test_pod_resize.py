@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from fixtures.markers import mirrors
+from nodeconf.fixtures.markers import mirrors
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.manifest_writer import pod_to_dict

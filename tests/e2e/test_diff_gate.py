@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
-from infra.vm.machine import VirtualMachine
+from nodeconf.infra.vm.machine import VirtualMachine
 
 pytestmark = pytest.mark.vm
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.machine import VirtualMachine
-from infra.vm.opener import boot_vm
 from nodeconf.enforcer.wire import Op
+from nodeconf.infra.vm.machine import VirtualMachine
+from nodeconf.infra.vm.opener import boot_vm
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.machine import VirtualMachine
 from nodeconf.enforcer.ownership import OWNER_XATTR, foreign_message
+from nodeconf.infra.vm.machine import VirtualMachine
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.bundle import REMOTE_DIR, STATE_DIR
 from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.state import process_start
+from nodeconf.infra.vm.state import process_start
 
 pytestmark = pytest.mark.vm
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.kind.provision import DETECTED, PROVIDERS, missing_tools, open_kind_node
+from nodeconf.infra.kind.provision import DETECTED, PROVIDERS, missing_tools, open_kind_node
 from nodeconf.loader import load_kubelet_config
 
 LIMITED_SWAP = Path(__file__).resolve().parents[2] / "workloads" / "kep-5359" / "kubelet-config" / "limited-swap.yaml"

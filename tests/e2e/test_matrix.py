@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm import paths
-from infra.vm.state import is_our_qemu, list_states
+from nodeconf.infra.vm import paths
+from nodeconf.infra.vm.state import is_our_qemu, list_states
 
 pytestmark = pytest.mark.vm
 

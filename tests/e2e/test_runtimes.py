@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.opener import open_vm_node
 from nodeconf.enforcer.patch import patched_pod
+from nodeconf.infra.vm.opener import open_vm_node
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod

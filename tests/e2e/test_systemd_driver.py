@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from test_runtimes import CONFIG, PROFILE
 
-from fixtures.vm import booted
-from infra.vm.machine import VirtualMachine
-from infra.vm.variant import Variant
 from nodeconf.enforcer import systemd_units
+from nodeconf.fixtures.vm import booted
+from nodeconf.infra.vm.machine import VirtualMachine
+from nodeconf.infra.vm.variant import Variant
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.transport.ssh import SshTransport

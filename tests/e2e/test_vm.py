@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from infra.vm.image import ensure_image
-from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB
-from infra.vm.paths import images_dir
+from nodeconf.infra.vm.image import ensure_image
+from nodeconf.infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB
+from nodeconf.infra.vm.paths import images_dir
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.facts_probe import probe_node_facts
 from nodeconf.nodes.transport.ssh import SshTransport
@@ -235,8 +235,8 @@ def test_node_cli_up_ssh_status_down(scratch_cache: Path) -> None:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
 def test_no_qemu_outlives_an_interrupted_or_killed_owner(scratch_cache: Path, sig: signal.Signals) -> None:
     owner_code = (
-        "import sys; from pathlib import Path; from infra.vm.image import ensure_image;"
-        "from infra.vm.machine import VirtualMachine;"
+        "import sys; from pathlib import Path; from nodeconf.infra.vm.image import ensure_image;"
+        "from nodeconf.infra.vm.machine import VirtualMachine;"
         "VirtualMachine(ensure_image(), name='e2e-owner', cache_dir=Path(sys.argv[1])).start()"
     )
     cache = scratch_cache

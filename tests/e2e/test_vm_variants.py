@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from fixtures.vm import booted
-from infra.vm.machine import DEFAULT_SWAP_MIB
-from infra.vm.variant import Variant
 from nodeconf.enforcer.wire import facts_from_dict
+from nodeconf.fixtures.vm import booted
+from nodeconf.infra.vm.machine import DEFAULT_SWAP_MIB
+from nodeconf.infra.vm.variant import Variant
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.enforced.bundle import agent_bundle
 from nodeconf.nodes.transport.ssh import SshTransport

@@ -30,7 +30,8 @@ WHEEL_MEMBERS = (
     "nodeconf/bundled/conftest.py", "nodeconf/bundled/pytest.ini", "nodeconf/bundled/suites/conftest.py",
     "nodeconf/bundled/suites/resources/test_res_demo.py", "nodeconf/bundled/workloads/programs/memhog.py",
     "nodeconf/bundled/workloads/requests-limits/res-demo.yaml", "nodeconf/build_commit.txt",
-    "fixtures/evidence.py", "infra/kind/limitedswap.yaml", "infra/vm/guest_init.sh", "infra/vm/guest_fstab.txt",
+    "nodeconf/fixtures/evidence.py", "nodeconf/infra/kind/limitedswap.yaml", "nodeconf/infra/vm/guest_init.sh",
+    "nodeconf/infra/vm/guest_fstab.txt",
     "nodeconf/report/report.css", "nodeconf/report/install-tool.sh", "nodeconf/report/npm/package-lock.json",
 )
 
@@ -80,6 +81,17 @@ def test_wheel_carries_what_a_run_needs(installed: Installed) -> None:
     assert recorded.removesuffix("+modified") == _head()
 
 
+def test_wheel_owns_only_the_nodeconf_package(installed: Installed) -> None:
+    """Issue 32: no top-level `fixtures` or `infra` (`fixtures` is another PyPI project's import name): installing
+    nodeconf never overwrites another distribution's package."""
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        tops = {name.split("/")[0] for name in wheel.namelist()}
+    assert tops == {"nodeconf", "nodeconf-0.1.0.dist-info"}
+    for name in ("fixtures", "infra"):
+        found = installed.run(installed.bin("python"), "-c", f"import {name}")
+        assert found.returncode != 0 and "ModuleNotFoundError" in found.stderr, found.stdout + found.stderr
+
+
 def test_wheel_metadata_names_the_licence_and_only_used_dependencies(installed: Installed) -> None:
     """Issue 32: Apache-2.0 with its text in the wheel, classifiers and the README as description; no dependency
     that nothing imports (pytest-testinfra was one, and its plugin added 11 options to every run)."""
@@ -96,8 +108,8 @@ def test_wheel_metadata_names_the_licence_and_only_used_dependencies(installed: 
 
 
 def test_installed_copy_is_used_outside_a_checkout(installed: Installed) -> None:
-    where = installed.run(installed.bin("python"), "-c", "import nodeconf, fixtures, infra; "
-                          "print(nodeconf.__file__, fixtures.__file__, infra.__file__)")
+    where = installed.run(installed.bin("python"), "-c", "import nodeconf, nodeconf.fixtures, nodeconf.infra; "
+                          "print(nodeconf.__file__, nodeconf.fixtures.__file__, nodeconf.infra.__file__)")
     assert where.returncode == 0, where.stderr
     assert all(path.startswith(str(installed.venv)) for path in where.stdout.split()), where.stdout
     version = installed.run(installed.bin("nodeconf"), "--version")
@@ -111,7 +123,7 @@ def test_pytest_driven_by_hand_collects_the_installed_suites(installed: Installe
     suites = installed.run(installed.bin("python"), "-c",
                            "from nodeconf.resources import locate_tree; print(locate_tree().suites)").stdout.strip()
     done = installed.run(installed.bin("python"), "-m", "pytest", "--collect-only", "-q", suites,
-                         "-p", "fixtures.evidence", "-k", "res_demo")
+                         "-p", "nodeconf.fixtures.evidence", "-k", "res_demo")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "suites/resources/test_res_demo.py::test_res_demo_container_pod_and_pause" in done.stdout
     assert "Warning" not in done.stdout

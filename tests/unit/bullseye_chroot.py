@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from infra.vm.paths import images_dir
+from nodeconf.infra.vm.paths import images_dir
 
 
 def bullseye_image() -> Path | None:
@@ -37,7 +37,8 @@ def why_not() -> str | None:
     if not all(shutil.which(tool) for tool in ("mount", "umount", "chroot")):
         return "mount, umount or chroot missing"
     if bullseye_image() is None:
-        return f"no bullseye node image in {images_dir()} (python -m infra.vm.image --debian bullseye builds one)"
+        return (f"no bullseye node image in {images_dir()} "
+                "(python -m nodeconf.infra.vm.image --debian bullseye builds one)")
     return None
 
 

@@ -56,9 +56,9 @@ def pytest_configure(config: pytest.Config) -> None:
         shape = replace(shape, kubelet_version=version) if version else shape
         return open_shape(shape, Path(tempfile.mkdtemp(prefix=f"nodeconf-shape-{name}-")))
 
-    import fixtures.node
+    import nodeconf.fixtures.node
 
-    setattr(fixtures.node, "open_node", opened)  # noqa: B010 (the plugin replaces the opener for this process)
+    setattr(nodeconf.fixtures.node, "open_node", opened)  # noqa: B010 (the plugin replaces the opener for this process)
     setattr(KubeNode, "run", _first_pod)  # noqa: B010
 
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from infra.vm import paths
-from infra.vm.image import remove_leftover_builds
-from infra.vm.state import VmState, has_exited, is_our_qemu, process_start, untracked_qemus
 from nodeconf.cli import clean
+from nodeconf.infra.vm import paths
+from nodeconf.infra.vm.image import remove_leftover_builds
+from nodeconf.infra.vm.state import VmState, has_exited, is_our_qemu, process_start, untracked_qemus
 
 
 def fake_qemu(directory: Path, orphan: bool) -> int:

@@ -100,4 +100,4 @@ def test_clean_needs_only_what_the_cluster_role_grants(server: ApiServer, tmp_pa
     role = next(d for d in rbac_docs() if d["kind"] == "ClusterRole")
     needed = {permission(seen.method, seen.path) for seen in server.seen}
     assert ("namespaces", "list") in needed
-    assert not [p for p in needed if not allowed(role["rules"], *p)], "infra/kube/rbac.yaml lacks a permission"
+    assert not [p for p in needed if not allowed(role["rules"], *p)], "nodeconf/infra/kube/rbac.yaml lacks a permission"

@@ -26,11 +26,11 @@ from nodeconf.report.results_mark import claim_results_dir, made_by_nodeconf
 from nodeconf.report.run_info import COMMAND_ENV, RUN_KEYS
 
 CONFTEST = '''
-from fixtures.evidence import record_enforcer_log, record_node_facts
+from nodeconf.fixtures.evidence import record_enforcer_log, record_node_facts
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.spec import declare_node_option
 
-pytest_plugins = ["fixtures.evidence"]
+pytest_plugins = ["nodeconf.fixtures.evidence"]
 
 
 def pytest_addoption(parser):
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from fixtures.evidence import attach_comparison, attach_manifest
+from nodeconf.fixtures.evidence import attach_comparison, attach_manifest
 
 
 @dataclass(frozen=True)
@@ -296,7 +296,7 @@ def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) ->
     assert argv[1:] == [
         "-m", "pytest", f"--node={spec}", "--junitxml=reports/junit.xml",
         "-o", "junit_suite_name=nodeconf", "--alluredir=reports/allure-results",
-        "-p", "fixtures.evidence", "-p", "fixtures.session", "suites/swap", "-x",
+        "-p", "nodeconf.fixtures.evidence", "-p", "nodeconf.fixtures.session", "suites/swap", "-x",
     ]
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from infra.vm.image import ImageBuildError
-from infra.vm.machine import VmError
 from nodeconf.errors import (
     InfrastructureError,
     InputError,
@@ -15,6 +13,8 @@ from nodeconf.errors import (
     NotApplicable,
     UsageError,
 )
+from nodeconf.infra.vm.image import ImageBuildError
+from nodeconf.infra.vm.machine import VmError
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.kube.api import KubeApiError
 from nodeconf.nodes.kube.configz import KubeletConfigNotApplicable

@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-CONTAINERFILE = REPO / "infra" / "image" / "Containerfile"
-PLUGIN = REPO / "infra" / "sonobuoy" / "nodeconf-plugin.yaml"
+CONTAINERFILE = REPO / "nodeconf" / "infra" / "image" / "Containerfile"
+PLUGIN = REPO / "nodeconf" / "infra" / "sonobuoy" / "nodeconf-plugin.yaml"
 RESULTS = "/tmp/sonobuoy/results"  # pkg/plugin/constants.go ResultsDir
 
 
@@ -35,7 +35,7 @@ def test_the_containerfile_copies_only_files_that_exist() -> None:
     assert sources, "nothing copied"
     missing = [s for s in sources if not (REPO / s).exists()]
     assert not missing, f"the Containerfile copies files that do not exist: {missing}"
-    for needed in ("pyproject.toml", "conftest.py", "nodeconf/", "fixtures/", "suites/", "workloads/", "infra/"):
+    for needed in ("pyproject.toml", "conftest.py", "nodeconf/", "suites/", "workloads/"):
         assert needed in sources, f"`nodeconf run` in the image needs {needed}"
 
 

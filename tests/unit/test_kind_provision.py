@@ -20,10 +20,10 @@ from typing import Any, cast
 import pytest
 from kind_fakes import FakeTools, install
 
-from infra.kind import provision
-from infra.kind.provision import KindConfig, open_kind_node, resolve_config
-from infra.vm.state import process_start
 from nodeconf.errors import MAX_MESSAGE, InputError
+from nodeconf.infra.kind import provision
+from nodeconf.infra.kind.provision import KindConfig, open_kind_node, resolve_config
+from nodeconf.infra.vm.state import process_start
 from nodeconf.nodes import registry
 from nodeconf.nodes.base import Node, NodeError
 from nodeconf.nodes.kube.api import KubeApiError
@@ -408,7 +408,7 @@ def test_a_kubelet_config_no_kind_config_gives_is_refused_with_the_reason() -> N
 # --- interrupt ---------------------------------------------------------------------------------------------------
 
 OPENER_SCRIPT = """
-from infra.kind.provision import open_kind_node
+from nodeconf.infra.kind.provision import open_kind_node
 open_kind_node(None, kubelet_config_path=None, keep=False, profile=None, progress=print)
 """
 

@@ -1,4 +1,4 @@
-"""The Kubernetes version of a kind node image and the feature gates it knows (infra/kind/versions.py).
+"""The Kubernetes version of a kind node image and the feature gates it knows (nodeconf/infra/kind/versions.py).
 
 Expected values: kind's default images per release (pkg/apis/config/defaults/image.go at the tags v0.30.0,
 v0.31.0, v0.32.0) and each gate's first version in kubernetes pkg/features/kube_features.go.
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.kind.versions import gate_problem, image_version, kind_release, node_image_version
+from nodeconf.infra.kind.versions import gate_problem, image_version, kind_release, node_image_version
 from nodeconf.nodes.kube.kind import KIND_DIR, kind_configs
 
 
@@ -55,7 +55,7 @@ def test_node_images_decide_over_the_default_and_must_agree() -> None:
     ({"WorkloadControlledSwap"}, (1, 36), "no Kubernetes release knows feature gate WorkloadControlledSwap, and kind "
                                           "passes it to every component unchecked"),
     ({"NoSuchGate"}, (1, 36), "feature gate NoSuchGate is not in nodeconf's table of gates "
-                              "(infra/kind/versions.py), so whether the image knows it cannot be checked"),
+                              "(nodeconf/infra/kind/versions.py), so whether the image knows it cannot be checked"),
     ({"MemoryQoS"}, None, "feature gate MemoryQoS needs Kubernetes 1.22 or newer, and which version the image runs "
                           "is unknown; name the image in the config's nodes[].image"),
     (set(), None, None),
@@ -66,7 +66,7 @@ def test_gate_problem(gates: set[str], version: tuple[int, int] | None, problem:
 
 @pytest.mark.parametrize("path", sorted(KIND_DIR.glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_shipped_config_fits_the_newest_kinds_default_image(path: Path) -> None:
-    """Each config in infra/kind/ creates a cluster with kind v0.32.0's default image (Kubernetes 1.36)."""
+    """Each config in nodeconf/infra/kind/ creates a cluster with kind v0.32.0's default image (Kubernetes 1.36)."""
     config = kind_configs(KIND_DIR)[path]
     cluster = yaml.safe_load(path.read_text(encoding="utf-8"))
     version, where = node_image_version(cluster, "kind v0.32.0 go1.24 linux/amd64")

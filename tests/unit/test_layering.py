@@ -31,8 +31,15 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+# Layers that live inside the nodeconf package but sit above (fixtures) or beside (infra) the library.
+INNER_LAYERS = ("nodeconf/fixtures", "nodeconf/infra")
+
+
 def python_files(*packages: str) -> list[Path]:
-    return sorted(p for package in packages for p in (ROOT / package).rglob("*.py"))
+    """Modules under the given directories; `nodeconf` alone means the library, without its inner layers."""
+    skipped = [ROOT / inner for inner in INNER_LAYERS if inner not in packages]
+    return sorted(p for package in packages for p in (ROOT / package).rglob("*.py")
+                  if not any(p.is_relative_to(inner) for inner in skipped))
 
 
 def resolve(path: Path, node: ast.ImportFrom) -> str:
@@ -121,15 +128,15 @@ def test_enforcer_imports_only_stdlib_model_semantics(path: Path) -> None:
         (("nodeconf/semantics", "nodeconf/enforcer"), "nodeconf.nodes"),
         (("nodeconf/semantics",), "nodeconf.enforcer"),
         (("suites",), "nodeconf.enforcer"),
-        (("fixtures",), "suites"),
-        (("nodeconf", "infra"), "fixtures"),
-        (("nodeconf", "infra", "fixtures"), "suites"),
-        (("nodeconf/nodes",), "infra"),
+        (("nodeconf/fixtures",), "suites"),
+        (("nodeconf", "nodeconf/infra"), "nodeconf.fixtures"),
+        (("nodeconf", "nodeconf/infra", "nodeconf/fixtures"), "suites"),
+        (("nodeconf/nodes",), "nodeconf.infra"),
         (("nodeconf/nodes/kube",), "nodeconf.enforcer"),
         (("nodeconf/nodes/kube",), "nodeconf.nodes.enforced"),
         (("nodeconf/nodes/transport",), "nodeconf.nodes.enforced"),
         (("nodeconf/nodes/transport",), "nodeconf.nodes.kube"),
-        (("nodeconf", "infra", "fixtures", "suites"), "tools"),
+        (("nodeconf", "nodeconf/infra", "nodeconf/fixtures", "suites"), "tools"),
     ],
     ids=["oracle-and-enforcer-not-nodes", "oracle-not-enforcer", "suites-not-enforcer", "fixtures-not-suites",
          "library-not-fixtures", "library-not-suites",
@@ -145,7 +152,7 @@ def test_never_imported(packages: tuple[str, ...], forbidden: str) -> None:
 
 def test_no_module_imports_a_conftest() -> None:
     """Fixtures are registered by conftest files; their classes and helpers live in modules (suites/toolkit)."""
-    files = python_files("nodeconf", "infra", "fixtures", "suites", "tests", "benchmarks", "tools")
+    files = python_files("nodeconf", *INNER_LAYERS, "suites", "tests", "benchmarks", "tools")
     bad = {module_name(p): sorted(n for n in imports(p) if n.split(".")[-1] == "conftest") for p in files}
     assert not {m: n for m, n in bad.items() if n}, f"conftest imported by {bad}"
 

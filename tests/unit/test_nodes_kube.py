@@ -767,7 +767,7 @@ def test_configure_on_kind_says_how_to_create_the_cluster(node: KubeNode) -> Non
     assert isinstance(err.value, NotApplicable)  # the suites skip the check
     text = str(err.value)
     assert "memorySwap.swapBehavior: requested WorkloadControlledSwap, node has LimitedSwap" in text
-    # No config under infra/kind/ gives it: no released node image knows the WorkloadControlledSwap gate.
+    # No config under nodeconf/infra/kind/ gives it: no released node image knows the WorkloadControlledSwap gate.
     assert "kind create cluster" not in text and "no released kind node image knows" in text
 
 

@@ -34,7 +34,7 @@ from nodeconf.nodes.kube.pods import HELPER_NAME
 from suites.toolkit.kubelet import Oracle
 
 REPO = Path(__file__).resolve().parents[2]
-RBAC = REPO / "infra" / "kube" / "rbac.yaml"
+RBAC = REPO / "nodeconf" / "infra" / "kube" / "rbac.yaml"
 MIRROR = {"kubernetes.io/config.source": "file", "kubernetes.io/config.mirror": "0123abcd",
           "kubernetes.io/config.hash": "0123abcd"}
 
@@ -469,7 +469,7 @@ def test_the_cluster_role_grants_every_request_the_driver_makes() -> None:
     # of the driver's own; the reader refusal names it, issue 29 item 5).
     needed |= {("securitycontextconstraints", "use")}
     missing = sorted(p for p in needed if not allowed(role["rules"], *p))
-    assert not missing, f"infra/kube/rbac.yaml lacks {missing}"
+    assert not missing, f"nodeconf/infra/kube/rbac.yaml lacks {missing}"
     granted = {(r, v) for rule in role["rules"] for r in rule.get("resources", rule.get("nonResourceURLs", ()))
                for v in rule["verbs"]}
     assert granted - needed == set(), "the ClusterRole grants more than the driver uses"

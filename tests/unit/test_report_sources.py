@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.evidence import check_sources, source_title, upstream_cases
-from fixtures.markers import SOURCE_MARKERS
+from nodeconf.fixtures.evidence import check_sources, source_title, upstream_cases
+from nodeconf.fixtures.markers import SOURCE_MARKERS
 from nodeconf.report.citations import REFERENCES, UPSTREAM_URL
 
 ROOT = Path(__file__).resolve().parents[2]
-# A plugin that writes each collected check's epic labels (fixtures.evidence adds them at collection).
+# A plugin that writes each collected check's epic labels (nodeconf.fixtures.evidence adds them at collection).
 PROBE = '''
 import json
 import os

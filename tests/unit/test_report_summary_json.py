@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from comparison_rows import Row
 
-from fixtures.markers import SOURCE_MARKERS
+from nodeconf.fixtures.markers import SOURCE_MARKERS
 from nodeconf.report import summary_json
 from nodeconf.report.comparison import COMPARISON_MIME, comparison_csv
 from nodeconf.report.results import Attachment, Check, NodeEnvironment, RunResults, Status, Step

@@ -49,8 +49,8 @@ def run_session(tmp_path: Path, stop: str) -> tuple[int, Path, Path, Path]:
     (tmp_path / "test_checks.py").write_text(CHECKS.replace("STOP", STOPS[stop]))
     results, junit, finalized = tmp_path / "allure-results", tmp_path / "junit.xml", tmp_path / "finalized"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", str(tmp_path / "test_checks.py"), "-p", "fixtures.evidence",
-         "-p", "fixtures.session", "-p", "no:randomly", "-p", "no:cacheprovider", f"--alluredir={results}",
+        [sys.executable, "-m", "pytest", str(tmp_path / "test_checks.py"), "-p", "nodeconf.fixtures.evidence",
+         "-p", "nodeconf.fixtures.session", "-p", "no:randomly", "-p", "no:cacheprovider", f"--alluredir={results}",
          f"--junitxml={junit}", "--rootdir", str(tmp_path), "-q"],
         cwd=ROOT, env={"FINALIZED": str(finalized), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
         capture_output=True, text=True, timeout=120, check=False,

@@ -1,4 +1,4 @@
-"""fixtures/sonobuoy_progress.py posts total/completed/failures to a loopback HTTP server standing in for
+"""nodeconf/fixtures/sonobuoy_progress.py posts total/completed/failures to a loopback HTTP server standing in for
 Sonobuoy's worker (POST /progress, JSON ProgressUpdate fields; Sonobuoy's plugin_helper ProgressReporter), and an absent
 endpoint leaves the run's outcome alone."""
 
@@ -29,7 +29,7 @@ def test_c(): pass
 
 def run_pytest(tmp_path: Path, port: int, *options: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_checks.py").write_text(CHECKS)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTEST_PLUGINS": "fixtures.sonobuoy_progress",
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTEST_PLUGINS": "nodeconf.fixtures.sonobuoy_progress",
            "SONOBUOY_PROGRESS_PORT": str(port)}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                            *options, str(tmp_path / "test_checks.py")], env=env, cwd=tmp_path, capture_output=True,
@@ -78,5 +78,5 @@ def test_an_absent_endpoint_never_fails_the_run(tmp_path: Path) -> None:
 
 
 def test_the_sonobuoy_plugin_loads_the_progress_hook() -> None:
-    spec = yaml.safe_load((REPO / "infra" / "sonobuoy" / "nodeconf-plugin.yaml").read_text())["spec"]
-    assert {"name": "PYTEST_PLUGINS", "value": "fixtures.sonobuoy_progress"} in spec["env"]
+    spec = yaml.safe_load((REPO / "nodeconf" / "infra" / "sonobuoy" / "nodeconf-plugin.yaml").read_text())["spec"]
+    assert {"name": "PYTEST_PLUGINS", "value": "nodeconf.fixtures.sonobuoy_progress"} in spec["env"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.accel import HostKvmFacts, choose_accel, parse_cpu_flags, parse_modules, read_host_kvm_facts
+from nodeconf.infra.vm.accel import HostKvmFacts, choose_accel, parse_cpu_flags, parse_modules, read_host_kvm_facts
 
 INTEL = frozenset({"kvm", "kvm_intel"})
 VMX = frozenset({"fpu", "vmx", "sse4_2"})

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm import image as image_module
-from infra.vm import paths
-from infra.vm.accel import AccelChoice
-from infra.vm.apt import Apt
-from infra.vm.image import VmImage
-from infra.vm.machine import VirtualMachine, VmError
-from infra.vm.recipe import cache_key, default_recipe
-from infra.vm.state import VmState, has_exited, list_states, prune_stale
 from nodeconf.cli import clean, node
 from nodeconf.errors import InfrastructureError
+from nodeconf.infra.vm import image as image_module
+from nodeconf.infra.vm import paths
+from nodeconf.infra.vm.accel import AccelChoice
+from nodeconf.infra.vm.apt import Apt
+from nodeconf.infra.vm.image import VmImage
+from nodeconf.infra.vm.machine import VirtualMachine, VmError
+from nodeconf.infra.vm.recipe import cache_key, default_recipe
+from nodeconf.infra.vm.state import VmState, has_exited, list_states, prune_stale
 
 DEAD_PID = 999_999_999
 

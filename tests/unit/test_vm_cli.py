@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.state import VmState, vm_directory
 from nodeconf.cli.main import main
 from nodeconf.cli.node import ssh_words
+from nodeconf.infra.vm.state import VmState, vm_directory
 
 
 def node(tmp_path: Path, *args: str) -> int:

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm import disk_image
-from infra.vm.accel import AccelChoice
-from infra.vm.disk_image import BootLimits, DiskMachine, console_text, dead_end, disk_qemu_argv
-from infra.vm.disk_probe import DiskFacts
-from infra.vm.machine import VmError
-from infra.vm.nocloud import make_keys
+from nodeconf.infra.vm import disk_image
+from nodeconf.infra.vm.accel import AccelChoice
+from nodeconf.infra.vm.disk_image import BootLimits, DiskMachine, console_text, dead_end, disk_qemu_argv
+from nodeconf.infra.vm.disk_probe import DiskFacts
+from nodeconf.infra.vm.machine import VmError
+from nodeconf.infra.vm.nocloud import make_keys
 
 BIOS = DiskFacts(Path("/images/vendor,1.qcow2"), "qcow2", "bios")
 UEFI = DiskFacts(Path("/images/vendor.raw"), "raw", "uefi")

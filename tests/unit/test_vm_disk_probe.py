@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.vendor_image.recipe import VendorRecipe, layout, sfdisk_script
-from infra.vm.disk_probe import DiskImageError, image_format, inspect_image
+from nodeconf.infra.vendor_image.recipe import VendorRecipe, layout, sfdisk_script
+from nodeconf.infra.vm.disk_probe import DiskImageError, image_format, inspect_image
 
 
 def qemu_img(*args: str) -> None:

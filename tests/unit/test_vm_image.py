@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm import image as image_module
-from infra.vm.apt import Apt
-from infra.vm.image import MANIFEST, VmImage, apt_lists_signature, cached_versions, ensure_image, prune_images
-from infra.vm.recipe import cache_key, default_recipe
+from nodeconf.infra.vm import image as image_module
+from nodeconf.infra.vm.apt import Apt
+from nodeconf.infra.vm.image import MANIFEST, VmImage, apt_lists_signature, cached_versions, ensure_image, prune_images
+from nodeconf.infra.vm.recipe import cache_key, default_recipe
 
 VERSIONS = {"kernel-package": "linux-image-6.1.0-57-amd64", "linux-image-6.1.0-57-amd64": "6.1.192-3"}
 

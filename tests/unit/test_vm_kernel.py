@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from infra.vm.kernel import extract_vmlinux
+from nodeconf.infra.vm.kernel import extract_vmlinux
 
 ELF = b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 64
 

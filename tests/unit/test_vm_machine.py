@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.accel import AccelChoice
-from infra.vm.image import VmImage
-from infra.vm.machine import BOOT_TIMEOUT, VirtualMachine, VmError, console_summary, free_loopback_port
-from infra.vm.qemu import QemuSpec
-from infra.vm.state import VmState, qemu_pid_alive, vm_directory
+from nodeconf.infra.vm.accel import AccelChoice
+from nodeconf.infra.vm.image import VmImage
+from nodeconf.infra.vm.machine import BOOT_TIMEOUT, VirtualMachine, VmError, console_summary, free_loopback_port
+from nodeconf.infra.vm.qemu import QemuSpec
+from nodeconf.infra.vm.state import VmState, qemu_pid_alive, vm_directory
 
 IMAGE = VmImage(directory=Path("/nonexistent"), key="k", kernel=Path("/nonexistent/vmlinux"),
                 initrd=Path("/nonexistent/initrd.img"), root_disk=Path("/nonexistent/root.img"),
@@ -97,7 +97,7 @@ def _qemu_standins(monkeypatch: pytest.MonkeyPatch, crashes: int) -> list[Path]:
                 " time.sleep(30)"
         return [sys.executable, "-c", ready, str(spec.console_log)]
 
-    monkeypatch.setattr("infra.vm.machine.qemu_argv", argv)
+    monkeypatch.setattr("nodeconf.infra.vm.machine.qemu_argv", argv)
     return consoles
 
 
@@ -123,7 +123,7 @@ def test_a_qemu_that_dies_twice_is_an_error(tmp_path: Path, monkeypatch: pytest.
 
 def test_a_vm_whose_qemu_exits_mid_run_is_reported_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The session plugin stops the run as INTERRUPTED when a booted VM's qemu is gone (issue 10 item 3)."""
-    from infra.vm.machine import lost_machines
+    from nodeconf.infra.vm.machine import lost_machines
 
     _qemu_standins(monkeypatch, crashes=1)
     machine = VirtualMachine(IMAGE, name="lost", cache_dir=tmp_path, accel=TCG, swap_mib=0)
@@ -155,7 +155,7 @@ def test_console_summary_shows_the_first_fault_lines_before_the_tail() -> None:
 def test_a_boot_without_readiness_line_keeps_the_whole_console(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     console = "".join(f"[    {n}.0] line {n}\n" for n in range(8))
-    monkeypatch.setattr("infra.vm.machine.qemu_argv", lambda spec: [
+    monkeypatch.setattr("nodeconf.infra.vm.machine.qemu_argv", lambda spec: [
         sys.executable, "-c", f"import pathlib, time; pathlib.Path({str(spec.console_log)!r}).write_text({console!r});"
         " time.sleep(30)", str(spec.console_log)])
     monkeypatch.setitem(BOOT_TIMEOUT, "tcg", 1.0)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from infra.vm.nocloud import SWAP_LABEL, make_keys, meta_data, user_data, write_seed_iso
+from nodeconf.infra.vm.nocloud import SWAP_LABEL, make_keys, meta_data, user_data, write_seed_iso
 
 
 def iso_file(iso: Path, name: str, tmp_path: Path) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.qemu import QemuSpec, kernel_cmdline, lsm_without_bpf, qemu_argv, with_hugepage_pool
+from nodeconf.infra.vm.qemu import QemuSpec, kernel_cmdline, lsm_without_bpf, qemu_argv, with_hugepage_pool
 
 
 def spec(**changes: object) -> QemuSpec:

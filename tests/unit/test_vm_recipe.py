@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from infra.vm.recipe import (
+from nodeconf.infra.vm.recipe import (
     Recipe,
     cache_key,
     candidate_versions,

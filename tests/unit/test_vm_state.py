@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.state import (
+from nodeconf.infra.vm.state import (
     VmState,
     has_exited,
     list_states,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm.systemd_root import install_systemd
-from infra.vm.variant import SYSTEMD_GENERATORS, SYSTEMD_MASKED, Variant, recipe_for
+from nodeconf.infra.vm.systemd_root import install_systemd
+from nodeconf.infra.vm.variant import SYSTEMD_GENERATORS, SYSTEMD_MASKED, Variant, recipe_for
 
 RECIPE = recipe_for(Variant("trixie", "systemd"))
 

@@ -38,7 +38,7 @@ def read_running_config(api: KubeApi, node_name: str) -> tuple[KubeletConfig, fr
             raise
         raise KubeletConfigNotApplicable(
             f"the kubelet configuration of node {node_name} cannot be read ({err}); /configz needs `get` on "
-            f"nodes/proxy (infra/kube/rbac.yaml): checks that need a kubelet configuration are skipped"
+            f"nodes/proxy (nodeconf/infra/kube/rbac.yaml): checks that need a kubelet configuration are skipped"
         ) from None
     try:
         return live_kubelet_config(configz, node_name), present_fields(configz)

@@ -1,4 +1,4 @@
-"""The kind cluster configs of `infra/kind/`: which one gives a requested kubelet configuration."""
+"""The kind cluster configs of `nodeconf/infra/kind/`: which one gives a requested kubelet configuration."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.nodes.kube.facts import kubelet_config_differences
 from nodeconf.resources import SOURCE_DIR
 
-KIND_DIR = SOURCE_DIR / "infra" / "kind"
+KIND_DIR = SOURCE_DIR / "nodeconf" / "infra" / "kind"
 KUBELET_CONFIGURATION = "KubeletConfiguration"
 
 
@@ -41,7 +41,7 @@ def kind_configs(directory: Path = KIND_DIR) -> dict[Path, KubeletConfig]:
     return out
 
 
-# Why infra/kind/ has no config for it (infra/kind/README.md).
+# Why nodeconf/infra/kind/ has no config for it (nodeconf/infra/kind/README.md).
 NO_KIND_CONFIG = {
     "WorkloadControlledSwap": "no released kind node image knows the WorkloadControlledSwap feature gate "
                               "(KEP-5359 is not merged) and kind passes gate names to every component unchecked, "

@@ -4,7 +4,7 @@ Pods go through the API into a labelled namespace of this run (leased: an expiry
 kube/lease.py), bound to the node; cgroup files, pids and
 oom_score_adj come from a privileged reader pod on the node (one exec per request, kube/reader.py); facts
 from the Node object, the reader and a cpu-weight probe pod; the kubelet's config from /configz. The
-permissions this needs are in infra/kube/rbac.yaml.
+permissions this needs are in nodeconf/infra/kube/rbac.yaml.
 """
 
 from __future__ import annotations
@@ -415,7 +415,7 @@ class KubeNode(Node):
         except KubeApiError as err:
             if err.status in (401, 403):
                 raise NotApplicable(f"the kubelet metrics of node {self.node} cannot be read ({err}); they need "
-                                    f"`get` on nodes/proxy (infra/kube/rbac.yaml)") from None
+                                    f"`get` on nodes/proxy (nodeconf/infra/kube/rbac.yaml)") from None
             raise
 
     def other_pods(self) -> Sequence[Pod]:

@@ -59,7 +59,7 @@ def infrastructure_error(err: KubeApiError, what: str) -> NodeError:
     elif "violates PodSecurity" in err.message:
         cause = "Pod Security admission refused it (the run's namespaces need the privileged level)"
     elif err.status == 403:
-        cause = "the user lacks a permission (infra/kube/rbac.yaml lists the ones nodeconf needs)"
+        cause = "the user lacks a permission (nodeconf/infra/kube/rbac.yaml lists the ones nodeconf needs)"
     else:
         cause = "the API server refused it for a reason nodeconf does not check"
     return NodeError(f"{what}: {cause}: {err}")
@@ -68,13 +68,14 @@ def infrastructure_error(err: KubeApiError, what: str) -> NodeError:
 # What the privileged reader pod (hostPID, privileged, the host's /sys/fs/cgroup) needs, by the refusal's words.
 READER_NEEDS = (
     ("unable to validate against any security context constraint",
-     "OpenShift: the run namespaces' service accounts need the privileged SCC (infra/kube/rbac.yaml, OpenShift)"),
+     "OpenShift: the run namespaces' service accounts need the privileged SCC "
+     "(nodeconf/infra/kube/rbac.yaml, OpenShift)"),
     ("GKE Warden", "GKE Autopilot admits no privileged pod: run nodeconf on a GKE Standard node pool"),
     ("violates PodSecurity", "Pod Security admission: the run namespaces need pod-security.kubernetes.io/enforce="
                              "privileged (nodeconf sets it; a cluster policy or exemption list overrides it)"),
     (WEBHOOK_MARKER, "a policy engine (Gatekeeper, Kyverno, ...) refused it: exempt namespaces labelled "
                      "app.kubernetes.io/managed-by=nodeconf from its privileged, hostPID and hostPath rules"),
-    ("cannot create resource", "the role needs `create` on pods in the run namespaces (infra/kube/rbac.yaml)"),
+    ("cannot create resource", "the role needs `create` on pods in the run namespaces (nodeconf/infra/kube/rbac.yaml)"),
 )
 
 

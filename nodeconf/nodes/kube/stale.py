@@ -4,7 +4,7 @@ else — never a pod by itself, never a namespace that is not a run's, never a l
 A namespace is a run's when its name is `nodeconf-RUN` or `nodeconf-RUN-NS` (RUN: the six hex digits of a run id,
 kube/node.py), its labels carry nodeconf's managed-by label and the same RUN, and it has the run's lease annotation
 (kube/lease.py). A run is over when the lease of every one of its namespaces lapsed on the API server's clock: a
-live run renews it every minute. The namespace `nodeconf` of infra/kube/rbac.yaml (its ServiceAccount, an
+live run renews it every minute. The namespace `nodeconf` of nodeconf/infra/kube/rbac.yaml (its ServiceAccount, an
 in-cluster runner) matches no run name; a pod of any other namespace is never looked at. A run of an older
 nodeconf (no lease) is kept, with the command to remove it.
 """
