@@ -21,9 +21,9 @@ from infra.vm.cache_files import open_for_writing, remove_vm_directory, write_at
 from infra.vm.image import VmImage
 from infra.vm.paths import failed_boots_dir
 from infra.vm.qemu import QemuSpec, qemu_argv
+from infra.vm.sizes import MIN_VM_MEMORY_MIB
 from infra.vm.state import VmState, process_start, prune_stale, terminate_pid, validate_name, vm_directory
 from nodeconf.errors import InfrastructureError
-from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB
 from nodeconf.nodes.ssh_login import SshTarget
 from nodeconf.nodes.transport.base import TransportError
 from nodeconf.nodes.transport.ssh import HostKeyError, SshTransport

@@ -12,10 +12,11 @@ from infra.vm.cache_files import remove_vm_directory, write_atomically
 from infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB
 from infra.vm.opener import boot_vm
 from infra.vm.progress import StepPrinter
+from infra.vm.sizes import MIN_VM_MEMORY_MIB, size_argument
 from infra.vm.state import VmState, list_states, terminate_pid, validate_name, vm_directory
 from nodeconf.errors import InfrastructureError, UsageError
 from nodeconf.nodes.facts_probe import probe_node_facts
-from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB, VmSize, size_argument
+from nodeconf.nodes.spec import VmSize
 from nodeconf.nodes.ssh_login import SshTarget
 from nodeconf.nodes.transport.ssh import SshTransport
 

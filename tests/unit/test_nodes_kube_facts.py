@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from infra.kind.configs import KIND_DIR, kind_advice, kind_configs
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.loader import load_kubelet_config
@@ -21,7 +22,6 @@ from nodeconf.nodes.kube.facts import (
     live_kubelet_config,
     node_facts,
 )
-from nodeconf.nodes.kube.kind import KIND_DIR, kind_advice, kind_configs
 
 
 def node_doc(**overrides: Any) -> dict[str, Any]:
