@@ -37,6 +37,12 @@ class KindKind(NodeKind):
                                 "(lower case letters, digits, '.', '-'), or plain kind")
         return NodeSpec(self.scheme, options, kind_config=target)
 
+    def written(self, spec: NodeSpec) -> str:
+        return self.scheme if spec.kind_config is None else f"kind:{spec.kind_config}"
+
+    def short_name(self, spec: NodeSpec) -> str:
+        return self.scheme if spec.kind_config is None else f"kind-{spec.kind_config}"
+
     def preflight(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> None:
         """kind or an engine missing, an unknown config, gates the node image does not know, a --profile the image
         does not run (InputError, one line; nothing created)."""

@@ -1,7 +1,7 @@
-"""One record per node kind (scheme): its spec options and their parsing, expansion, preflight, opening, cleanup
-and the advice for a kubelet config it cannot take. Records are found by scheme in spec.KINDS, imported only when
-their scheme is used, so a driver's dependencies stay optional and `nodes` never imports `infra`. A new node kind
-is its driver, its record (a NodeKind) and one line in spec.KINDS.
+"""One record per node kind (scheme): how its spec is written and named, its options and their parsing,
+expansion, preflight, opening, cleanup and the advice for a kubelet config it cannot take. Records are found by
+scheme in spec.KINDS, imported only when their scheme is used, so a driver's dependencies stay optional and
+`nodes` never imports `infra`. A new node kind is its driver, its record (a NodeKind) and one line in spec.KINDS.
 
 Source: issue 27 item 2; STYLE.md "For node kinds and lifecycles" (kind's providers, testinfra's BACKENDS).
 """
@@ -30,6 +30,19 @@ class NodeKind(ABC):
     @abstractmethod
     def parse(self, target: str | None, options: tuple[tuple[str, str], ...], shown: str) -> NodeSpec:
         """The spec of this kind: its target (None when bare) and its options, each checked (NodeSpecError)."""
+
+    def written(self, spec: NodeSpec) -> str:
+        """The spec's canonical text before its options, holding no secret (the scheme, unless it has a target)."""
+        return spec.scheme
+
+    def short_name(self, spec: NodeSpec) -> str:
+        """The spec's name when name= does not give one (the scheme, unless it has a target)."""
+        return spec.scheme
+
+    def machine(self, spec: NodeSpec) -> str | None:
+        """The machine the node is, when two specs could name one (one enforcer per machine); None: a node of its
+        own (a VM) or a cluster's."""
+        return None
 
     def expand(self, spec: NodeSpec) -> list[NodeSpec]:
         """The concrete specs a spec stands for, asked once before pytest starts (itself, unless it names many)."""

@@ -80,33 +80,18 @@ class NodeSpec:
 
     @property
     def display(self) -> str:
-        if self.ssh is not None:
-            base = f"ssh://{self.ssh.display}"
-        elif self.scheme == "kube" and self.context is not None:
-            base = f"kube:{self.context}"
-        elif self.scheme == "kind" and self.kind_config is not None:
-            base = f"kind:{self.kind_config}"
-        else:
-            base = self.scheme
+        base = spec_reader(self.scheme).written(self)
         query = "&".join(f"{name}={quote(value, safe='/:=,@+.-_')}" for name, value in self.options)
         return f"{base}?{query}" if query else base
 
     @property
     def name(self) -> str:
-        """A short id for test ids and file names: the name= option, else `vm`, `local`, `ssh-HOST-PORT`, `kube`,
-        `kube-CONTEXT`."""
+        """A short id for test ids and file names: the name= option, else its kind's (`vm`, `local`,
+        `ssh-HOST-PORT`, `kube`, `kube-CONTEXT`, `kind-CONFIG`)."""
         given = self.option(NAME_OPTION)
         if given is not None:
             return given
-        if self.ssh is not None:
-            raw = f"ssh-{self.ssh.alias or self.ssh.target.host}-{self.ssh.target.port}"
-        elif self.context is not None:
-            raw = f"kube-{self.context}"
-        elif self.kind_config is not None:
-            raw = f"kind-{self.kind_config}"
-        else:
-            raw = self.scheme
-        return ID_UNSAFE.sub("-", raw).strip("-") or self.scheme
+        return ID_UNSAFE.sub("-", spec_reader(self.scheme).short_name(self)).strip("-") or self.scheme
 
     def option(self, name: str) -> str | None:
         """The text of a single-valued option, None when absent."""
@@ -120,8 +105,8 @@ class NodeSpec:
 
 
 class SpecReader(Protocol):
-    """What the parser asks a node kind's record (nodeconf/nodes/kinds.py NodeKind): how its spec is written,
-    which options it takes, and its spec from them."""
+    """What a spec asks its node kind's record (nodeconf/nodes/kinds.py NodeKind): how it is written, which
+    options it takes, its spec from them, its short name and the machine it runs on."""
 
     usage: str
     target: str  # what follows the scheme: "" nothing, ":" an optional target, "://" a required one
@@ -129,6 +114,12 @@ class SpecReader(Protocol):
     repeatable: frozenset[str]
 
     def parse(self, target: str | None, options: tuple[tuple[str, str], ...], shown: str) -> NodeSpec: ...
+
+    def written(self, spec: NodeSpec) -> str: ...
+
+    def short_name(self, spec: NodeSpec) -> str: ...
+
+    def machine(self, spec: NodeSpec) -> str | None: ...
 
 
 def spec_reader(scheme: str) -> SpecReader:
@@ -184,13 +175,9 @@ def chosen_specs(given: Sequence[NodeSpec] | None) -> list[NodeSpec]:
 
 
 def machine(spec: NodeSpec) -> str | None:
-    """The machine an enforced spec runs on, as far as the spec tells (`local`, `ssh HOST:PORT`); None for a VM of
-    its own and for clusters."""
-    if spec.scheme == "local":
-        return "local"
-    if spec.ssh is not None:
-        return f"ssh {spec.ssh.target.host.lower()}:{spec.ssh.target.port}"
-    return None
+    """The machine a spec runs on, as far as the spec tells (`local`, `ssh HOST:PORT`); None for a VM of its own
+    and for clusters."""
+    return spec_reader(spec.scheme).machine(spec)
 
 
 def refuse_shared_machines(specs: Sequence[NodeSpec]) -> None:

@@ -47,6 +47,8 @@ def test_each_kind_answers_every_question(scheme: str, tmp: str) -> None:
     spec = parse_node_spec(EXAMPLES[scheme].format(tmp=tmp))  # options: its own, each checked
     assert spec.scheme == scheme and parse_node_spec(spec.display) == spec
     assert kind.expand(spec) == [spec]  # a concrete spec stands for itself, asked without I/O
+    # one enforcer per machine: only a machine nodeconf did not create can be named by two specs
+    assert (kind.machine(spec) is not None) == (scheme in ("local", "ssh"))
 
     glue = "&" if "?" in EXAMPLES[scheme] else "?"
     with pytest.raises(NodeSpecError) as refused:

@@ -20,7 +20,7 @@ from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 from nodeconf.nodes.base import Node
 from nodeconf.nodes.kinds import NodeKind
 from nodeconf.nodes.spec import EnforcerOptions, NodeSpec
-from nodeconf.nodes.ssh_login import ssh_login
+from nodeconf.nodes.ssh_login import SshLogin, ssh_login
 
 if TYPE_CHECKING:  # the driver is imported when a node opens or is cleaned, not when its spec is parsed
     from nodeconf.nodes.enforced.node import AgentTransport
@@ -136,6 +136,9 @@ class LocalKind(MachineKind):
             raise NodeSpecError(f"node spec {shown!r}: python={found} is not an executable file")
         return found
 
+    def machine(self, spec: NodeSpec) -> str | None:
+        return "local"
+
     def open(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> Node:
         from nodeconf.nodes.enforced.opener import open_local_node
 
@@ -157,6 +160,17 @@ class SshKind(MachineKind):
         login = ssh_login(target or "", dict(options), shown)
         return NodeSpec(self.scheme, options, ssh=login, enforcer=self.enforcer_options(options, shown))
 
+    def written(self, spec: NodeSpec) -> str:
+        return f"ssh://{_login(spec).display}"
+
+    def short_name(self, spec: NodeSpec) -> str:
+        login = _login(spec)
+        return f"ssh-{login.alias or login.target.host}-{login.target.port}"
+
+    def machine(self, spec: NodeSpec) -> str | None:
+        login = _login(spec)
+        return f"ssh {login.target.host.lower()}:{login.target.port}"
+
     def open(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> Node:
         from nodeconf.nodes.enforced.opener import open_ssh_node
 
@@ -165,12 +179,17 @@ class SshKind(MachineKind):
     def transport(self, spec: NodeSpec) -> AgentTransport:
         from nodeconf.nodes.leftovers import ssh_transport
 
-        if spec.ssh is None:
-            raise NodeSpecError(f"{spec.display}: an ssh node needs its login")
-        return ssh_transport(spec.ssh)
+        return ssh_transport(_login(spec))
 
 
 LOCAL, SSH = LocalKind(), SshKind()
+
+
+def _login(spec: NodeSpec) -> SshLogin:
+    """An ssh:// spec's login, which parse_node_spec always sets."""
+    if spec.ssh is None:
+        raise ValueError(f"an ssh spec without its login: {spec.scheme} {spec.options}")
+    return spec.ssh
 
 
 def _node_path(name: str, value: str, shown: str) -> str:

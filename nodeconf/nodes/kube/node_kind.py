@@ -32,6 +32,12 @@ class KubeKind(NodeKind):
         _selection(dict(options), shown)
         return NodeSpec(self.scheme, options, context=_context(target, shown))
 
+    def written(self, spec: NodeSpec) -> str:
+        return self.scheme if spec.context is None else f"kube:{spec.context}"
+
+    def short_name(self, spec: NodeSpec) -> str:
+        return self.scheme if spec.context is None else f"kube-{spec.context}"
+
     def expand(self, spec: NodeSpec) -> list[NodeSpec]:
         """For nodes=, one spec per selected node (nodeconf/nodes/kube/fanout.py)."""
         from nodeconf.nodes.kube.fanout import expand_kube_spec
