@@ -16,8 +16,7 @@ from nodeconf.infra.vm.cache_files import remove_vm_directory
 from nodeconf.infra.vm.image import remove_leftover_builds
 from nodeconf.infra.vm.state import list_states, terminate_pid, terminate_qemu, untracked_qemus
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced.node import AgentTransport
-from nodeconf.nodes.enforced.opener import enforcer_settings
+from nodeconf.nodes.kinds import node_kind
 from nodeconf.nodes.spec import parse_node_spec
 
 
@@ -93,47 +92,14 @@ def report_kind_clusters() -> int:
 
 
 def clean_node(text: str, dry_run: bool) -> None:
-    """Clean one node: the enforcer's leftovers (ssh, local) or finished runs' namespaces (kube)."""
-    from nodeconf.nodes import leftovers
-
+    """Clean one node as its kind's record says (nodeconf/nodes/kinds.py NodeKind.clean): the enforcer's leftovers
+    (ssh, local), finished runs' namespaces (kube), killed runs' clusters (kind); a VM's are the cache's."""
     try:
         spec = parse_node_spec(text)
     except NodeSpecError as err:
         raise InputError(str(err), field="--node") from None
-    if spec.scheme == "vm":
-        _say(f"{spec.display}: its VMs are the cache's, cleaned above (a `nodeconf node up` VM: nodeconf node down)")
-        return
-    if spec.scheme == "kube":
-        from nodeconf.nodes.kube.stale import clean_cluster
-
-        context, verdicts = clean_cluster(spec.context, dry_run)
-        for verdict in verdicts:
-            done = ("; would be deleted" if dry_run else "; deleted") if verdict.delete else ""
-            _say(f"kube {context}: namespace {verdict.namespace}: {verdict.why}{done}")
-        return
-    if spec.scheme == "kind":
-        from nodeconf.infra.kind.provision import clean_leftover_clusters
-
-        for line in clean_leftover_clusters(dry_run) or ["no kind cluster of a killed nodeconf run on this host"]:
-            _say(line)
-        return
-    if dry_run:
-        _say(f"{spec.display}: would run the enforcer's cleanup (refuses an agent a run is connected to, stops an "
-             "abandoned one, removes the cgroups it marked and its state file)")
-        return
-    settings = enforcer_settings(spec)
-    if spec.scheme == "local":
-        from nodeconf.nodes.transport.local import LocalTransport
-
-        transport: AgentTransport = LocalTransport()
-    else:
-        assert spec.ssh is not None  # an ssh:// spec always carries its login
-        transport = leftovers.ssh_transport(spec.ssh)
-    try:
-        output = leftovers.clean_enforcer(transport, settings).strip()
-    finally:
-        transport.close()
-    _say(f"{spec.scheme} node: enforcer cleanup done" + (f": {output}" if output else ""))
+    for line in node_kind(spec.scheme).clean(spec, dry_run):
+        _say(line)
 
 
 def run(args: argparse.Namespace) -> int:

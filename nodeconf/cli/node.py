@@ -13,9 +13,10 @@ from nodeconf.infra.vm.cache_files import remove_vm_directory, write_atomically
 from nodeconf.infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB
 from nodeconf.infra.vm.opener import boot_vm
 from nodeconf.infra.vm.progress import StepPrinter
+from nodeconf.infra.vm.sizes import MIN_VM_MEMORY_MIB, size_argument
 from nodeconf.infra.vm.state import VmState, list_states, terminate_pid, validate_name, vm_directory
 from nodeconf.nodes.facts_probe import probe_node_facts
-from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB, VmSize, size_argument
+from nodeconf.nodes.spec import VmSize
 from nodeconf.nodes.ssh_login import SshTarget
 from nodeconf.nodes.transport.ssh import SshTransport
 

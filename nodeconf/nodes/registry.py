@@ -1,75 +1,38 @@
-"""Which opener serves each node scheme: `module:function` paths imported only when their scheme is used, so a
-driver's dependencies stay optional and `nodes` never imports `infra` (testinfra's BACKENDS, STYLE.md).
+"""What a run asks of its nodes' kinds before pytest starts and when a node opens: expansion, preflight and
+opening, each by the spec's record (nodeconf/nodes/kinds.py).
 
-Source: issue 12 (openers beside their drivers; `nodes` ↛ `infra`).
+Source: issue 12 (one spec, opened through one registry); issue 27 item 2 (a record per node kind).
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from nodeconf.nodes.base import Node
-from nodeconf.nodes.spec import NodeSpec, parse_node_spec
-
-OPENERS: Mapping[str, str] = {
-    "vm": "nodeconf.infra.vm.opener:open_vm_node",
-    "local": "nodeconf.nodes.enforced.opener:open_local_node",
-    "ssh": "nodeconf.nodes.enforced.opener:open_ssh_node",
-    "kube": "nodeconf.nodes.kube.opener:open_kube_node",
-    "kind": "nodeconf.infra.kind.provision:open_kind_spec",
-}
-# Schemes whose opener also takes the run's kubelet config and profile (kind picks its cluster config from them),
-# and whose preflight refuses a run before pytest starts (kind or an engine missing, an unknown config).
-RUN_AWARE: Mapping[str, str] = {"kind": "nodeconf.infra.kind.provision:preflight_kind_spec"}
-# Schemes whose nodes of one run are checked together before pytest starts, each spec with its kubelet config file
-# (two kind nodes of one config).
-TOGETHER: Mapping[str, str] = {"kind": "nodeconf.infra.kind.provision:preflight_kind_specs"}
-# Schemes that can refuse a spec before pytest starts without the run's options (a vendor image's format).
-PREFLIGHTS: Mapping[str, str] = {"vm": "nodeconf.infra.vm.opener:preflight_vm_spec"}
-# Schemes whose one spec may stand for several nodes, expanded once before pytest starts (kube?nodes=...).
-EXPANDERS: Mapping[str, str] = {"kube": "nodeconf.nodes.kube.fanout:expand_kube_spec"}
-
-def _imported(path: str) -> Callable[..., Any]:
-    module, _, function = path.partition(":")
-    found: Callable[..., Any] = getattr(importlib.import_module(module), function)
-    return found
-
-
-def opener(scheme: str) -> Callable[..., Node]:
-    """The function that opens nodes of a scheme, imported now."""
-    return _imported(OPENERS[scheme])
+from nodeconf.nodes.kinds import node_kind
+from nodeconf.nodes.spec import KINDS, NodeSpec, parse_node_spec
 
 
 def preflight(spec: NodeSpec, *, kubelet_config: Path | None = None, profile: str | None = None) -> None:
     """Refuse (UsageError, one line) what a scheme can tell before anything starts; most schemes have nothing."""
-    if spec.scheme in RUN_AWARE:
-        _imported(RUN_AWARE[spec.scheme])(spec, kubelet_config=kubelet_config, profile=profile)
-    elif spec.scheme in PREFLIGHTS:
-        _imported(PREFLIGHTS[spec.scheme])(spec)
+    node_kind(spec.scheme).preflight(spec, kubelet_config=kubelet_config, profile=profile)
 
 
 def preflight_together(nodes: Sequence[tuple[NodeSpec, Path | None]]) -> None:
     """Refuse (UsageError, one line) what only the run's nodes of one scheme together can tell."""
-    for scheme, path in TOGETHER.items():
+    for scheme in KINDS:
         same = [(spec, kubelet_config) for spec, kubelet_config in nodes if spec.scheme == scheme]
         if same:
-            _imported(path)(same)
+            node_kind(scheme).preflight_together(same)
 
 
 def expand(specs: Sequence[NodeSpec]) -> list[NodeSpec]:
     """Each spec, or the concrete specs it stands for (a whole-cluster kube spec: one per selected node)."""
-    out: list[NodeSpec] = []
-    for spec in specs:
-        out += _imported(EXPANDERS[spec.scheme])(spec) if spec.scheme in EXPANDERS else [spec]
-    return out
+    return [concrete for spec in specs for concrete in node_kind(spec.scheme).expand(spec)]
 
 
 def open_node(spec: str | NodeSpec, *, kubelet_config: Path | None = None, profile: str | None = None) -> Node:
     """Connect to (or boot) the node a spec names and return it ready; close() releases everything."""
     parsed = parse_node_spec(spec) if isinstance(spec, str) else spec
-    if parsed.scheme in RUN_AWARE:
-        return opener(parsed.scheme)(parsed, kubelet_config=kubelet_config, profile=profile)
-    return opener(parsed.scheme)(parsed)
+    return node_kind(parsed.scheme).open(parsed, kubelet_config=kubelet_config, profile=profile)

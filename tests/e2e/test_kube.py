@@ -28,10 +28,11 @@ from nodeconf.nodes.kube.configz import KubeletConfigNotApplicable
 from nodeconf.nodes.kube.facts import live_kubelet_config
 from nodeconf.nodes.kube.fanout import expand_kube_spec
 from nodeconf.nodes.kube.node import KubeNode
+from nodeconf.nodes.kube.node_kind import MAX_FANOUT_CEILING
 from nodeconf.nodes.kube.opener import open_node
 from nodeconf.nodes.kube.pods import kube_namespace, reader_request, reader_source
 from nodeconf.nodes.registry import open_node as open_spec
-from nodeconf.nodes.spec import MAX_FANOUT_CEILING, chosen_specs, parse_node_spec
+from nodeconf.nodes.spec import chosen_specs, parse_node_spec
 from nodeconf.semantics.cgroup_paths import container_id, pod_cgroup
 from nodeconf.semantics.expectation import QosClass
 

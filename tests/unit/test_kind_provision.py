@@ -22,12 +22,12 @@ from kind_fakes import FakeTools, install
 
 from nodeconf.errors import MAX_MESSAGE, InputError
 from nodeconf.infra.kind import provision
-from nodeconf.infra.kind.provision import KindConfig, open_kind_node, resolve_config
+from nodeconf.infra.kind.configs import KIND_DIR, KindConfig, resolve_config
+from nodeconf.infra.kind.provision import open_kind_node
 from nodeconf.infra.vm.state import process_start
 from nodeconf.nodes import registry
 from nodeconf.nodes.base import Node, NodeError
 from nodeconf.nodes.kube.api import KubeApiError
-from nodeconf.nodes.kube.kind import KIND_DIR
 from nodeconf.nodes.kube.node import KubeNode
 
 REPO = Path(__file__).resolve().parents[2]

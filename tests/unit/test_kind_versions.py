@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from nodeconf.infra.kind.configs import KIND_DIR, kind_configs
 from nodeconf.infra.kind.versions import gate_problem, image_version, kind_release, node_image_version
-from nodeconf.nodes.kube.kind import KIND_DIR, kind_configs
 
 
 @pytest.mark.parametrize(("output", "release"), [

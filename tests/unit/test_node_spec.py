@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,6 @@ import pytest
 
 from nodeconf.errors import NodeSpecError, UsageError
 from nodeconf.nodes.enforced.opener import enforcer_settings
-from nodeconf.nodes.registry import OPENERS, opener
 from nodeconf.nodes.spec import EnforcerOptions, NodeSpec, VmSize, chosen_specs, parse_node_spec
 from nodeconf.nodes.ssh_login import SshAuth, SshTarget
 
@@ -209,12 +207,6 @@ def test_bad_specs_are_one_line_usage_errors(files: dict[str, str], text: str, m
 def test_the_first_spec_is_used_and_vm_is_the_default() -> None:
     assert chosen_specs(None) == [parse_node_spec("vm")]
     assert chosen_specs([parse_node_spec("local")]) == [parse_node_spec("local")]
-
-
-def test_each_scheme_has_an_importable_opener() -> None:
-    openers: list[Callable[[NodeSpec], object]] = [opener(scheme) for scheme in OPENERS]
-    assert [f.__name__ for f in openers] == ["open_vm_node", "open_local_node", "open_ssh_node", "open_kube_node",
-                                             "open_kind_spec"]
 
 
 # Runs `python -m nodeconf` with an audit hook that records, at exit, every process it started (a Popen by its

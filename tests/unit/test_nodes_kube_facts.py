@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from nodeconf.errors import InputError
+from nodeconf.infra.kind.configs import KIND_DIR, kind_advice, kind_configs
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.loader import load_kubelet_config
 from nodeconf.nodes.kube.facts import (
@@ -21,7 +22,7 @@ from nodeconf.nodes.kube.facts import (
     live_kubelet_config,
     node_facts,
 )
-from nodeconf.nodes.kube.kind import KIND_DIR, kind_advice, kind_configs
+from nodeconf.resources import SOURCE_DIR
 
 
 def node_doc(**overrides: Any) -> dict[str, Any]:
@@ -221,7 +222,7 @@ def test_kind_cluster_configs(name: str, swap: str, gates: dict[str, bool], rese
 def test_each_kind_cluster_accepts_the_kubelet_config_its_header_names(kind_file: str) -> None:
     """`nodeconf run --kubelet-config X` on the cluster the header creates: configure() finds no difference."""
     run_line = next(line for line in (KIND_DIR / kind_file).read_text().splitlines() if line.startswith("# Run:"))
-    workload = KIND_DIR.parents[1] / run_line.split("--kubelet-config ")[1].strip()
+    workload = SOURCE_DIR / run_line.split("--kubelet-config ")[1].strip()
     wanted = load_kubelet_config(workload)
     assert kubelet_config_differences(wanted, kind_configs()[KIND_DIR / kind_file]) == []
     assert kind_file in kind_advice(wanted)

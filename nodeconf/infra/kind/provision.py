@@ -14,32 +14,23 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import secrets
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from nodeconf.errors import InputError
+from nodeconf.infra.kind.configs import KindConfig, resolve_config
 from nodeconf.infra.kind.records import ClusterRecord, read_records
 from nodeconf.infra.kind.versions import check_gates, node_image_version
-from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import Node, NodeError
-from nodeconf.nodes.kube.kind import KIND_DIR, kind_advice, kind_configs
 from nodeconf.nodes.shield import signals_deferred
-from nodeconf.nodes.spec import NodeSpec
 
 CLUSTER_PREFIX = "nodeconf-"
-DEFAULT_CONFIG = "limitedswap"
-CONFIG_NAME = re.compile(r"[a-z0-9][a-z0-9.-]*")  # kind cluster names: lower case, digits, '.', '-'
 # KIND_EXPERIMENTAL_PROVIDER value -> the executable kind then runs; unset (or unknown): kind tries these in order.
 PROVIDERS: Mapping[str, str] = {"docker": "docker", "podman": "podman", "nerdctl": "nerdctl", "finch": "finch",
                                 "nerdctl.lima": "nerdctl.lima"}
@@ -92,44 +83,6 @@ def require_tools(env: Mapping[str, str] | None = None) -> None:
     missing = missing_tools(env)
     if missing:
         raise InputError(f"a kind node needs {' and '.join(missing)} on PATH", field="--node")
-
-
-@dataclass(frozen=True)
-class KindConfig:
-    """One cluster config of nodeconf/infra/kind/: its name, file, Cluster document and the kubelet config it gives."""
-
-    name: str
-    path: Path
-    cluster: Mapping[str, Any]
-    kubelet: KubeletConfig
-
-
-def resolve_config(name: str | None, kubelet_config_path: str | Path | None,
-                   directory: Path = KIND_DIR) -> KindConfig:
-    """The config named (a file name under `directory`, `.yaml` optional), else the one giving the kubelet
-    configuration of `kubelet_config_path`, else `limitedswap`; InputError with the reason otherwise."""
-    configs = kind_configs(directory)
-    by_name = {path.stem: path for path in configs}
-    if name is not None:
-        stem = name.removesuffix(".yaml")
-        if stem not in by_name or not CONFIG_NAME.fullmatch(stem):
-            raise InputError(f"no kind config {name!r} in {directory} (configs: {', '.join(sorted(by_name))})",
-                             field="--node")
-        path = by_name[stem]
-    elif kubelet_config_path is not None:
-        from nodeconf.loader import load_kubelet_config
-        from nodeconf.nodes.kube.facts import kubelet_config_differences
-
-        requested = load_kubelet_config(kubelet_config_path)
-        matching = [p for p, given in configs.items() if not kubelet_config_differences(requested, given)]
-        if not matching:
-            raise InputError(f"no kind config gives this kubelet configuration: {kind_advice(requested, directory)}",
-                             source=str(kubelet_config_path), field="--kubelet-config")
-        path = matching[0]
-    else:
-        path = by_name[DEFAULT_CONFIG]
-    cluster = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return KindConfig(path.stem, path, cluster, configs[path])
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
@@ -303,6 +256,19 @@ def check_profile(profile: str | None, version: tuple[int, int] | None, where: s
                          field="--profile")
 
 
+def checked_config(config_name: str | None, kubelet_config_path: str | Path | None,
+                   profile: str | None) -> tuple[KindConfig, tuple[int, int] | None, str]:
+    """The config a kind node uses (see `resolve_config`), the Kubernetes version of its node image and where that
+    was read; InputError (nothing started) when kind or a container engine is missing, the config is unknown, its
+    gates do not fit the node image or --profile names another version than the image runs."""
+    require_tools()
+    config = resolve_config(config_name, kubelet_config_path)
+    version, where = node_image_version(config.cluster, run_kind(["kind", "version"], COMMAND_TIMEOUT))
+    check_gates(config.kubelet.feature_gates, version, where, str(config.path))
+    check_profile(profile, version, where)
+    return config, version, where
+
+
 def open_kind_node(config_name: str | None, *, kubelet_config_path: str | Path | None, keep: bool,
                    profile: str | None, progress: Progress, open_kube: KubeOpener = open_kube_node) -> Node:
     """Create the kind cluster for the config (see `resolve_config`), open the kube driver on it and return the
@@ -312,11 +278,7 @@ def open_kind_node(config_name: str | None, *, kubelet_config_path: str | Path |
 
     Without `profile` the node's kubelet version decides the profile (KubeNode.configure).
     """
-    require_tools()
-    config = resolve_config(config_name, kubelet_config_path)
-    version, where = node_image_version(config.cluster, run_kind(["kind", "version"], COMMAND_TIMEOUT))
-    check_gates(config.kubelet.feature_gates, version, where, str(config.path))
-    check_profile(profile, version, where)
+    config, version, where = checked_config(config_name, kubelet_config_path, profile)
     progress(f"kind config {config.path.name}: {where}"
              + (f" (Kubernetes {version[0]}.{version[1]})" if version else ""))
     cluster = KindCluster(config, progress)
@@ -336,33 +298,3 @@ def open_kind_node(config_name: str | None, *, kubelet_config_path: str | Path |
             progress(str(err))
             raise failure from err
         raise
-
-
-def preflight_kind_specs(nodes: Sequence[tuple[NodeSpec, Path | None]]) -> None:
-    """InputError (one line, nothing created) when two kind nodes of one run resolve to one config: a run tests a
-    config once. `nodes`: each kind spec with the kubelet config file it runs with."""
-    seen: dict[str, NodeSpec] = {}
-    for spec, kubelet_config in nodes:
-        config = resolve_config(spec.kind_config, kubelet_config).name
-        if config in seen:
-            raise InputError(f"{seen[config].display} and {spec.display} both use the kind config {config}: a run "
-                             "creates one cluster per config; give each kind node its own config", field="--node")
-        seen[config] = spec
-
-
-def preflight_kind_spec(spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> None:
-    """What `--node kind[:CONFIG]` refuses before pytest starts: kind or an engine missing, an unknown config, gates
-    the node image does not know, a --profile the image does not run (InputError, one line; nothing created)."""
-    require_tools()
-    config = resolve_config(spec.kind_config, kubelet_config)
-    version, where = node_image_version(config.cluster, run_kind(["kind", "version"], COMMAND_TIMEOUT))
-    check_gates(config.kubelet.feature_gates, version, where, str(config.path))
-    check_profile(profile, version, where)
-
-
-def open_kind_spec(spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> Node:
-    """The registry's opener for `kind[:CONFIG][?keep=1]`."""
-    from nodeconf.infra.vm.progress import StepPrinter
-
-    return open_kind_node(spec.kind_config, kubelet_config_path=kubelet_config, keep=spec.option("keep") == "1",
-                          profile=profile, progress=StepPrinter("kind"))

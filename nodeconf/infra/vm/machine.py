@@ -22,8 +22,8 @@ from nodeconf.infra.vm.cache_files import open_for_writing, remove_vm_directory,
 from nodeconf.infra.vm.image import VmImage
 from nodeconf.infra.vm.paths import failed_boots_dir
 from nodeconf.infra.vm.qemu import QemuSpec, qemu_argv
+from nodeconf.infra.vm.sizes import MIN_VM_MEMORY_MIB
 from nodeconf.infra.vm.state import VmState, process_start, prune_stale, terminate_pid, validate_name, vm_directory
-from nodeconf.nodes.spec import MIN_VM_MEMORY_MIB
 from nodeconf.nodes.ssh_login import SshTarget
 from nodeconf.nodes.transport.base import TransportError
 from nodeconf.nodes.transport.ssh import HostKeyError, SshTransport

@@ -1,7 +1,8 @@
 """Boot the reference VM — the one way `vm` nodes, `nodeconf node up` and the VM test fixtures get one — and open
 a `vm` node on it, run by the enforcer.
 
-Source: issue 12 (one VM opener beside the VM, used by the session fixture, `nodeconf node up` and the registry).
+Source: issue 12 (one VM opener beside the VM, used by the session fixture, `nodeconf node up` and the `vm`
+record, node_kind.py).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from nodeconf.errors import InputError
 from nodeconf.infra.vm.image import ensure_image
 from nodeconf.infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine
 from nodeconf.infra.vm.progress import StepPrinter
@@ -33,17 +33,6 @@ def boot_vm(size: VmSize | None = None, *, name: str | None = None, cache_dir: P
         name=name, cache_dir=cache_dir, progress=say, persistent=persistent,
     )
     return machine.start()
-
-
-def preflight_vm_spec(spec: NodeSpec) -> None:
-    """A vendor image that is not qcow2 or raw, or is corrupt, is refused before anything boots (one line)."""
-    if spec.vm.image is not None:
-        from nodeconf.infra.vm.disk_probe import DiskImageError, inspect_image
-
-        try:
-            inspect_image(spec.vm.image, spec.vm.uefi)
-        except DiskImageError as err:
-            raise InputError(str(err), field="--node") from None
 
 
 def open_vm_node(spec: NodeSpec) -> Node:

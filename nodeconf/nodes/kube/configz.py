@@ -12,6 +12,7 @@ from typing import Any
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import NotApplicable
+from nodeconf.nodes.kinds import node_kind
 from nodeconf.nodes.kube.api import KubeApi, KubeApiError
 from nodeconf.nodes.kube.facts import (
     is_kind_node,
@@ -20,7 +21,6 @@ from nodeconf.nodes.kube.facts import (
     live_kubelet_config,
     present_fields,
 )
-from nodeconf.nodes.kube.kind import kind_advice
 from nodeconf.semantics.profile import SUPPORTED_VERSIONS
 
 
@@ -59,8 +59,7 @@ def require_running_config(node_name: str, node: Mapping[str, Any], running: tup
     if version is not None and kubelet != version:
         differences.insert(0, f"profile: requested {version}, node has kubelet {kubelet}")
     if differences:
-        how = (kind_advice(config) if is_kind_node(node)
-               else "point nodeconf at a node whose kubelet runs the needed configuration")
+        how = node_kind("kind" if is_kind_node(node) else "kube").advice(config)
         raise KubeletConfigNotApplicable(
             f"node {node_name} runs another kubelet configuration ({'; '.join(differences)}); "
             f"its kubelet cannot be reconfigured from here: {how}")

@@ -1,8 +1,15 @@
-"""The kind cluster configs of `nodeconf/infra/kind/`: which one gives a requested kubelet configuration."""
+"""The kind cluster configs beside this module (`infra/kind/*.yaml`): the kubelet configuration each gives, which
+one a run uses, and which one gives a requested kubelet configuration.
+
+Source: kind pkg/cluster/internal/kubeadm/config.go (the cluster's featureGates reach every component);
+nodeconf/infra/kind/README.md (why a config is missing).
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +18,10 @@ import yaml
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.nodes.kube.facts import kubelet_config_differences
-from nodeconf.resources import SOURCE_DIR
 
-KIND_DIR = SOURCE_DIR / "nodeconf" / "infra" / "kind"
+KIND_DIR = Path(__file__).resolve().parent
+DEFAULT_CONFIG = "limitedswap"
+CONFIG_NAME = re.compile(r"[a-z0-9][a-z0-9.-]*")  # kind cluster names: lower case, digits, '.', '-'
 KUBELET_CONFIGURATION = "KubeletConfiguration"
 
 
@@ -59,3 +67,40 @@ def kind_advice(requested: KubeletConfig, directory: Path = KIND_DIR) -> str:
         return f"no config in {directory} gives swapBehavior {requested.swap_behavior}: {why}"
     return (f"no config in {directory} matches; create the kind cluster from a copy of one with the "
             f"KubeletConfiguration patch changed")
+
+
+@dataclass(frozen=True)
+class KindConfig:
+    """One cluster config of nodeconf/infra/kind/: its name, file, Cluster document and the kubelet config it gives."""
+
+    name: str
+    path: Path
+    cluster: Mapping[str, Any]
+    kubelet: KubeletConfig
+
+
+def resolve_config(name: str | None, kubelet_config_path: str | Path | None,
+                   directory: Path = KIND_DIR) -> KindConfig:
+    """The config named (a file name under `directory`, `.yaml` optional), else the one giving the kubelet
+    configuration of `kubelet_config_path`, else `limitedswap`; InputError with the reason otherwise."""
+    configs = kind_configs(directory)
+    by_name = {path.stem: path for path in configs}
+    if name is not None:
+        stem = name.removesuffix(".yaml")
+        if stem not in by_name or not CONFIG_NAME.fullmatch(stem):
+            raise InputError(f"no kind config {name!r} in {directory} (configs: {', '.join(sorted(by_name))})",
+                             field="--node")
+        path = by_name[stem]
+    elif kubelet_config_path is not None:
+        from nodeconf.loader import load_kubelet_config
+
+        requested = load_kubelet_config(kubelet_config_path)
+        matching = [p for p, given in configs.items() if not kubelet_config_differences(requested, given)]
+        if not matching:
+            raise InputError(f"no kind config gives this kubelet configuration: {kind_advice(requested, directory)}",
+                             source=str(kubelet_config_path), field="--kubelet-config")
+        path = matching[0]
+    else:
+        path = by_name[DEFAULT_CONFIG]
+    cluster = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return KindConfig(path.stem, path, cluster, configs[path])
