@@ -6,6 +6,7 @@ from pathlib import Path
 
 from nodeconf.report.causes import Cause, Failure, causes
 from nodeconf.report.citations import readable
+from nodeconf.report.comparison import mismatches
 from nodeconf.report.results import STATUS_ORDER, Check, RunResults, Status
 
 MAX_LISTED = 20
@@ -39,8 +40,9 @@ def problem_lines(results: RunResults) -> list[str]:
 
 
 def run_causes(results: RunResults) -> list[Cause]:
-    """The failed and broken checks of the run grouped by cause (nodeconf.report.causes)."""
-    return causes(Failure(check_id(c), c.status.value, c.message) for c in results.checks
+    """The failed and broken checks of the run grouped by cause (nodeconf.report.causes), from the rows of their
+    comparison tables."""
+    return causes(Failure(check_id(c), c.status.value, c.message, mismatches(c)) for c in results.checks
                   if c.status in (Status.FAILED, Status.BROKEN))
 
 

@@ -13,9 +13,10 @@ from fixtures.markers import mirrors
 from fixtures.node import Deploy
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
+from nodeconf.report.comparison import PAUSE
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_pod, deploy_pods, seed_files
-from suites.toolkit.compare import PAUSE, ComparedValue, compare_oom_score_adj, compare_path
+from suites.toolkit.compare import ComparedValue, compare_oom_score_adj, compare_path
 from suites.toolkit.kubelet import Kubelet, Oracle
 from suites.toolkit.pods import pod
 

@@ -8,11 +8,9 @@ import pytest
 
 from nodeconf.nodes.base import PodEvidence
 from nodeconf.report.citations import ARTICLE
-from nodeconf.report.comparison import comparison_csv, parse_comparison
+from nodeconf.report.comparison import PATH_FILE, PAUSE, comparison_csv, parse_comparison
 from nodeconf.semantics.expectation import CgroupExpectation, Expected, PodExpectation
 from suites.toolkit.compare import (
-    PATH_FILE,
-    PAUSE,
     ComparedValue,
     assert_matches,
     compare_cgroup,

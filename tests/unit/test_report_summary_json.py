@@ -115,9 +115,9 @@ def test_document_schema(tmp_path: Path) -> None:
     }
     assert (passed["node"], passed["source"], passed["message"], passed["first_mismatch"]) == (
         "vm?memory=2048", "kep5359", "", None)
-    assert [(c["status"], c["about"], c["count"], c["checks"]) for c in document["causes"]] == [
-        ("failed", f'value of cgroup "{file}" for container', 1, ["suites.resources.test_res_demo#test_qos[burstable]"])
-        for file in ("cpu.max", "cpu.weight")]
+    assert [(c["status"], c["about"], c["count"], c["checks"]) for c in document["causes"]] == [  # from ROWS
+        ("failed", f'value of cgroup "{about}', 1, ["suites.resources.test_res_demo#test_qos[burstable]"])
+        for about in ('cpu.max" for pod', 'cpu.weight" for container')]
 
 
 def _keys(value: object) -> set[str]:
