@@ -16,13 +16,14 @@ from nodeconf.manifest import MEMORY, SWAP
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import last_seen
 from nodeconf.semantics.expectation import Expected, QosClass
+from nodeconf.semantics.resize import ContainerUsage
 from nodeconf.workloads import PROGRAMS_DIR
 from suites.toolkit.checks import check_pod, deploy_pods, wait_until
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
 from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle
 from suites.toolkit.pods import pod, stop_program, with_container
 from suites.toolkit.pressure import MIB
-from suites.toolkit.resize import Usage, decision, patch, status_rows
+from suites.toolkit.resize import decision, patch, status_rows
 from suites.toolkit.tolerance import page_floor
 
 pytestmark = [pytest.mark.kep5359, pytest.mark.min_profile("1.38")]
@@ -57,7 +58,8 @@ def test_swap_limit_resize_up_at_once_and_down_deferred(deploy: Deploy, oracle: 
     for before, after, right_after in (("32Mi", "64Mi", 64), ("64Mi", "8Mi", 64)):
         status, message = decision(
             oracle, kubelet, with_container(workload, "app", limits={MEMORY: "32Mi", SWAP: before}),
-            with_container(workload, "app", limits={MEMORY: "32Mi", SWAP: after}), {"app": Usage(None, swap_used())})
+            with_container(workload, "app", limits={MEMORY: "32Mi", SWAP: after}),
+            {"app": ContainerUsage(None, swap_used())})
         got = handle.resize(patch("app", {"limits": {SWAP: after}}))
         files = handle.evidence().container("app").cgroup
         rows += status_rows(workload.name, got, status, message, f"{SWAP_RESIZE} ({before} → {after})")
