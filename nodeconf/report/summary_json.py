@@ -27,6 +27,7 @@ from nodeconf.node_facts import NodeFacts
 from nodeconf.report.comparison import mismatches
 from nodeconf.report.results import STATUS_ORDER, Check, RunResults, Status
 from nodeconf.report.run_info import COMMIT_KEY, VERSION_KEY, run_fields
+from nodeconf.report.sources import SOURCE_MARKERS
 from nodeconf.report.summary import check_id, run_causes
 from nodeconf.report.verdict import Verdict
 from nodeconf.resources import Tree, locate_tree
@@ -37,9 +38,6 @@ SUMMARY_FILE = "summary.json"
 # cpu_weight_formula), told apart from the run's own entries in environment.properties by these names.
 FACT_KEYS = frozenset(f.name for f in dataclasses.fields(NodeFacts)) - {"measured_cpu_weight_formula"}
 _NOT_SNAKE = re.compile(r"[^a-z0-9]+")
-# The suite markers that name a check's source (fixtures/markers.py SOURCE_MARKERS; a unit test keeps them equal).
-SOURCE_MARKERS = ("kep5359", "kep2400", "memory_qos", "requests_limits", "upstream_e2e", "kubelet_config",
-                  "kubelet_code")
 
 
 def snake(key: str) -> str:
