@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from nodeconf.report.allure_json import ReportError, read_bounded
-from nodeconf.report.citations import readable
 from nodeconf.report.results import Attachment, Check, Step
 
 COMPARISON_COLUMNS: tuple[str, ...] = (
@@ -61,13 +60,12 @@ def cell(value: object) -> str:
 
 
 def comparison_csv(rows: Iterable[ComparedFile]) -> str:
-    """The rows as CSV with the COMPARISON_COLUMNS header, each rule as a reader can follow it (citations)."""
+    """The rows as CSV with the COMPARISON_COLUMNS header."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COMPARISON_COLUMNS)
     for row in rows:
-        writer.writerow(readable(cell(getattr(row, column))) if column == "rule" else cell(getattr(row, column))
-                        for column in COMPARISON_COLUMNS)
+        writer.writerow(cell(getattr(row, column)) for column in COMPARISON_COLUMNS)
     return out.getvalue()
 
 
@@ -146,7 +144,7 @@ def mismatch_line(file: str, pod: str, container: str, path: str | None, actual:
     `at PATH` when `path` is None."""
     shown = actual if actual == ABSENT else f'"{actual}"'
     at = "" if path is None else f" at {path}"
-    return f'{what(file)} for {owner(pod, container)}{at} was {shown}; expected "{expected}" (rule: {readable(rule)})'
+    return f'{what(file)} for {owner(pod, container)}{at} was {shown}; expected "{expected}" (rule: {rule})'
 
 
 def _attachments(steps: Sequence[Step]) -> Iterator[Attachment]:

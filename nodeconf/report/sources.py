@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nodeconf.report.citations import ARTICLE, POST
+from nodeconf.semantics.documents import ARTICLE, POST
 
 UPSTREAM_MARK = "upstream_e2e"
 

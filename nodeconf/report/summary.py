@@ -5,7 +5,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nodeconf.report.causes import Cause, Failure, causes
-from nodeconf.report.citations import readable
 from nodeconf.report.comparison import mismatches
 from nodeconf.report.results import STATUS_ORDER, Check, RunResults, Status
 
@@ -54,7 +53,7 @@ def cause_lines(results: RunResults) -> list[str]:
         return []
     lines = []
     for c in found[:MAX_CAUSES]:
-        example = readable(c.example.removeprefix(c.about).strip())
+        example = c.example.removeprefix(c.about).strip()
         lines.append(f"  {len(c.checks)} {c.status} on {c.about}" + (f", e.g. {example}" if example else ""))
         lines += [f"    what to check: {c.advice}"] if c.advice else []
     if len(found) > MAX_CAUSES:

@@ -32,7 +32,7 @@ pytestmark.append(pytest.mark.runs_alone("reconfigures the kubelet's swap behavi
 
 SWAP_RESIZE = "KEP-5359 In-Place Pod Resize: increase applied at once, decrease deferred until swap usage is below"
 LIMITED_RESIZE = ("LimitedSwap: memory-request resize of a swapping container is Infeasible unless its memory "
-                  "resizePolicy is RestartContainer (SEMANTICS.md Swap)")
+                  "resizePolicy is RestartContainer (kubelet canResizePod, disallowResizeForSwappableContainers)")
 
 
 @pytest.mark.needs_swap
@@ -92,7 +92,7 @@ def test_limited_swap_memory_request_resize(deploy: Deploy, oracle: Oracle, kube
     got = handle.resize(patch("app", {"requests": {MEMORY: "96Mi"}}))
     rows = status_rows(workload.name, got, status, message, LIMITED_RESIZE)
     if policy == "NotRequired":
-        rows.append(compare_value(workload.name, "", "(resize)", "refusal (seed)", Expected(
+        rows.append(compare_value(workload.name, "", "(resize)", "refusal (KEP-5359)", Expected(
             "Infeasible: In-place resize of containers with swap is not supported.", LIMITED_RESIZE),
             f"{got.status}: {got.message}"))
     assert_matches(f"pod {workload.ref} memory resize on LimitedSwap ({policy})", rows)
