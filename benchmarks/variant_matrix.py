@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from infra.vm.image import MANIFEST, ImageBuildError, ensure_image
-from infra.vm.progress import StepPrinter
+from nodeconf.infra.vm.image import MANIFEST, ImageBuildError, ensure_image
+from nodeconf.infra.vm.progress import StepPrinter
 from nodeconf.node_variant import Variant
 
 # Every Debian release with systemd and each runtime, then the defaults (issue 13 item 6).

@@ -2,7 +2,7 @@
 without opening a node; this module is also the pytest plugin (`-p nodeconf.cli.checks`) that records them.
 
 Source: issue 32 item 5 ("nodeconf checks [-k …] lists checks with source, area and what they need"); the markers
-are fixtures/markers.py's.
+are nodeconf/fixtures/markers.py's.
 """
 
 from __future__ import annotations

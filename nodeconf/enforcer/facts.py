@@ -10,7 +10,7 @@ from pathlib import Path
 
 from nodeconf.node_facts import KERNEL_CONFIG_OPTIONS, NodeFacts, meminfo_bytes
 
-# PID 1's comm for nodeconf's own init (infra/vm guest_init.sh, installed as /sbin/nodeconf-init).
+# PID 1's comm for nodeconf's own init (nodeconf/infra/vm guest_init.sh, installed as /sbin/nodeconf-init).
 MINIMAL_INIT_COMM = "nodeconf-init"
 
 

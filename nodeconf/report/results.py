@@ -15,7 +15,7 @@ from nodeconf.report.run_state import RUN_CHECK_FULL_NAME, RunState, read_run_st
 __all__ = ["STATUS_ORDER", "Attachment", "Check", "NodeEnvironment", "ReportError", "RunResults", "RunState",
            "SharedFixture", "Status", "Step", "first_line", "load_results"]
 
-NODE_LABEL = "node"  # fixtures.evidence labels each check of a several-node run with its node's name
+NODE_LABEL = "node"  # nodeconf.fixtures.evidence labels each check of a several-node run with its node's name
 NODE_ENVIRONMENT_GLOB = "environment-*.properties"
 
 

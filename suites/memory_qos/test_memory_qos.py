@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.markers import mirrors
-from fixtures.node import Deploy
+from nodeconf.fixtures.markers import mirrors
+from nodeconf.fixtures.node import Deploy
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import MEMORY, SWAP, Pod
 from nodeconf.node_facts import NodeFacts

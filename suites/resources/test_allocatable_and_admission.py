@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.node import Deploy
+from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import CPU, MEMORY
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence

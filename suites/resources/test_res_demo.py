@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.markers import mirrors
-from fixtures.node import Deploy
+from nodeconf.fixtures.markers import mirrors
+from nodeconf.fixtures.node import Deploy
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
 from nodeconf.report.comparison import PAUSE

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.node import Deploy
+from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import MEMORY
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodHandle

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.node import Deploy
+from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import MEMORY, SWAP
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import last_seen

@@ -1,4 +1,4 @@
-"""The kube driver against a real cluster (a kind cluster from infra/kind/ or any kubeconfig context).
+"""The kube driver against a real cluster (a kind cluster from nodeconf/infra/kind/ or any kubeconfig context).
 
 Which cluster: `--node kube[:CONTEXT]`, else $NODECONF_KUBE_CONTEXT, else the kubeconfig's current context; the
 whole-cluster case (`?nodes=all`) lists that cluster's nodes and opens the first and the last.

@@ -214,7 +214,7 @@ def test_kind_cluster_configs(name: str, swap: str, gates: dict[str, bool], rese
     assert config.cgroup_driver == "systemd"
     assert config.eviction_hard == {"memory.available": "100Mi"}
     header = (KIND_DIR / name).read_text().splitlines()[:3]
-    assert any("kind create cluster --name nodeconf-" in line and f"--config infra/kind/{name}" in line
+    assert any("kind create cluster --name nodeconf-" in line and f"--config nodeconf/infra/kind/{name}" in line
                for line in header)
 
 
