@@ -17,14 +17,12 @@ import json
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 from nodeconf.infra.vm.image import MANIFEST, ImageBuildError, ensure_image
 from nodeconf.infra.vm.progress import StepPrinter
 from nodeconf.node_variant import Variant
-from nodeconf.report.causes import ABOUT, Failure, causes, mismatch_lines
 
 # Every Debian release with systemd and each runtime, then the defaults (issue 13 item 6).
 DEFAULT_VARIANTS = (*(f"{debian}-systemd-{runtime}" for debian in ("bullseye", "bookworm", "trixie", "sid")
@@ -71,36 +69,31 @@ def measure(variant: Variant, reports: Path, pytest_args: list[str]) -> dict[str
     summary = json.loads(summary_path.read_text())
     entry["counts"] = summary["counts"]
     entry["run"] = summary["run"]
-    lines = junit_mismatches(out / "junit.xml")
     entry["non_pass"] = [{"id": c["id"], "status": c["status"], "why": c["message"],
-                          "first_mismatch": c["first_mismatch"],
-                          "about": sorted({m[1] for m in map(ABOUT.match, lines.get(c["id"], [])) if m})}
+                          "first_mismatch": c["first_mismatch"], "about": about_by_check(summary).get(c["id"], [])}
                          for c in summary["checks"] if c["status"] != "passed"]
     return entry
 
 
-def junit_mismatches(junit: Path) -> dict[str, list[str]]:
-    """Every mismatch line of each failed check (STYLE.md: one line per mismatch), by check id (module#name)."""
-    if not junit.is_file():
-        return {}
+def about_by_check(summary: dict[str, Any]) -> dict[str, list[str]]:
+    """What each failed or broken check's mismatches are about, by check id, from the summary's causes (grouped
+    from the checks' comparison tables by nodeconf.report.causes)."""
     found: dict[str, list[str]] = {}
-    for case in ET.parse(junit).iter("testcase"):
-        text = "\n".join(f"{f.get('message') or ''}\n{f.text or ''}" for f in case if f.tag in ("failure", "error"))
-        found[f"{case.get('classname')}#{case.get('name')}"] = mismatch_lines(
-            "\n".join(line.removeprefix("E") for line in text.splitlines()))
-    return found
+    for cause in summary.get("causes", []):
+        for check in cause["checks"]:
+            found.setdefault(check, []).append(cause["about"])
+    return {check: sorted(about) for check, about in found.items()}
 
 
 def grouped(non_pass: list[dict[str, Any]]) -> str:
-    """The non-passes grouped by cause (nodeconf.report.causes: what each mismatch is about; a check may count in
-    several groups), each group with its count and one example."""
-    def message(n: dict[str, Any]) -> str:  # the first mismatch line, then the other things it is about
-        first = ABOUT.match(n["why"])
-        return "\n".join([n["why"], *(about for about in n.get("about", []) if not first or about != first[1])])
-
-    found = causes(Failure(n["id"], n["status"], message(n)) for n in non_pass)
-    return "; ".join(f"{len(c.checks)} × {c.status} {c.about} (e.g. {c.checks[0]}: {c.example[:300]})"
-                     for c in found) or "–"
+    """The non-passes grouped by cause (what each mismatch is about, else the first line; a check may count in
+    several groups), largest first, each group with its count and one check."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for n in non_pass:
+        for about in n.get("about") or [n["why"]]:
+            groups.setdefault((n["status"], about), []).append(n["id"])
+    found = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    return "; ".join(f"{len(checks)} × {status} {about} (e.g. {checks[0]})" for (status, about), checks in found) or "–"
 
 
 def table(entries: list[dict[str, Any]]) -> str:

@@ -93,6 +93,18 @@ class NodeFacts:
             return True
 
 
+def meminfo_bytes(text: str) -> dict[str, int]:
+    """/proc/meminfo's numbers in bytes, by name (its kB are KiB: fs/proc/meminfo.c show_val_kb; counts such as
+    HugePages_Total have no unit and stay as they are); a line of another shape is passed over."""
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields and fields[0].isdigit():
+            found[key.strip()] = int(fields[0]) * (1024 if fields[1:] == ["kB"] else 1)
+    return found
+
+
 def reported_facts(facts: NodeFacts) -> dict[str, object]:
     """The facts as reports name them (DESIGN.md "Node facts", issue 13 item 4): `cpu_weight_formula` is the
     formula the node's runtime was measured using. The formula the run accepts is a run entry of its own ("accepted

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nodeconf.errors import InputError
-from nodeconf.report.summary_json import SOURCE_MARKERS
+from nodeconf.report.sources import SOURCE_MARKERS
 from nodeconf.resources import locate_tree
 
 if TYPE_CHECKING:

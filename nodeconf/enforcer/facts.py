@@ -8,21 +8,15 @@ import os
 import subprocess
 from pathlib import Path
 
-from nodeconf.node_facts import KERNEL_CONFIG_OPTIONS, NodeFacts
+from nodeconf.node_facts import KERNEL_CONFIG_OPTIONS, NodeFacts, meminfo_bytes
 
 # PID 1's comm for nodeconf's own init (nodeconf/infra/vm guest_init.sh, installed as /sbin/nodeconf-init).
 MINIMAL_INIT_COMM = "nodeconf-init"
 
 
 def meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:
-    """/proc/meminfo in bytes (its kB are KiB: fs/proc/meminfo.c show_val_kb)."""
-    out: dict[str, int] = {}
-    for line in path.read_text().splitlines():
-        key, _, rest = line.partition(":")
-        fields = rest.split()
-        if fields and fields[0].isdigit():
-            out[key] = int(fields[0]) * (1024 if fields[1:] == ["kB"] else 1)
-    return out
+    """/proc/meminfo in bytes (nodeconf.node_facts.meminfo_bytes)."""
+    return meminfo_bytes(path.read_text())
 
 
 def node_memory_used() -> int:

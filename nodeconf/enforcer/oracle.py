@@ -4,7 +4,6 @@ shapes it exchanges with them."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from nodeconf.kubelet_config import KubeletConfig
@@ -13,17 +12,9 @@ from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.expectation import NodeExpectation
 from nodeconf.semantics.profile import Profile
-from nodeconf.semantics.resize import decide_resize
+from nodeconf.semantics.resize import ContainerUsage, decide_resize
 
 __all__ = ["ContainerUsage", "ExpectFn", "ResizeDecision", "ResizeFn", "decide_resize", "expect"]
-
-@dataclass(frozen=True)
-class ContainerUsage:
-    """What a container uses now, in bytes (memory.current, memory.swap.current); None when unreadable."""
-
-    memory: int | None
-    swap: int | None
-
 
 class ResizeDecision(Protocol):
     @property

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Protocol, TypedDict
 
-from nodeconf.node_facts import NodeFacts
+from nodeconf.node_facts import NodeFacts, meminfo_bytes
 
 FACTS_SCRIPT = """\
 printf 'kernel_version=%s\\n' "$(uname -r)"
@@ -21,7 +20,6 @@ done
 printf 'swap_controller=%s\\n' "$swap"
 grep -E '^(MemTotal|SwapTotal):' /proc/meminfo
 """
-_MEMINFO = re.compile(r"^(MemTotal|SwapTotal):\s+(\d+)\s+kB$")
 
 
 class CommandRunner(Protocol):
@@ -50,14 +48,11 @@ class ProbedFacts(TypedDict):
 def parse_node_facts(output: str) -> ProbedFacts:
     """The facts printed by read_node_facts_script(); ValueError naming the first missing or bad fact."""
     raw: dict[str, str] = {}
-    meminfo: dict[str, int] = {}
     for line in output.splitlines():
-        match = _MEMINFO.match(line.strip())
-        if match:
-            meminfo[match.group(1)] = int(match.group(2)) * 1024
-        elif "=" in line:
+        if "=" in line:
             key, _, value = line.partition("=")
             raw[key.strip()] = value.strip()
+    meminfo = meminfo_bytes("\n".join(line for line in output.splitlines() if "=" not in line))
     for name in ("kernel_version", "page_size", "cpu_count"):
         if not raw.get(name):
             raise ValueError(f"node facts: {name} missing from the probe output")

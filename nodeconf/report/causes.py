@@ -1,8 +1,8 @@
 """Failed and broken checks grouped by cause: what each of their mismatches is about (`value of cgroup "cpu.weight"
 for container`), so that 80 checks failing for one reason read as one line, with one example that names the reason.
 
-Source: STYLE.md "Failure messages built for triage" (every mismatch on a line of its own:
-`value of cgroup "F" for container "c" of pod "p" at PATH was "a"; expected "b" (rule: …)`).
+A check's mismatches are the structured rows of its comparison tables (nodeconf.report.comparison), never its
+message: the message is for people and may be worded anew.
 """
 
 from __future__ import annotations
@@ -11,12 +11,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-# What a mismatch line is about: its start up to the kind of owner, e.g. `value of cgroup "cpu.weight" for
-# container`, `value of measurement "…" for pod`, `value of cgroup "…" for the node` (suites/toolkit/compare.py
-# ComparedValue.line), so that a container's value and a pod's are two causes.
-ABOUT = re.compile(r'^((?:value of [a-z ]+ "[^"]+"|path|event "[^"]+")'
-                   r'(?: for (?:the node|the pause container|container|pod)\b)?)')
-_AT = re.compile(r" at \S+ was ")  # the cgroup path: long, and in every line of a cause
+from nodeconf.report.comparison import Mismatch
+from nodeconf.report.results import first_line
+
 MAX_EXAMPLE = 400
 # What to check or change, by what a cause is about (first match wins). Versions: RUNTIME-FACTS.md §3a (runc
 # CHANGELOG "[1.3.2]", crun NEWS "crun-1.23"); the kubelet settings are KubeletConfiguration fields.
@@ -46,11 +43,12 @@ BROKEN_ADVICE = ("no verdict was reached: check the node is reachable and its pr
 
 @dataclass(frozen=True)
 class Failure:
-    """One failed or broken check: its id, status and whole message."""
+    """One failed or broken check: its id, status, whole message, and the compared values that differ."""
 
     check: str
     status: str
     message: str
+    mismatches: tuple[Mismatch, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,35 +72,20 @@ def advice(status: str, about: str) -> str:
     return found or (BROKEN_ADVICE if status == "broken" else "")
 
 
-def mismatch_lines(message: str) -> list[str]:
-    """The message's mismatch lines, stripped, also one that follows the exception's name on the first line (a
-    check with no comparison has none)."""
-    lines = (raw.strip().removeprefix("AssertionError: ") for raw in message.splitlines())
-    return [line for line in lines if ABOUT.match(line)]
-
-
-def first_line(message: str) -> str:
-    """The first non-blank line of a message, stripped ("" for none)."""
-    return next((line.strip() for line in message.splitlines() if line.strip()), "")
-
-
 def causes(failures: Iterable[Failure]) -> list[Cause]:
     """The failures grouped by status and by what each mismatch is about (a check counts once in each group its
-    mismatches name); a check without mismatch lines is grouped by its first message line. Largest group first,
-    each with the first mismatch line met, its cgroup path left out."""
+    mismatches name); a check without mismatches is grouped by its message's first line. Largest group first,
+    each with the first mismatch met as its example, its cgroup path left out."""
     groups: dict[tuple[str, str], tuple[list[str], str]] = {}
     for failure in failures:
-        lines = mismatch_lines(failure.message)
         found: dict[str, str] = {}
-        for line in lines:
-            match = ABOUT.match(line)
-            if match:
-                found.setdefault(match[1], line)
-        if not lines:
+        for mismatch in failure.mismatches:
+            found.setdefault(mismatch.about, mismatch.line(at_path=False))
+        if not failure.mismatches:
             first = first_line(failure.message) or "(no message)"
             found[first[:MAX_EXAMPLE]] = first
         for about, line in found.items():
-            checks, _ = groups.setdefault((failure.status, about), ([], _AT.sub(" was ", line)[:MAX_EXAMPLE]))
+            checks, _ = groups.setdefault((failure.status, about), ([], line[:MAX_EXAMPLE]))
             checks.append(failure.check)
     return sorted((Cause(status, about, tuple(checks), example)
                    for (status, about), (checks, example) in groups.items()),

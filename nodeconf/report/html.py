@@ -10,7 +10,7 @@ from pathlib import Path
 
 from nodeconf.report.allure_json import ReportError, read_bounded, shown
 from nodeconf.report.categories import category_name
-from nodeconf.report.citations import REFERENCES, UPSTREAM_CASE_LABEL, UPSTREAM_URL, readable
+from nodeconf.report.citations import REFERENCES, UPSTREAM_CASE_LABEL, UPSTREAM_URL
 from nodeconf.report.comparison import COMPARISON_MIME, parse_comparison
 from nodeconf.report.html_diff import diff_section
 from nodeconf.report.html_nodes import node_facts, node_matrix
@@ -160,7 +160,7 @@ def _comparison_table(cls: str, rows: list[dict[str, str]]) -> str:
             f"<td><code>{_e(row.get('file', ''))}</code></td>"
             f'<td class="expected"><code>{_e(row.get("expected", ""))}</code></td>'
             f'<td class="actual"><code>{_e(row.get("actual", ""))}</code></td>'
-            f'<td>{_e(readable(row.get("rule", "")))}</td></tr>'
+            f'<td>{_e(row.get("rule", ""))}</td></tr>'
             for row in members
         )
         bodies.append(
@@ -213,7 +213,7 @@ def _check(check: Check) -> str:
     category = category_name(check.status.value)
     params = "".join(f"<span class=\"param\">{_e(name)}={_e(value)}</span>" for name, value in check.parameters)
     params += f'<span class="category {check.status.value}">{_e(category)}</span>' if category else ""
-    text = neutral_paths(readable(check.message.strip()))
+    text = neutral_paths(check.message.strip())
     message = f'<pre class="message">{_e(text)}</pre>' if text else ""
     trace = (
         f'<details class="trace"><summary>details</summary><pre>{_e(neutral_paths(check.trace))}</pre></details>'
@@ -274,7 +274,7 @@ def _causes(results: RunResults) -> str:
         return ""
     rows = "".join(
         f'<tr><td class="n {c.status}">{len(c.checks)}</td><td>{_e(c.status)}</td><th>{_e(c.about)}</th>'
-        f'<td><code>{_e(neutral_paths(readable(c.example)))}</code>'
+        f'<td><code>{_e(neutral_paths(c.example))}</code>'
         + (f'<p class="advice">what to check: {_e(c.advice)}</p>' if c.advice else "")
         + "<details><summary>the checks</summary><ul>"
         + "".join(f"<li><code>{_e(check)}</code></li>" for check in c.checks)

@@ -9,15 +9,19 @@ from enum import StrEnum
 from pathlib import Path
 
 from nodeconf.report.allure_json import ReportError, load_json, mapping, millis, sequence, shown, text
-from nodeconf.report.causes import first_line
 from nodeconf.report.properties import read_properties
 from nodeconf.report.run_state import RUN_CHECK_FULL_NAME, RunState, read_run_state
 
 __all__ = ["STATUS_ORDER", "Attachment", "Check", "NodeEnvironment", "ReportError", "RunResults", "RunState",
-           "SharedFixture", "Status", "Step", "load_results"]
+           "SharedFixture", "Status", "Step", "first_line", "load_results"]
 
 NODE_LABEL = "node"  # nodeconf.fixtures.evidence labels each check of a several-node run with its node's name
 NODE_ENVIRONMENT_GLOB = "environment-*.properties"
+
+
+def first_line(message: str) -> str:
+    """The first non-blank line of a message, stripped ("" for none)."""
+    return next((line.strip() for line in message.splitlines() if line.strip()), "")
 
 
 class Status(StrEnum):

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nodeconf.report.causes import Cause, Failure, causes
-from nodeconf.report.citations import readable
+from nodeconf.report.comparison import mismatches
 from nodeconf.report.results import STATUS_ORDER, Check, RunResults, Status
 
 MAX_LISTED = 20
@@ -39,8 +39,9 @@ def problem_lines(results: RunResults) -> list[str]:
 
 
 def run_causes(results: RunResults) -> list[Cause]:
-    """The failed and broken checks of the run grouped by cause (nodeconf.report.causes)."""
-    return causes(Failure(check_id(c), c.status.value, c.message) for c in results.checks
+    """The failed and broken checks of the run grouped by cause (nodeconf.report.causes), from the rows of their
+    comparison tables."""
+    return causes(Failure(check_id(c), c.status.value, c.message, mismatches(c)) for c in results.checks
                   if c.status in (Status.FAILED, Status.BROKEN))
 
 
@@ -52,7 +53,7 @@ def cause_lines(results: RunResults) -> list[str]:
         return []
     lines = []
     for c in found[:MAX_CAUSES]:
-        example = readable(c.example.removeprefix(c.about).strip())
+        example = c.example.removeprefix(c.about).strip()
         lines.append(f"  {len(c.checks)} {c.status} on {c.about}" + (f", e.g. {example}" if example else ""))
         lines += [f"    what to check: {c.advice}"] if c.advice else []
     if len(found) > MAX_CAUSES:

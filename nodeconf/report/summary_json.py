@@ -17,17 +17,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from nodeconf.build_info import commit, version
 from nodeconf.errors import InputError
 from nodeconf.node_facts import NodeFacts
-from nodeconf.report.allure_json import ReportError, read_bounded
-from nodeconf.report.comparison import COMPARISON_MIME, parse_comparison
-from nodeconf.report.results import STATUS_ORDER, Attachment, Check, RunResults, Status, Step
+from nodeconf.report.comparison import mismatches
+from nodeconf.report.results import STATUS_ORDER, Check, RunResults, Status
 from nodeconf.report.run_info import COMMIT_KEY, VERSION_KEY, run_fields
+from nodeconf.report.sources import SOURCE_MARKERS
 from nodeconf.report.summary import check_id, run_causes
 from nodeconf.report.verdict import Verdict
 from nodeconf.resources import Tree, locate_tree
@@ -37,12 +37,7 @@ SUMMARY_FILE = "summary.json"
 # The node facts a node records (nodeconf.node_facts.reported_facts: NodeFacts' fields, the measured formula as
 # cpu_weight_formula), told apart from the run's own entries in environment.properties by these names.
 FACT_KEYS = frozenset(f.name for f in dataclasses.fields(NodeFacts)) - {"measured_cpu_weight_formula"}
-# A comparison table is read up to this size (a table of every value of one check is a few KiB).
-MAX_COMPARISON_BYTES = 4 * 1024 * 1024
 _NOT_SNAKE = re.compile(r"[^a-z0-9]+")
-# The suite markers that name a check's source (fixtures/markers.py SOURCE_MARKERS; a unit test keeps them equal).
-SOURCE_MARKERS = ("kep5359", "kep2400", "memory_qos", "requests_limits", "upstream_e2e", "kubelet_config",
-                  "kubelet_code")
 
 
 def snake(key: str) -> str:
@@ -50,37 +45,17 @@ def snake(key: str) -> str:
     return _NOT_SNAKE.sub("_", key.lower()).strip("_")
 
 
-def _attachments(steps: Sequence[Step]) -> Iterator[Attachment]:
-    for step in steps:
-        yield from step.attachments
-        yield from _attachments(step.steps)
-
-
-def _comparison_rows(check: Check) -> Iterator[dict[str, str]]:
-    """The rows of every comparison table the check attached (fixtures, steps, body), in that order; a table that
-    cannot be read (a link out of the results, too large) is passed over."""
-    for attachment in (*_attachments(check.fixtures), *_attachments(check.steps), *check.attachments):
-        if attachment.mime != COMPARISON_MIME:
-            continue
-        try:
-            text = read_bounded(attachment.path, MAX_COMPARISON_BYTES, attachment.path.parent).decode("utf-8")
-        except (ReportError, UnicodeDecodeError):
-            continue
-        yield from parse_comparison(text) or ()
-
-
 def first_mismatch(check: Check) -> dict[str, str] | None:
     """The first compared value of a failed check that differs from the oracle, as fields; None when the check
     passed or compared no value (its `message` says why it failed, broke or was skipped)."""
     if check.status is Status.PASSED:
         return None
-    for row in _comparison_rows(check):
-        if row.get("ok", "").lower() in ("no", "false", "0"):
-            pod, container = row.get("pod", ""), row.get("container", "")
-            return {"owner": f"{pod}/{container}".rstrip("/") or "node", "pod": pod, "container": container,
-                    "path": row.get("cgroup_path", ""), "file": row.get("file", ""),
-                    "expected": row.get("expected", ""), "actual": row.get("actual", ""), "rule": row.get("rule", "")}
-    return None
+    found = next(iter(mismatches(check)), None)
+    if found is None:
+        return None
+    return {"owner": f"{found.pod}/{found.container}".rstrip("/") or "node", "pod": found.pod,
+            "container": found.container, "path": found.cgroup_path, "file": found.file,
+            "expected": found.expected, "actual": found.actual, "rule": found.rule}
 
 
 def _source(check: Check) -> str:

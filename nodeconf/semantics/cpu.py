@@ -7,6 +7,7 @@ import math
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, Container, Pod
 from nodeconf.node_facts import NEITHER_FORMULA, NodeFacts
+from nodeconf.semantics.documents import ARTICLE
 from nodeconf.semantics.expectation import Expected, QosClass
 from nodeconf.semantics.pod_resources import (
     every_container_limits,
@@ -169,7 +170,8 @@ def container_files(
         "cpu.weight": Expected(
             str(weight(shares, node.cpu_weight_formula)),
             f"{node.cpu_weight_formula} shares→weight of MilliCPUToShares(request)={shares} "
-            f"(runtime formula for containers, seed requests-limits-qos cgroup table){runtime_note(node)}",
+            f'(runtime formula for containers, {ARTICLE}, section "What the numbers turn into: cgroup v2")'
+            f"{runtime_note(node)}",
         ),
         "cpu.max": quota_expected(quota, period, quota_rule, config),
     }
@@ -242,6 +244,6 @@ def kubepods_files(allocatable_cpu_milli: int) -> dict[str, Expected]:
 def pause_files() -> dict[str, Expected]:
     """The sandbox (pause) container: 2 shares → weight 1, no quota (seed requests-limits-qos hands-on)."""
     return {
-        "cpu.weight": Expected("1", "pause container: minimum shares (seed requests-limits-qos)"),
-        "cpu.max": Expected(cpu_max(0, QUOTA_PERIOD), "pause container: no quota (seed requests-limits-qos)"),
+        "cpu.weight": Expected("1", f"pause container: minimum shares ({ARTICLE})"),
+        "cpu.max": Expected(cpu_max(0, QUOTA_PERIOD), f"pause container: no quota ({ARTICLE})"),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import MEMORY, Container, Pod
 from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.documents import ARTICLE
 from nodeconf.semantics.expectation import Expected, QosClass
 from nodeconf.semantics.pod_resources import (
     every_container_limits,
@@ -80,7 +81,7 @@ def pod_files(pod: Pod, qos: QosClass, node: NodeFacts, profile: Profile) -> dic
             read_back(pod_limit_bytes(pod, qos, profile), node.page_size),
             "ResourceConfigForPod: sum of memory limits when all containers have one (or pod-level limit)",
         ),
-        "memory.oom.group": Expected("0", "pod cgroups keep memory.oom.group=0 (seed requests-limits-qos)"),
+        "memory.oom.group": Expected("0", f"pod cgroups keep memory.oom.group=0 ({ARTICLE})"),
     }
 
 
@@ -101,4 +102,4 @@ def qos_level_files() -> dict[str, Expected]:
 
 def pause_files() -> dict[str, Expected]:
     """The sandbox (pause) container: memory.max max (seed requests-limits-qos hands-on)."""
-    return {"memory.max": Expected(UNLIMITED, "pause container: no memory limit (seed requests-limits-qos)")}
+    return {"memory.max": Expected(UNLIMITED, f"pause container: no memory limit ({ARTICLE})")}

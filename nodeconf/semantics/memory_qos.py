@@ -10,6 +10,7 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import MEMORY, Container, Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.allocatable import allocatable_absolute_memory
+from nodeconf.semantics.documents import ARTICLE, POST
 from nodeconf.semantics.expectation import Expected, QosClass
 from nodeconf.semantics.memory import read_back
 from nodeconf.semantics.pod_resources import pod_level_limits_set, pod_limits, pod_requests, whole
@@ -61,31 +62,31 @@ def _reservation(qos: QosClass, request: int, node: NodeFacts, config: KubeletCo
                  profile: Profile, level: str) -> dict[str, Expected]:
     """memory.min/memory.low of a container or pod cgroup for its request (post table, "Cgroup hierarchy")."""
     if not enabled(profile):
-        return _zero("MemoryQoS gate off: the kubelet writes no memory.min/memory.low (article hands-on: 0 0)")
+        return _zero(f"MemoryQoS gate off: the kubelet writes no memory.min/memory.low ({ARTICLE} hands-on: 0 0)")
     page = node.page_size
     if _old_scheme(profile):
         if qos is QosClass.BEST_EFFORT or request == 0:
             return _zero(f"MemoryQoS before 1.36: no memory request, no memory.min ({level})")
         return {
             MIN: Expected(read_back(request, page), f"MemoryQoS before 1.36: memory.min = {level} memory request "
-                          "for every request (post \"Comparison with v1.27 behavior\"), page-floored"),
+                          f"for every request ({POST} \"Comparison with v1.27 behavior\"), page-floored"),
             LOW: Expected("0", "MemoryQoS before 1.36: memory.low not written"),
         }
     if not _tiered(config, profile):
-        return _zero("memoryReservationPolicy None: no memory.min/memory.low (post: None is the default)")
+        return _zero(f"memoryReservationPolicy None: no memory.min/memory.low ({POST}: None is the default)")
     if qos is QosClass.GUARANTEED:
         return {
             MIN: Expected(read_back(request, page), f"TieredReservation: Guaranteed {level} memory.min = "
-                          "requests.memory (post table), page-floored"),
-            LOW: Expected("0", "TieredReservation: Guaranteed gets memory.min, not memory.low (post table)"),
+                          f"requests.memory ({POST} table), page-floored"),
+            LOW: Expected("0", f"TieredReservation: Guaranteed gets memory.min, not memory.low ({POST} table)"),
         }
     if qos is QosClass.BURSTABLE:
         return {
-            MIN: Expected("0", "TieredReservation: Burstable gets memory.low, not memory.min (post table)"),
+            MIN: Expected("0", f"TieredReservation: Burstable gets memory.low, not memory.min ({POST} table)"),
             LOW: Expected(read_back(request, page), f"TieredReservation: Burstable {level} memory.low = "
-                          "requests.memory (post table), page-floored"),
+                          f"requests.memory ({POST} table), page-floored"),
         }
-    return _zero("TieredReservation: BestEffort gets neither memory.min nor memory.low (post table)")
+    return _zero(f"TieredReservation: BestEffort gets neither memory.min nor memory.low ({POST} table)")
 
 
 def memory_request_and_limit(container: Container) -> tuple[int, int]:
@@ -108,19 +109,19 @@ def memory_high(container: Container, node: NodeFacts, config: KubeletConfig, pr
     skip request == limit == 0 (kubernetes#137685), an accepted value tied to that issue.
     """
     if not enabled(profile):
-        return Expected(UNLIMITED, "MemoryQoS gate off: memory.high not written (article hands-on: max)")
+        return Expected(UNLIMITED, f"MemoryQoS gate off: memory.high not written ({ARTICLE} hands-on: max)")
     factor = throttling_factor(config, profile)
     if factor is None:
         return Expected(UNLIMITED, "memoryThrottlingFactor null (1.37+ default): no memory.high (v1.37 blog)")
     request, limit = memory_request_and_limit(container)
     if request == limit and request > 0:
-        return Expected(UNLIMITED, "memory request == limit: no throttling, memory.high stays max (post table)")
+        return Expected(UNLIMITED, f"memory request == limit: no throttling, memory.high stays max ({POST} table)")
     ceiling = limit or allocatable_absolute_memory(node, config)
     high = throttle_bytes(request, ceiling, factor, node.page_size)
     source = "limits.memory" if limit else "node allocatable"
     if high == 0 or high <= request:
         return Expected(UNLIMITED, f"memory.high from {source} would not exceed the request: not written")
-    rule = f"floor((request + {factor}*({source} − request))/page)*page (post, KEP-2570 formula)"
+    rule = f"floor((request + {factor}*({source} − request))/page)*page ({POST}, KEP-2570 formula)"
     if request == 0 and limit == 0 and profile.ships(MEMORY_HIGH_WITHOUT_MEMORY):
         issue = f"{MEMORY_HIGH_WITHOUT_MEMORY}: kubelet {profile.version} skips memory.high without any memory"
         return Expected(str(high), rule, {UNLIMITED: issue})
@@ -161,7 +162,7 @@ def pod_memory_high(pod: Pod, node: NodeFacts, config: KubeletConfig, profile: P
     pod_limit = pod.resources.limit(MEMORY) if pod.resources is not None else None
     if (not enabled(profile) or factor is None or not profile.at_least("1.37") or pod_limit is None
             or not pod_level_limits_set(pod, profile)):
-        return Expected(UNLIMITED, "pod cgroups keep memory.high max (post: throttling is per container)")
+        return Expected(UNLIMITED, f"pod cgroups keep memory.high max ({POST}: throttling is per container)")
     request = pod_request_bytes(pod, profile)
     limit = whole(pod_limits(pod, profile).get(MEMORY, Fraction(0)))
     high = throttle_bytes(request, limit, factor, node.page_size)
@@ -191,11 +192,11 @@ def node_level_files(
     unset = _zero("never written for this level: a fresh cgroup reads 0")
     if not enabled(profile) or not (_old_scheme(profile) or _tiered(config, profile)):
         rule = ("MemoryQoS gate off: no QoS-level protection" if not enabled(profile)
-                else "memoryReservationPolicy None: QoS-level memory.min/memory.low reset to 0 (post, v1.37 blog)")
+                else f"memoryReservationPolicy None: QoS-level memory.min/memory.low reset to 0 ({POST}, v1.37 blog)")
         return {KUBEPODS: _zero(rule), BURSTABLE: _zero(rule), BESTEFFORT: unset}
     kubepods = {
         MIN: Expected(read_back(guaranteed + burstable, page),
-                      "kubepods memory.min = sum of Guaranteed and Burstable pod requests (post hierarchy)"),
+                      f"kubepods memory.min = sum of Guaranteed and Burstable pod requests ({POST} hierarchy)"),
         LOW: _kubepods_low(burstable, page, profile),
     }
     if _old_scheme(profile):
@@ -206,9 +207,9 @@ def node_level_files(
         }
     else:
         burstable_files = {
-            MIN: Expected("0", "TieredReservation: the burstable slice gets memory.low, not memory.min (post)"),
+            MIN: Expected("0", f"TieredReservation: the burstable slice gets memory.low, not memory.min ({POST})"),
             LOW: Expected(read_back(burstable, page),
-                          "TieredReservation: burstable memory.low = sum of Burstable pod requests (post)"),
+                          f"TieredReservation: burstable memory.low = sum of Burstable pod requests ({POST})"),
         }
     return {KUBEPODS: kubepods, BURSTABLE: burstable_files, BESTEFFORT: unset}
 
@@ -221,7 +222,7 @@ def _kubepods_low(burstable: int, page: int, profile: Profile) -> Expected:
         return Expected("0", "before 1.36: kubepods memory.low not written (setMemoryQoS)")
     if profile.ships(KUBEPODS_MEMORY_LOW_MISSING):
         return Expected("0", f"kubelet {profile.version} writes no kubepods memory.low ({KUBEPODS_MEMORY_LOW_MISSING}, "
-                             "fixed in 1.37; the post's hierarchy names only kubepods memory.min)")
+                             f"fixed in 1.37; the hierarchy of the {POST} names only kubepods memory.min)")
     return Expected(read_back(burstable, page),
                     "TieredReservation: kubepods memory.low = sum of Burstable pod requests, the burstable slice's "
                     f"ancestor coverage (setMemoryQoS, {KUBEPODS_MEMORY_LOW_MISSING}, 1.37 pod-qos docs), page-floored")

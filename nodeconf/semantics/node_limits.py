@@ -40,7 +40,7 @@ RSVD = "and hugetlb.<size>.rsvd.max (opencontainers/cgroups fs2 setHugeTlb)"
 QOS_UNBOUNDED = 1 << 62
 # containerd's default CRI config drops CRI hugepage_limits (disable_hugetlb_controller = true).
 CONTAINERD_DROPS_HUGEPAGES = ("containerd default disable_hugetlb_controller=true drops the CRI hugepage limits "
-                              "(internal/cri/config/config_unix.go DefaultConfig, RUNTIME-FACTS.md §1)")
+                              "(internal/cri/config/config_unix.go DefaultConfig)")
 
 
 def _hugetlb(limits: Mapping[int, int], node: NodeFacts, rule: str) -> dict[str, Expected]:

@@ -10,6 +10,7 @@ KubeletOOMScoreAdjTieBreak nudge (off by default, no profile enables it) and DRA
 from __future__ import annotations
 
 from nodeconf.manifest import MEMORY, SYSTEM_NODE_CRITICAL, Container, Pod
+from nodeconf.semantics.documents import ARTICLE
 from nodeconf.semantics.expectation import Expected, QosClass
 from nodeconf.semantics.pod_resources import aggregate_containers, pod_level_requests_set, whole
 from nodeconf.semantics.profile import Profile
@@ -66,9 +67,10 @@ def oom_score_adj(
     if is_node_critical(pod):
         return Expected(str(GUARANTEED_OOM_SCORE_ADJ), "node-critical pod → -997 (policy.go IsNodeCriticalPod)")
     if qos is QosClass.GUARANTEED:
-        return Expected(str(GUARANTEED_OOM_SCORE_ADJ), "Guaranteed → -997 (policy.go, seed oom_score_adj table)")
+        return Expected(str(GUARANTEED_OOM_SCORE_ADJ), f"Guaranteed → -997 (policy.go, {ARTICLE}, oom_score_adj table)")
     if qos is QosClass.BEST_EFFORT:
-        return Expected(str(BEST_EFFORT_OOM_SCORE_ADJ), "BestEffort → 1000 (policy.go, seed oom_score_adj table)")
+        return Expected(str(BEST_EFFORT_OOM_SCORE_ADJ),
+                        f"BestEffort → 1000 (policy.go, {ARTICLE}, oom_score_adj table)")
     remaining = remaining_pod_request_per_container(pod) if pod_level_requests_set(pod, profile) else 0
     adj = _linear(_request(container) + remaining, memory_capacity)
     rule = f"Burstable: 1000 − 1000·request/capacity (request {_request(container)}, capacity {memory_capacity})"

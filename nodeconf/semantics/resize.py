@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Protocol
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, Pod
@@ -35,14 +34,12 @@ class ResizeStatus(StrEnum):
     APPLIED = "Applied"
 
 
-class Usage(Protocol):
-    """Current usage of a container in bytes (memory.current, memory.swap.current); None when unreadable."""
+@dataclass(frozen=True)
+class ContainerUsage:
+    """What a container uses now, in bytes (memory.current, memory.swap.current); None when unreadable."""
 
-    @property
-    def memory(self) -> int | None: ...
-
-    @property
-    def swap(self) -> int | None: ...
+    memory: int | None = None
+    swap: int | None = None
 
 
 @dataclass(frozen=True)
@@ -171,7 +168,7 @@ def _decrease_waits(file: str, before: str, after: str, used: int | None, where:
     return None
 
 
-def _waiting(current: Pod, desired: Pod, usage: Mapping[str, Usage], node: NodeFacts, config: KubeletConfig,
+def _waiting(current: Pod, desired: Pod, usage: Mapping[str, ContainerUsage], node: NodeFacts, config: KubeletConfig,
              profile: Profile) -> str | None:
     """A memory.max or memory.swap.max decrease, container or pod level, waits while usage is at or above it.
 
@@ -196,7 +193,7 @@ def _waiting(current: Pod, desired: Pod, usage: Mapping[str, Usage], node: NodeF
     return None
 
 
-def decide_resize(current: Pod, desired: Pod, usage: Mapping[str, Usage], node: NodeFacts,
+def decide_resize(current: Pod, desired: Pod, usage: Mapping[str, ContainerUsage], node: NodeFacts,
                   config: KubeletConfig, profile: Profile, others: Sequence[Pod] = ()) -> ResizeDecision:
     """The decision for resizing `current` (as running) to `desired`, given usage and the node's other pods."""
     rejected = _rejected(current, desired, node, config, profile)

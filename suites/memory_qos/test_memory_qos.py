@@ -17,6 +17,7 @@ from nodeconf.manifest import MEMORY, SWAP, Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
 from nodeconf.quantity import Quantity
+from nodeconf.semantics.documents import ARTICLE, POST
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_admission, check_node, check_pod, check_qos, deploy_pods, seed_files
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_metrics, compare_value
@@ -116,12 +117,12 @@ def test_reservation_policy_at_every_level(deploy: Deploy, oracle: Oracle, kubel
                     int(request + factor * (limit.value() - request)), node_facts.page_size))}, HIGH)
             if qos is QosClass.GUARANTEED:
                 rows += seed_files(p.name, "app", evidence.container("app").cgroup, {"memory.high": "max"},
-                                   "Memory QoS post table: Guaranteed memory.high not set (request == limit)")
+                                   f"{POST} table: Guaranteed memory.high not set (request == limit)")
             return rows
 
         check_pod(deployed.handle(p.name), deployed.expected(p.name), classes[p.name], seed=post)
     check_node(kubelet.node, deployed.expectation, f"node under {policy} reservation")
-    assert_matches(f"node under {policy} reservation (post's sums)", _node_literals(kubelet, tiered, pods))
+    assert_matches(f"node under {policy} reservation (sums of the {POST})", _node_literals(kubelet, tiered, pods))
 
 
 RATIOS = [(32, 128), (64, 128), (96, 128), (128, 128), (64, None)]
@@ -183,7 +184,7 @@ def test_hierarchy_sums_as_pods_come_and_go(deploy: Deploy, oracle: Oracle, kube
             remaining = [p for p in remaining if p.name != leaving]
         step = f"node with {', '.join(p.name for p in remaining)}"
         check_node(kubelet.node, oracle.expect(remaining, kubelet.config), step)
-        assert_matches(f"{step} (post's sums)", _node_literals(kubelet, True, remaining))
+        assert_matches(f"{step} (sums of the {POST})", _node_literals(kubelet, True, remaining))
 
 
 @pytest.mark.needs_swap
@@ -247,7 +248,7 @@ def test_oom_above_memory_max(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) 
     ended = state.last_terminated
     shown = f"{ended.reason} ({ended.exit_code})" if ended else f"{state.reason} ({state.exit_code})"
     pod_cgroup = watched.evidence.pod_cgroup
-    rule = "memory.max is the hard limit: OOM kill in the container's cgroup (requests-limits-qos article)"
+    rule = f"memory.max is the hard limit: OOM kill in the container's cgroup ({ARTICLE})"
     assert_matches(f"pod {workload.ref} above memory.max", [
         compare_value(workload.name, "app", pod_cgroup.path, "termination", Expected("OOMKilled (137)", rule),
                       shown),

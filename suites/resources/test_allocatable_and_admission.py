@@ -12,6 +12,7 @@ from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import CPU, MEMORY
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
+from nodeconf.semantics.documents import ARTICLE
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_admission, check_node, check_pod, deploy_pods, seed_files
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
@@ -24,9 +25,9 @@ pytestmark = [pytest.mark.requests_limits]
 pytestmark.append(pytest.mark.runs_alone(
     "judges kubepods against allocatable, admission against it, and the namespace's LimitRange and ResourceQuota"))
 
-RESERVES = "requests-limits-qos article: kubepods.slice limited to capacity − systemReserved − kubeReserved"
-WEIGHT = "requests-limits-qos article: kubepods weight from allocatable cpu, kubelet's linear formula (79 on 2 cores)"
-WALK = "requests-limits-qos article, Hands-on quotas"
+RESERVES = f"{ARTICLE}: kubepods.slice limited to capacity − systemReserved − kubeReserved"
+WEIGHT = f"{ARTICLE}: kubepods weight from allocatable cpu, kubelet's linear formula (79 on 2 cores)"
+WALK = f"{ARTICLE}, Hands-on quotas"
 
 
 def _linear_weight(milli_cpu: int) -> int:
@@ -35,7 +36,7 @@ def _linear_weight(milli_cpu: int) -> int:
     return 1 + ((shares - 2) * 9999) // 262142
 
 
-@pytest.mark.parametrize("reserved", [False, True], ids=["no-reserves", "article-reserves"])
+@pytest.mark.parametrize("reserved", [False, True], ids=["no-reserves", "reserves"])
 def test_kubepods_from_allocatable(kubelet: Kubelet, oracle: Oracle, node_facts: NodeFacts, reserved: bool) -> None:
     """kubepods memory.max = capacity − reserves (never the eviction threshold, never the huge page pool),
     cpu.weight from allocatable cpu."""
@@ -44,7 +45,7 @@ def test_kubepods_from_allocatable(kubelet: Kubelet, oracle: Oracle, node_facts:
     cpu = sum(q.milli_value() for q in (config.system_reserved.get(CPU), config.kube_reserved.get(CPU)) if q)
     check_node(kubelet.node, oracle.expect([], config), "node allocatable")
     kubepods = kubelet.node.node_cgroups()["kubepods.slice"]
-    assert_matches("kubepods.slice (article)", seed_files("", "", kubepods, {
+    assert_matches(f"kubepods.slice ({ARTICLE})", seed_files("", "", kubepods, {
         "memory.max": str(page_floor(node_facts.memory_capacity - memory, node_facts.page_size)),
     }, RESERVES) + seed_files("", "", kubepods, {
         "cpu.weight": str(_linear_weight(node_facts.cpu_capacity_milli - cpu))}, WEIGHT))
@@ -62,7 +63,7 @@ def test_limitrange_defaults_a_pod_without_resources(deploy: Deploy, oracle: Ora
     shown = {k: {n: str(q) for n, q in sorted(v.items())} for k, v in
              (("limits", effective.limits), ("requests", effective.requests))}
     assert shown == {"limits": {"cpu": "2", "memory": "128Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}}, (
-        f"pod quota-test/plain: the oracle's effective resources {shown} are not the article's")
+        f"pod quota-test/plain: the oracle's effective resources {shown} are not those of the {ARTICLE}")
 
     def article(evidence: PodEvidence) -> list[ComparedValue]:
         return seed_files("plain", "plain", evidence.container("plain").cgroup,

@@ -13,6 +13,7 @@ import pytest
 from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import MEMORY
 from nodeconf.nodes.base import CgroupFiles, PodHandle
+from nodeconf.semantics.documents import ARTICLE
 from nodeconf.semantics.eviction import PodMemoryUsage, rank_for_memory_pressure
 from nodeconf.semantics.expectation import Expected
 from suites.toolkit.checks import check_admission, deploy_pods
@@ -25,8 +26,8 @@ pytestmark = [pytest.mark.requests_limits, pytest.mark.disruptive]
 
 pytestmark.append(pytest.mark.runs_alone("node memory pressure and the eviction order of every pod on the node"))
 
-ORDER = "requests-limits-qos article: usage above request first, by priority and by the size of the excess"
-EVICTED = "requests-limits-qos article: an evicted pod moves to phase Failed with reason Evicted"
+ORDER = f"{ARTICLE}: usage above request first, by priority and by the size of the excess"
+EVICTED = f"{ARTICLE}: an evicted pod moves to phase Failed with reason Evicted"
 HOG_MIB = 48
 # A threshold no node meets: memory.available is below 99 % of capacity from the first check, so the node evicts
 # pod after pod, one per pass, in its ranking order.

@@ -13,19 +13,21 @@ from nodeconf.fixtures.markers import mirrors
 from nodeconf.fixtures.node import Deploy
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
+from nodeconf.report.comparison import PAUSE
+from nodeconf.semantics.documents import ARTICLE
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_pod, deploy_pods, seed_files
-from suites.toolkit.compare import PAUSE, ComparedValue, compare_oom_score_adj, compare_path
+from suites.toolkit.compare import ComparedValue, compare_oom_score_adj, compare_path
 from suites.toolkit.kubelet import Kubelet, Oracle
 from suites.toolkit.pods import pod
 
 pytestmark = [pytest.mark.requests_limits]
 
 MI = 1024**2
-HANDS_ON = "requests-limits-qos article, Hands-on: res-demo read on k8s-node-2"
+HANDS_ON = f"{ARTICLE}, Hands-on: res-demo read on k8s-node-2"
 # The article's cgroup table for 250m/500m/128Mi: container weight 35 with the new runtime formula, 10 with the old.
 CONTAINER_WEIGHT = {"nonlinear": "35", "linear": "10"}
-OOM_TABLE = "requests-limits-qos article, oom_score_adj table (Burstable: 1000 − 1000 × request / node memory)"
+OOM_TABLE = f"{ARTICLE}, oom_score_adj table (Burstable: 1000 − 1000 × request / node memory)"
 
 
 def _burstable_score(request: int, capacity: int) -> int:
@@ -33,7 +35,7 @@ def _burstable_score(request: int, capacity: int) -> int:
     return min(999, max(2, 1000 - (1000 * request) // capacity))
 
 
-@pytest.mark.runs_alone("reconfigures the kubelet (the MemoryQoS gate off, as on the article's node)")
+@pytest.mark.runs_alone(f"reconfigures the kubelet (the MemoryQoS gate off, as on the node of the {ARTICLE})")
 def test_res_demo_container_pod_and_pause(deploy: Deploy, oracle: Oracle, kubelet: Kubelet,
                                           node_facts: NodeFacts) -> None:
     """Every value the article read for res-demo (Memory QoS off, as on the article's 1.36 node)."""
@@ -63,7 +65,7 @@ def test_res_demo_container_pod_and_pause(deploy: Deploy, oracle: Oracle, kubele
 
 
 
-QOS_TABLE = "requests-limits-qos article, QoS classes and oom_score_adj tables; cgroup tree (systemd driver)"
+QOS_TABLE = f"{ARTICLE}, QoS classes and oom_score_adj tables; cgroup tree (systemd driver)"
 
 
 @mirrors("test/e2e_node/container_manager_test.go", *(
@@ -94,7 +96,7 @@ def test_qos_class_slice_and_oom_score_adj(deploy: Deploy, oracle: Oracle, kubel
                                            name: str, qos: QosClass, parent: str) -> None:
     """Each class lands in its slice with the article's oom_score_adj (pause −998 for every pod)."""
     if kubelet.config.cgroup_driver != "systemd":
-        pytest.skip("the article's slice names are the systemd driver's")
+        pytest.skip(f"the slice names of the {ARTICLE} are the systemd driver's")
     deployed = deploy_pods(deploy, oracle, kubelet, [pod("requests-limits/qos-classes.yaml", name)])
     score = {QosClass.GUARANTEED: -997, QosClass.BEST_EFFORT: 1000,
              QosClass.BURSTABLE: _burstable_score(64 * MI, node_facts.memory_capacity)}[qos]

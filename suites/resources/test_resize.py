@@ -11,6 +11,7 @@ from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import MEMORY
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodHandle
+from nodeconf.semantics.documents import ARTICLE
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_pod, deploy_pods, settled_evidence
 from suites.toolkit.compare import assert_matches, compare_value
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.requests_limits]
 pytestmark.append(pytest.mark.runs_alone(
     "resize decisions against the node's allocatable cpu (what fits depends on every pod's requests)"))
 
-RESIZE = "requests-limits-qos article, Hands-on in-place resize"
+RESIZE = f"{ARTICLE}, Hands-on in-place resize"
 
 
 def _pid(handle: PodHandle, container: str) -> tuple[int, ...]:
@@ -68,7 +69,7 @@ def test_resize_refused_with_the_articles_message(deploy: Deploy, oracle: Oracle
                                                   resources: dict[str, dict[str, str]], message: str) -> None:
     """The QoS class is immutable; a request that can never fit is refused at once; nothing changes on the node."""
     if case == "infeasible" and node_facts.cpu_capacity_milli != 2000:
-        pytest.skip("the article's message names a 2-cpu node")
+        pytest.skip(f"the message of the {ARTICLE} names a 2-cpu node")
     demo = pod("requests-limits/res-demo.yaml")
     if case == "qos-change":
         demo = with_container(demo, "hello", limits={"cpu": "1", MEMORY: "128Mi"})
@@ -82,7 +83,7 @@ def test_resize_refused_with_the_articles_message(deploy: Deploy, oracle: Oracle
                                                                              limits=limits))
     got = handle.resize(patch("hello", resources))
     assert_matches(f"pod default/res-demo {case} resize", [
-        compare_value("res-demo", "", "(resize)", "refusal message (article)", Expected(message, RESIZE),
+        compare_value("res-demo", "", "(resize)", f"refusal message ({ARTICLE})", Expected(message, RESIZE),
                       got.message),
         *status_rows("res-demo", got, status, oracle_message, RESIZE),
     ])

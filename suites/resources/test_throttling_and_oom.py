@@ -11,6 +11,7 @@ import pytest
 
 from nodeconf.fixtures.node import Deploy
 from nodeconf.nodes.base import PodEvidence, PodHandle
+from nodeconf.semantics.documents import ARTICLE
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_admission, check_pod, check_qos, deploy_pods
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_value
@@ -23,8 +24,8 @@ pytestmark = [pytest.mark.requests_limits]
 pytestmark.append(pytest.mark.runs_alone(
     "CPU throttling needs the burner to get its quota's worth of CPU, and the OOM eater loads node memory"))
 
-THROTTLING = "requests-limits-qos article, Hands-on burner: 633 of 637 periods throttled, usage exactly 200m"
-OOM = "requests-limits-qos article, Hands-on eater: exit code 137 = 128 + 9, reason OOMKilled, memory.events"
+THROTTLING = f"{ARTICLE}, Hands-on burner: 633 of 637 periods throttled, usage exactly 200m"
+OOM = f"{ARTICLE}, Hands-on eater: exit code 137 = 128 + 9, reason OOMKilled, memory.events"
 # Periods to watch before judging (the article's burner ran for 637); the wait ends on the counters, not a clock.
 MIN_PERIODS = 20
 WAIT_S = 120.0

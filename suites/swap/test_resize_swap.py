@@ -16,13 +16,14 @@ from nodeconf.manifest import MEMORY, SWAP
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import last_seen
 from nodeconf.semantics.expectation import Expected, QosClass
+from nodeconf.semantics.resize import ContainerUsage
 from nodeconf.workloads import PROGRAMS_DIR
 from suites.toolkit.checks import check_pod, deploy_pods, wait_until
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
 from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle
 from suites.toolkit.pods import pod, stop_program, with_container
 from suites.toolkit.pressure import MIB
-from suites.toolkit.resize import Usage, decision, patch, status_rows
+from suites.toolkit.resize import decision, patch, status_rows
 from suites.toolkit.tolerance import page_floor
 
 pytestmark = [pytest.mark.kep5359, pytest.mark.min_profile("1.38")]
@@ -31,7 +32,7 @@ pytestmark.append(pytest.mark.runs_alone("reconfigures the kubelet's swap behavi
 
 SWAP_RESIZE = "KEP-5359 In-Place Pod Resize: increase applied at once, decrease deferred until swap usage is below"
 LIMITED_RESIZE = ("LimitedSwap: memory-request resize of a swapping container is Infeasible unless its memory "
-                  "resizePolicy is RestartContainer (SEMANTICS.md Swap)")
+                  "resizePolicy is RestartContainer (kubelet canResizePod, disallowResizeForSwappableContainers)")
 
 
 @pytest.mark.needs_swap
@@ -57,7 +58,8 @@ def test_swap_limit_resize_up_at_once_and_down_deferred(deploy: Deploy, oracle: 
     for before, after, right_after in (("32Mi", "64Mi", 64), ("64Mi", "8Mi", 64)):
         status, message = decision(
             oracle, kubelet, with_container(workload, "app", limits={MEMORY: "32Mi", SWAP: before}),
-            with_container(workload, "app", limits={MEMORY: "32Mi", SWAP: after}), {"app": Usage(None, swap_used())})
+            with_container(workload, "app", limits={MEMORY: "32Mi", SWAP: after}),
+            {"app": ContainerUsage(None, swap_used())})
         got = handle.resize(patch("app", {"limits": {SWAP: after}}))
         files = handle.evidence().container("app").cgroup
         rows += status_rows(workload.name, got, status, message, f"{SWAP_RESIZE} ({before} → {after})")
@@ -90,7 +92,7 @@ def test_limited_swap_memory_request_resize(deploy: Deploy, oracle: Oracle, kube
     got = handle.resize(patch("app", {"requests": {MEMORY: "96Mi"}}))
     rows = status_rows(workload.name, got, status, message, LIMITED_RESIZE)
     if policy == "NotRequired":
-        rows.append(compare_value(workload.name, "", "(resize)", "refusal (seed)", Expected(
+        rows.append(compare_value(workload.name, "", "(resize)", "refusal (KEP-5359)", Expected(
             "Infeasible: In-place resize of containers with swap is not supported.", LIMITED_RESIZE),
             f"{got.status}: {got.message}"))
     assert_matches(f"pod {workload.ref} memory resize on LimitedSwap ({policy})", rows)

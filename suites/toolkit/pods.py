@@ -8,20 +8,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
+from functools import cache
 from pathlib import Path
 
 from nodeconf.loader import KubeObject, load_objects
 from nodeconf.manifest import MEMORY, SWAP, Container, LimitRange, Pod, ResourceList, ResourceQuota, Resources
 from nodeconf.quantity import Quantity
+from nodeconf.resources import locate_tree
 from nodeconf.workloads import PROGRAMS_DIR
 
-WORKLOADS = Path(__file__).resolve().parents[2] / "workloads"
 SCALED_RESOURCES = (MEMORY, SWAP)
+
+
+@cache
+def _workloads() -> Path:
+    """The run's workloads/: of the tree whose suites run (nodeconf.resources, as the programs the drivers copy)."""
+    return locate_tree().workloads
 
 
 def workload(relative: str) -> Path:
     """A manifest file under workloads/ (e.g. `requests-limits/res-demo.yaml`)."""
-    path = WORKLOADS / relative
+    path = _workloads() / relative
     if not path.is_file():
         raise FileNotFoundError(f"no manifest workloads/{relative}")
     return path

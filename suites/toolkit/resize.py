@@ -7,23 +7,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import ResizeStatus
 from nodeconf.semantics.expectation import Expected
-from nodeconf.semantics.resize import decide_resize
+from nodeconf.semantics.resize import ContainerUsage, decide_resize
 from suites.toolkit.compare import ComparedValue, compare_value
 from suites.toolkit.kubelet import Kubelet, Oracle
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Current usage as the oracle's resize decision reads it."""
-
-    memory: int | None
-    swap: int | None
 
 
 def patch(container: str, resources: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
@@ -44,7 +35,7 @@ def status_rows(name: str, got: ResizeStatus, status: str, message: str, rule: s
 
 
 def decision(oracle: Oracle, kubelet: Kubelet, current: Pod, desired: Pod,
-              usage: Mapping[str, Usage] | None = None) -> tuple[str, str]:
+              usage: Mapping[str, ContainerUsage] | None = None) -> tuple[str, str]:
     """The oracle's status and message for resizing `current` to `desired` on this node."""
     decided = decide_resize(current, desired, usage or {}, oracle.facts, kubelet.config,
                              oracle.profile(kubelet.config))

@@ -16,9 +16,10 @@ import pytest
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import Node, PodHandle
+from nodeconf.report.comparison import PAUSE
 from nodeconf.semantics.expectation import PodExpectation, QosClass
 from suites.toolkit.checks import Deployed, SettledPods, check_admission, check_qos
-from suites.toolkit.compare import PAUSE, assert_matches, compare_pod
+from suites.toolkit.compare import assert_matches, compare_pod
 from suites.toolkit.kubelet import Applied, Oracle
 from suites.upstream.shared import Res, container, make_pod, module_kubelet, shared_deployment
 

@@ -21,6 +21,7 @@ import pytest
 from nodeconf.kubelet_config import kubelet_config_from_dict
 from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod
+from nodeconf.node_facts import meminfo_bytes
 from nodeconf.nodes.base import NotApplicable
 from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.kube.api import IN_CLUSTER, ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
@@ -243,7 +244,8 @@ def test_reader_finds_an_enforced_pod_on_a_real_kernel(reference_vm: Any) -> Non
                 assert level["files"].get(name) == node_cgroups[level["path"]].raw.get(name), (level["path"], name)
         facts_inside = handle.exec("hello", reader_argv({"op": "facts", "cgroupRoot": "/sys/fs/cgroup"}), timeout=120)
         facts = json.loads(facts_inside.stdout)
-        assert (facts["pageSize"], facts["swapTotal"]) == (node.facts().page_size, node.facts().swap_capacity)
+        assert (facts["pageSize"], meminfo_bytes(facts["meminfo"])["SwapTotal"]) == (node.facts().page_size,
+                                                                                node.facts().swap_capacity)
         assert set(node.facts().cgroup_controllers) >= set(facts["controllers"]) >= {"cpu", "memory"}
         handle.delete()
     finally:

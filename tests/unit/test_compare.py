@@ -7,12 +7,9 @@ from dataclasses import replace
 import pytest
 
 from nodeconf.nodes.base import PodEvidence
-from nodeconf.report.citations import ARTICLE
-from nodeconf.report.comparison import comparison_csv, parse_comparison
+from nodeconf.report.comparison import PATH_FILE, PAUSE, comparison_csv
 from nodeconf.semantics.expectation import CgroupExpectation, Expected, PodExpectation
 from suites.toolkit.compare import (
-    PATH_FILE,
-    PAUSE,
     ComparedValue,
     assert_matches,
     compare_cgroup,
@@ -141,7 +138,7 @@ def test_nothing_compared_is_a_failure() -> None:
 
 
 def test_rows_fit_the_reports_table() -> None:
-    from nodeconf.report.comparison import COMPARISON_COLUMNS, comparison_csv
+    from nodeconf.report.comparison import COMPARISON_COLUMNS
 
     rows = compare_cgroup("res-demo", "hello", RES_DEMO, CTR_PATH, ARTICLE_READ_BACK)
     header, first, *_ = comparison_csv(rows).splitlines()
@@ -274,11 +271,3 @@ def test_a_scope_with_a_lower_limit_fails_naming_the_scope() -> None:
         ("memory.max in effect (lower of container and scope)", "134217728", "67108864")]
     assert bad[0].cgroup_path.endswith("cri-containerd-70e2.scope") and "MemorySwapMax" in bad[0].rule
     assert bad[0].line().startswith('value of measurement "memory.max in effect')
-
-
-def test_mismatch_line_and_attached_table_cite_what_a_reader_can_open() -> None:
-    row = compare_value("p", "", "kubepods.slice/p.slice", "memory.oom.group",
-                        Expected("0", "pod cgroups keep memory.oom.group=0 (seed requests-limits-qos)"), "1")
-    assert row.line().endswith(f"(rule: pod cgroups keep memory.oom.group=0 ({ARTICLE}))")
-    shown = parse_comparison(comparison_csv([row]))
-    assert shown is not None and shown[0]["rule"] == f"pod cgroups keep memory.oom.group=0 ({ARTICLE})"

@@ -1,10 +1,11 @@
-"""Node facts as reports name them: the measured cpu.weight formula is the node's, the accepted one the run's."""
+"""Node facts as reports name them: the measured cpu.weight formula is the node's, the accepted one the run's; and
+/proc/meminfo read once for every driver."""
 
 from __future__ import annotations
 
 import pytest
 
-from nodeconf.node_facts import NOT_MEASURED, NodeFacts, reported_facts
+from nodeconf.node_facts import NOT_MEASURED, NodeFacts, meminfo_bytes, reported_facts
 
 
 @pytest.mark.parametrize(("measured", "reported"), [("linear", "linear"), ("neither", "neither"),
@@ -21,3 +22,14 @@ def test_every_other_fact_is_reported_in_field_order() -> None:
     entries = reported_facts(facts)
     assert list(entries)[:3] == ["memory_capacity", "swap_capacity", "cpu_capacity_milli"]
     assert (entries["runtime"], entries["runtime_version"], entries["psi"]) == ("crun", "1.21", True)
+
+
+# Lines as Linux 6.1 prints them (fs/proc/meminfo.c: show_val_kb's "%8lu kB", hugetlb_report_meminfo's counts).
+MEMINFO = ("MemTotal:        2018436 kB\nSwapTotal:             0 kB\nHugePages_Total:       4\n"
+           "Hugepagesize:       2048 kB\n")
+
+
+def test_meminfo_is_read_in_bytes_and_counts_stay_counts() -> None:
+    assert meminfo_bytes(MEMINFO) == {"MemTotal": 2018436 * 1024, "SwapTotal": 0, "HugePages_Total": 4,
+                                      "Hugepagesize": 2 * 1024 * 1024}
+    assert meminfo_bytes("kernel_version=6.1\nMemTotal: lots kB\n") == {}

@@ -39,7 +39,8 @@ def node_doc(**overrides: Any) -> dict[str, Any]:
     return doc
 
 
-PROBE = {"pageSize": 4096, "swapTotal": 1073741824, "kernelRelease": "6.1.0-28-amd64",
+PROBE = {"pageSize": 4096, "meminfo": "MemTotal:  8148820 kB\nSwapTotal:  1048576 kB\nHugePages_Total:  0\n",
+         "kernelRelease": "6.1.0-28-amd64",
          "kubepods": "kubelet.slice/kubelet-kubepods.slice", "controllers": ["cpuset", "cpu", "memory", "pids"]}
 
 

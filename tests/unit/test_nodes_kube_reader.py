@@ -356,7 +356,7 @@ def test_node_evidence_finds_kubepods_above_the_helper(node: FakeNode, layout: L
 def test_facts(node: FakeNode) -> None:
     node.pod(KIND)
     got = answer(node.host, {"op": "facts"})
-    assert got["swapTotal"] == 4194300 * 1024
+    assert got["meminfo"] == "MemTotal:       8148820 kB\nSwapTotal:      4194300 kB\n"  # parsed by the controller
     assert got["kubepods"] == KIND.kubepods
     assert got["controllers"] == ["cpu", "memory", "pids"]
     assert got["pageSize"] > 0

@@ -9,18 +9,20 @@ import re
 from pathlib import Path
 
 import pytest
+from test_report_citations import UNSHIPPED
 
-from nodeconf.report.citations import ARTICLE, POST, UNSHIPPED
 from nodeconf.report.html import render_html
 from nodeconf.report.node_display import neutral_paths, scope
 from nodeconf.report.results import load_results
+from nodeconf.semantics.documents import ARTICLE, POST
 
 RULE_ROW = ("pod,container,cgroup_path,file,expected,actual,rule,ok\n"
             "res-demo,hello,kubepods.slice/c.scope,cpu.weight,35,10,"
-            "\"shares→weight (runtime formula for containers, seed requests-limits-qos cgroup table)\",no\n"
-            "res-demo,,kubepods.slice/p.slice,memory.high,max,max,memory.high stays max (post table),yes\n")
+            "\"shares→weight (runtime formula for containers, " + ARTICLE.replace('"', '""') +
+            ', section ""What the numbers turn into: cgroup v2"")",no\n'
+            f"res-demo,,kubepods.slice/p.slice,memory.high,max,max,memory.high stays max ({POST} table),yes\n")
 MESSAGE = ('AssertionError: pod res-demo: 1 mismatch\n  value of cgroup "cpu.weight" for container "hello" of pod '
-           '"res-demo" at kubepods.slice/c.scope was "10"; expected "35" (rule: seed requests-limits-qos)\n'
+           f'"res-demo" at kubepods.slice/c.scope was "10"; expected "35" (rule: {ARTICLE})\n'
            "  while reading /tmp/pytest-of-ci/pytest-7/run0/kubelet.yaml")
 ENVIRONMENT = {
     "nodeconf version": "0.1.0", "command": "nodeconf run --node vm?runtime=runc --reports /tmp/tmp8x2/reports",

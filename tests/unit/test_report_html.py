@@ -331,8 +331,9 @@ def test_failures_are_grouped_by_cause_before_the_totals(results_dir: Path) -> N
     rows = _table(parser, "causes").rows
     assert [row[:3] for row in rows] == [["checks", "status", "about"],
                                          ["1", "broken", "ConnectionError: ssh: Connection refused"],
-                                         ["1", "failed", 'value of cgroup "memory.high"']]  # no owner named
-    assert 'value of cgroup "memory.high" was "max"; expected "510025728"' in rows[2][3]
+                                         ["1", "failed", 'value of cgroup "memory.high" for container']]  # its table
+    assert 'value of cgroup "memory.high" for container "hello" of pod "res-demo" was "max"; expected "510025728"' \
+        in rows[2][3]
     assert page.index('id="causes"') < page.index('id="totals"') and 'href="#causes"' in page
 
 

@@ -3,9 +3,11 @@
 from pathlib import Path
 
 import pytest
+from comparison_rows import Row
 
 from nodeconf.report.causes import advice as cause_advice
-from nodeconf.report.results import Check, RunResults, Status
+from nodeconf.report.comparison import COMPARISON_MIME, comparison_csv
+from nodeconf.report.results import Attachment, Check, RunResults, Status
 from nodeconf.report.summary import cause_lines, check_id, problem_lines
 
 
@@ -36,16 +38,17 @@ def test_two_cases_of_one_test_are_told_apart() -> None:
     ]
 
 
-def _failed(name: str, message: str) -> Check:
-    return Check(name=name, full_name=f"suites.s#{name}", status=Status.FAILED, message=message, trace="", labels=(),
-                 parameters=(), steps=(), attachments=(), fixtures=(), duration_ms=0)
+def _failed(directory: Path, pod: str) -> Check:
+    """A check whose comparison table has one differing value: its container's cpu.weight."""
+    table = directory / f"{pod}-attachment.csv"
+    table.write_text(comparison_csv([Row(pod, "c", "kubepods/p", "cpu.weight", "35", "10", "r", False)]))
+    return Check(name=f"test_{pod}", full_name=f"suites.s#test_{pod}", status=Status.FAILED,
+                 message="AssertionError: 1 of 9 differ", trace="", labels=(), parameters=(), steps=(),
+                 attachments=(Attachment("expected vs actual", COMPARISON_MIME, table),), fixtures=(), duration_ms=0)
 
 
-WEIGHT = '  value of cgroup "cpu.weight" for container "c" of pod "{}" at kubepods/p was "10"; expected "35" (rule: r)'
-
-
-def test_a_cause_shared_by_several_failures_is_one_line() -> None:
-    checks = tuple(_failed(f"test_{pod}", f"AssertionError: 1 of 9 differ\n{WEIGHT.format(pod)}") for pod in "ab")
+def test_a_cause_shared_by_several_failures_is_one_line(tmp_path: Path) -> None:
+    checks = tuple(_failed(tmp_path, pod) for pod in "ab")
     results = RunResults(results_dir=Path("r"), shared_fixtures=(), environment=(), checks=checks)
     assert cause_lines(results) == [
         "causes:", '  2 failed on value of cgroup "cpu.weight" for container, e.g. "c" of pod "a" was "10"; '

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,7 @@ from nodeconf.manifest import Container, Pod, Resources
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.profile import profile_for
+from nodeconf.semantics.resize import ContainerUsage as Used
 from nodeconf.semantics.resize import ResizeStatus, decide_resize
 
 RL = Path(__file__).resolve().parents[2] / "workloads" / "requests-limits"
@@ -21,12 +22,6 @@ MI = 2**20
 ARTICLE_NODE = NodeFacts(memory_capacity=3479660 * 1024, cpu_capacity_milli=2000)
 SWAP_NODE = NodeFacts(memory_capacity=8 * GI, swap_capacity=4 * GI, cpu_capacity_milli=4000)
 PROFILE = profile_for("1.38", KubeletConfig(feature_gates={"WorkloadControlledSwap": True}))  # KEP-5359 alpha gate on
-
-
-@dataclass(frozen=True)
-class Used:
-    memory: int | None = None
-    swap: int | None = None
 
 
 def res_demo() -> Pod:

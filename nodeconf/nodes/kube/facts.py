@@ -8,7 +8,7 @@ from typing import Any
 
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, FIELDS, Compared, KubeletConfig, kubelet_config_from_dict
-from nodeconf.node_facts import NodeFacts
+from nodeconf.node_facts import NodeFacts, meminfo_bytes
 from nodeconf.nodes.kube.api import dig
 from nodeconf.quantity import Quantity, QuantityError
 from nodeconf.semantics.hugepages import is_hugepage_resource, page_size
@@ -76,7 +76,8 @@ def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], measured_formu
     try:
         return NodeFacts(
             memory_capacity=_quantity(node, "status", "capacity", "memory").value(),
-            swap_capacity=swap if swap is not None else int(probe.get("swapTotal") or 0),
+            swap_capacity=swap if swap is not None else meminfo_bytes(str(probe.get("meminfo") or "")).get(
+                "SwapTotal", 0),
             cpu_capacity_milli=_quantity(node, "status", "capacity", "cpu").milli_value(),
             page_size=int(probe["pageSize"]),
             kernel_version=str(kernel),

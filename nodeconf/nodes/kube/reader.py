@@ -269,16 +269,12 @@ def check(host: Host) -> dict[str, Any]:
 
 
 def facts(host: Host) -> dict[str, Any]:
-    """Page size, swap total, kernel release and the controllers pods can use."""
+    """Page size, /proc/meminfo as it reads, kernel release and the controllers pods can use."""
     kubepods = kubepods_of(host.own_cgroup())
-    swap_total = 0
-    for line in host.read(f"{host.proc}/meminfo").splitlines():
-        if line.startswith("SwapTotal:"):
-            swap_total = int(line.split()[1]) * 1024
     controllers = host.files(kubepods, ["cgroup.controllers"]).get("cgroup.controllers", "")
     return {
         "pageSize": os.sysconf("SC_PAGE_SIZE"),
-        "swapTotal": swap_total,
+        "meminfo": host.read(f"{host.proc}/meminfo"),  # parsed by the controller (nodeconf.node_facts)
         "kernelRelease": os.uname().release,
         "kubepods": kubepods,
         "controllers": controllers.split(),
