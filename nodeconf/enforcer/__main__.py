@@ -146,8 +146,9 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
 
 
 def _cleanup(args: argparse.Namespace) -> int:
-    """Kill the agent and the processes its state file records, remove its marked cgroups and the state file
-    (no later agent restarts these pods); a cgroup nodeconf did not create is left alone and named on stderr.
+    """Kill the agent and the processes its state file records, remove its marked cgroups, the state file (no later
+    agent restarts these pods) and the CRI token once the runtime holds nothing labelled with it; a cgroup nodeconf
+    did not create is left alone and named on stderr.
     With --socket an agent a run still talks to is refused (exit ALREADY_RUNNING), one nobody talks to is asked to
     stop first (it kills its pods itself)."""
     if args.socket is not None:
@@ -157,13 +158,14 @@ def _cleanup(args: argparse.Namespace) -> int:
             return ALREADY_RUNNING
     state = None
     owner = "nodeconf"
+    cri_cleared = True
     if args.state_dir is not None:
         owner = agent_owner(args.state_dir)
         kill_agent(args.state_dir / PID_FILE)
         with contextlib.suppress(OSError, ValueError):
             state = json.loads((args.state_dir / STATE_FILE).read_text())
             kill_recorded(state)
-        _cleanup_cri(args.state_dir)
+        cri_cleared = _cleanup_cri(args.state_dir)
     tree = tree_for(args.root, OWNED, owner)
     left = [*tree.foreign_roots(), *tree.clear()]
     for top in sorted({reserved.top(p) for p in reserved.in_state(tree, state)}):
@@ -173,23 +175,29 @@ def _cleanup(args: argparse.Namespace) -> int:
         whose = f"created by another nodeconf run ({other})" if other else "not created by nodeconf"
         print(f"nodeconf agent: left {directory} in place: {whose}", file=sys.stderr)
     if args.state_dir is not None and (args.state_dir / MARKER_FILE).is_file():
-        for name in (STATE_FILE, PID_FILE):
+        for name in (STATE_FILE, PID_FILE, *([TOKEN_FILE] if cri_cleared else [])):
             with contextlib.suppress(FileNotFoundError):
                 (args.state_dir / name).unlink()
     return 0
 
 
-def _cleanup_cri(state_dir: Path) -> None:
-    """The sandboxes and images an agent of this state directory left in the node's CRI runtime: only those
-    labelled with its token (cri.runtime TOKEN_FILE), when it had one."""
-    if not (state_dir / TOKEN_FILE).is_file() or not Path(CONTAINERD_SOCKET).exists():
-        return
-    runtime = CriRuntime(state_dir, (), False)
+def _cleanup_cri(state_dir: Path) -> bool:
+    """Remove the sandboxes and images an agent of this state directory left in the node's CRI runtime: only those
+    labelled with its token (cri.runtime TOKEN_FILE), when it had one. False when the runtime could not be asked:
+    the token stays, the only proof of what is this agent's for a later cleanup."""
+    token = state_dir / TOKEN_FILE
+    if not token.is_file():
+        return True
     try:
+        if not Path(CONTAINERD_SOCKET).exists():
+            raise RuntimeCommandError(f"no CRI runtime answers at {CONTAINERD_SOCKET}")
+        runtime = CriRuntime(state_dir, (), False, socket_path=CONTAINERD_SOCKET)
         runtime.clear()
         runtime.remove_images()
     except RuntimeCommandError as err:
-        print(f"nodeconf agent: {err}", file=sys.stderr)
+        print(f"nodeconf agent: {err}; kept {token} for a later cleanup", file=sys.stderr)
+        return False
+    return True
 
 
 def _daemonize(args: argparse.Namespace) -> int:
