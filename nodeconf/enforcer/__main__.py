@@ -17,7 +17,6 @@ from pathlib import Path
 from nodeconf.enforcer import reserved
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.agent_claim import hold_lock, kill_agent, stop_abandoned, write_pid_file
-from nodeconf.enforcer.agent_core import LOG_FILE, PID_FILE, STATE_FILE
 from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree, is_cgroup2
 from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET
@@ -40,6 +39,7 @@ from nodeconf.enforcer.ownership import (
     owner_of,
 )
 from nodeconf.enforcer.server import AgentServer, agent_answers
+from nodeconf.enforcer.state_file import LOG_FILE, PID_FILE, STATE_FILE
 from nodeconf.enforcer.systemd_tree import SystemdTree, tree_for
 from nodeconf.enforcer.wire import ALREADY_RUNNING, FOREIGN_TREE
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
@@ -107,7 +107,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
                   node_memory_used=node_memory_used, faults=faults,
                   backoff=Backoff(initial=args.backoff), log=log, runtime=runtime)
     log.info("agent %d starting: root %s (kernel cgroup2: %s, %s), faults %s, runtime %s %s (%s cpu.weight)",
-             os.getpid(), args.root, tree.kernel, type(tree).__name__, agent.faults, facts.runtime,
+             os.getpid(), args.root, tree.kernel, type(tree).__name__, faults, facts.runtime,
              facts.runtime_version, facts.measured_cpu_weight_formula)
     agent.recover()
     server = AgentServer(args.socket, agent)
