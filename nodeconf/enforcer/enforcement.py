@@ -63,8 +63,7 @@ class Enforcement:
             cgroups = [pod_cgroup, *(with_node_limits(c.cgroup, limits.get(c.cgroup.path, {}), pids=False,
                                                       hugetlb=hugetlb)
                                      for c in with_pause(pe.containers, pe.pause))]
-            for ce in pe.containers:
-                self.launcher.start_oom_score_adj[ce.cgroup.path] = int(ce.oom_score_adj.value)
+            self.launcher.note_oom_score_adj(pe.containers)
             if self.launcher.runtime is not None:  # the container cgroups are the runtime's
                 cgroups = [pod_cgroup]
                 self.launcher.give_resources(record, pe, limits, self.oracle.profile(), hugetlb)

@@ -163,6 +163,11 @@ class Launcher:
         if watch is not None:
             watch.stop()
 
+    def note_oom_score_adj(self, containers: Sequence[ContainerExpectation]) -> None:
+        """The oom_score_adj each container gets at its next (re)start, from its pod as last resized."""
+        for ce in containers:
+            self.start_oom_score_adj[ce.cgroup.path] = int(ce.oom_score_adj.value)
+
     def give_resources(self, record: PodRecord, pe: PodExpectation, limits: Mapping[str, Mapping[str, Expected]],
                        profile: Profile, hugetlb: bool) -> None:
         """Each container's resources from the kubelet's CRI values (with its hugepage limits), as the runtime
