@@ -17,7 +17,6 @@ from pathlib import Path
 from nodeconf.enforcer import reserved
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.agent_claim import hold_lock, kill_agent, stop_abandoned, write_pid_file
-from nodeconf.enforcer.agent_core import LOG_FILE, PID_FILE, STATE_FILE
 from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree, is_cgroup2
 from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET
@@ -40,6 +39,7 @@ from nodeconf.enforcer.ownership import (
     owner_of,
 )
 from nodeconf.enforcer.server import AgentServer, agent_answers
+from nodeconf.enforcer.state_file import LOG_FILE, PID_FILE, STATE_FILE
 from nodeconf.enforcer.systemd_tree import SystemdTree, tree_for
 from nodeconf.enforcer.wire import ALREADY_RUNNING, FOREIGN_TREE
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
@@ -107,7 +107,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
                   node_memory_used=node_memory_used, faults=faults,
                   backoff=Backoff(initial=args.backoff), log=log, runtime=runtime)
     log.info("agent %d starting: root %s (kernel cgroup2: %s, %s), faults %s, runtime %s %s (%s cpu.weight)",
-             os.getpid(), args.root, tree.kernel, type(tree).__name__, agent.faults, facts.runtime,
+             os.getpid(), args.root, tree.kernel, type(tree).__name__, faults, facts.runtime,
              facts.runtime_version, facts.measured_cpu_weight_formula)
     agent.recover()
     server = AgentServer(args.socket, agent)
@@ -146,8 +146,9 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
 
 
 def _cleanup(args: argparse.Namespace) -> int:
-    """Kill the agent and the processes its state file records, remove its marked cgroups and the state file
-    (no later agent restarts these pods); a cgroup nodeconf did not create is left alone and named on stderr.
+    """Kill the agent and the processes its state file records, remove its marked cgroups, the state file (no later
+    agent restarts these pods) and the CRI token once the runtime holds nothing labelled with it; a cgroup nodeconf
+    did not create is left alone and named on stderr.
     With --socket an agent a run still talks to is refused (exit ALREADY_RUNNING), one nobody talks to is asked to
     stop first (it kills its pods itself)."""
     if args.socket is not None:
@@ -157,13 +158,14 @@ def _cleanup(args: argparse.Namespace) -> int:
             return ALREADY_RUNNING
     state = None
     owner = "nodeconf"
+    cri_cleared = True
     if args.state_dir is not None:
         owner = agent_owner(args.state_dir)
         kill_agent(args.state_dir / PID_FILE)
         with contextlib.suppress(OSError, ValueError):
             state = json.loads((args.state_dir / STATE_FILE).read_text())
             kill_recorded(state)
-        _cleanup_cri(args.state_dir)
+        cri_cleared = _cleanup_cri(args.state_dir)
     tree = tree_for(args.root, OWNED, owner)
     left = [*tree.foreign_roots(), *tree.clear()]
     for top in sorted({reserved.top(p) for p in reserved.in_state(tree, state)}):
@@ -173,23 +175,29 @@ def _cleanup(args: argparse.Namespace) -> int:
         whose = f"created by another nodeconf run ({other})" if other else "not created by nodeconf"
         print(f"nodeconf agent: left {directory} in place: {whose}", file=sys.stderr)
     if args.state_dir is not None and (args.state_dir / MARKER_FILE).is_file():
-        for name in (STATE_FILE, PID_FILE):
+        for name in (STATE_FILE, PID_FILE, *([TOKEN_FILE] if cri_cleared else [])):
             with contextlib.suppress(FileNotFoundError):
                 (args.state_dir / name).unlink()
     return 0
 
 
-def _cleanup_cri(state_dir: Path) -> None:
-    """The sandboxes and images an agent of this state directory left in the node's CRI runtime: only those
-    labelled with its token (cri.runtime TOKEN_FILE), when it had one."""
-    if not (state_dir / TOKEN_FILE).is_file() or not Path(CONTAINERD_SOCKET).exists():
-        return
-    runtime = CriRuntime(state_dir, (), False)
+def _cleanup_cri(state_dir: Path) -> bool:
+    """Remove the sandboxes and images an agent of this state directory left in the node's CRI runtime: only those
+    labelled with its token (cri.runtime TOKEN_FILE), when it had one. False when the runtime could not be asked:
+    the token stays, the only proof of what is this agent's for a later cleanup."""
+    token = state_dir / TOKEN_FILE
+    if not token.is_file():
+        return True
     try:
+        if not Path(CONTAINERD_SOCKET).exists():
+            raise RuntimeCommandError(f"no CRI runtime answers at {CONTAINERD_SOCKET}")
+        runtime = CriRuntime(state_dir, (), False, socket_path=CONTAINERD_SOCKET)
         runtime.clear()
         runtime.remove_images()
     except RuntimeCommandError as err:
-        print(f"nodeconf agent: {err}", file=sys.stderr)
+        print(f"nodeconf agent: {err}; kept {token} for a later cleanup", file=sys.stderr)
+        return False
+    return True
 
 
 def _daemonize(args: argparse.Namespace) -> int:

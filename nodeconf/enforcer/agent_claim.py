@@ -15,9 +15,9 @@ import socket
 import time
 from pathlib import Path
 
-from nodeconf.enforcer.agent_core import LOCK_FILE, PID_FILE
 from nodeconf.enforcer.ownership import MARKER_FILE, process_start
 from nodeconf.enforcer.server import agent_answers
+from nodeconf.enforcer.state_file import LOCK_FILE, PID_FILE
 from nodeconf.enforcer.wire import Op, decode_reply, encode_request
 
 # How long cleanup waits for an agent it asked to stop.

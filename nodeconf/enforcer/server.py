@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nodeconf.enforcer.agent import Agent
-from nodeconf.enforcer.agent_core import AgentError
+from nodeconf.enforcer.agent_error import AgentError
 from nodeconf.enforcer.ownership import ForeignCgroup
 from nodeconf.enforcer.wire import Op, Reply, WireError, decode_request, encode_reply, facts_to_dict, reply_document
 from nodeconf.names import UnsafeName

@@ -23,7 +23,7 @@ from enforcer_support import (
 )
 
 from nodeconf.enforcer.agent import Agent
-from nodeconf.enforcer.agent_core import AgentError
+from nodeconf.enforcer.agent_error import AgentError
 from nodeconf.enforcer.lifecycle import Faults
 from nodeconf.enforcer.patch import patched_pod
 from nodeconf.errors import InputError
@@ -268,9 +268,9 @@ def test_eviction_in_oracle_order(tmp_path: Path) -> None:
         greedy = containers(agent.status("default/greedy"))["c"]["cgroup"]
         (agent.tree.dir(greedy) / "memory.current").write_text(f"{512 * MI}\n")
         agent.tick()
-        assert not agent.conditions["MemoryPressure"]
+        assert not agent.pressure.conditions["MemoryPressure"]
         used["value"] = ARTICLE_NODE.memory_capacity - 50 * MI
-        agent.next_eviction_check = 0.0
+        agent.pressure.next_check = 0.0
         agent.tick()
         status = agent.status("default/greedy")
         assert (status["phase"], status["reason"]) == ("Failed", "Evicted")
@@ -278,7 +278,7 @@ def test_eviction_in_oracle_order(tmp_path: Path) -> None:
         assert status["disruptedAt"] is not None, "the eviction's time orders evictions (DisruptionTarget)"
         assert agent.status("default/calm")["phase"] == "Running"
         assert agent.status("default/calm")["disruptedAt"] is None
-        assert agent.conditions["MemoryPressure"]
+        assert agent.pressure.conditions["MemoryPressure"]
 
 
 def test_state_survives_a_crash(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from test_enforcer_systemd_tree import OWNER, FakeSystemd
 
 from nodeconf.cgroup_files import OBSERVED_FILES
 from nodeconf.enforcer.agent import Agent
-from nodeconf.enforcer.agent_core import POD_LIMIT_FILES
+from nodeconf.enforcer.cgroup_writer import POD_LIMIT_FILES
 from nodeconf.enforcer.lifecycle import NO_FAULTS, Faults
 from nodeconf.enforcer.oracle import decide_resize, expect
 from nodeconf.enforcer.systemd_tree import SystemdTree

@@ -18,7 +18,7 @@ from test_enforcer_systemd_tree import OWNER, systemd_agent
 
 from nodeconf.enforcer import systemd_units as su
 from nodeconf.enforcer.__main__ import main
-from nodeconf.enforcer.agent_core import AgentError
+from nodeconf.enforcer.agent_error import AgentError
 from nodeconf.enforcer.lifecycle import Faults
 from nodeconf.enforcer.ownership import MARKER_FILE
 
@@ -81,7 +81,7 @@ def test_a_reserve_cgroup_nodeconf_did_not_make_is_refused_and_never_written(tmp
         with pytest.raises(AgentError, match=f"{foreign} was not created by nodeconf"):
             agent.configure(upstream_config(driver))
         assert list((agent.tree.root / foreign).iterdir()) == []
-        assert agent.config.enforce_node_allocatable == ("pods",)
+        assert agent.oracle.config.enforce_node_allocatable == ("pods",)
         assert not any((agent.tree.root / p).exists() for p in PATHS[driver] if not p.startswith(foreign))
     assert (tmp_path / "cgroup" / foreign).is_dir()  # shutdown leaves it
 

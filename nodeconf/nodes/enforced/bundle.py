@@ -9,7 +9,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from nodeconf.enforcer.agent_core import LOCK_FILE, PID_FILE
+from nodeconf.enforcer.state_file import LOCK_FILE, PID_FILE
 from nodeconf.resources import SOURCE_DIR, locate_tree
 from nodeconf.workloads import NODE_HOME, PROGRAMS
 

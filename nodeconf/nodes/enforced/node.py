@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from nodeconf.enforcer.agent_core import LOG_FILE
+from nodeconf.enforcer.state_file import LOG_FILE
 from nodeconf.enforcer.wire import (
     ALREADY_RUNNING,
     FOREIGN_TREE,
