@@ -122,12 +122,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
 
     def stop(signum: int, _frame: object) -> None:
         log.info("signal %d: stopping", signum)
-        agent.shutdown()
-        if isinstance(runtime, CriRuntime):
-            try:
-                log.info("removed the images this agent imported: %s", runtime.remove_images())
-            except RuntimeCommandError as err:
-                log.error("%s", err)
+        agent.stop()
         server.stopping.set()
         threading.Thread(target=server.shutdown, daemon=True).start()
 

@@ -23,7 +23,7 @@ from nodeconf.enforcer.enforcement import Enforcement
 from nodeconf.enforcer.launcher import Launcher, container_log, live_cgroup
 from nodeconf.enforcer.lifecycle import KUBELET_BACKOFF, NO_FAULTS, Backoff, Faults
 from nodeconf.enforcer.metrics import render, render_cadvisor
-from nodeconf.enforcer.oci_runtime import OciRuntime
+from nodeconf.enforcer.oci_runtime import OciRuntime, RuntimeCommandError
 from nodeconf.enforcer.oracle import ExpectFn, ResizeFn
 from nodeconf.enforcer.oracle_view import OracleView
 from nodeconf.enforcer.ownership import kill_recorded
@@ -251,6 +251,18 @@ class Agent:
             self.pods.clear()
             self.state_file.remove()
             return {"stopped": True}
+
+    def stop(self) -> dict[str, Any]:
+        """The agent's last act (the `shutdown` request, SIGTERM): `shutdown`, then remove the images the runtime
+        imported for this agent (CRI), so a closed node keeps nothing of the run. A failure is logged and the token
+        stays, so `cleanup` can still find them."""
+        result = self.shutdown()
+        if self.launcher.runtime is not None:
+            try:
+                self.log.info("removed the images this agent imported: %s", self.launcher.runtime.remove_images())
+            except RuntimeCommandError as err:
+                self.log.error("%s", err)
+        return result
 
     def reset(self) -> dict[str, Any]:
         """Delete every pod and namespace object and go back to the default configuration."""

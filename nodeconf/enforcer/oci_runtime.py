@@ -110,6 +110,10 @@ class OciRuntime:
         # containerd's SystemdCgroup=true: the global --systemd-cgroup, scopes named by `slice:prefix:name`.
         self.systemd_cgroup = systemd_cgroup
 
+    def remove_images(self) -> list[str]:
+        """The images this agent imported into the runtime's store, removed: none for an OCI runtime (bundles)."""
+        return []
+
     def _run(self, *args: str, output: Path | None = None, cwd: Path | None = None) -> str:
         """Run a runtime command; `output` takes its (and a started container's) stdout and stderr, which must not
         be pipes: the container keeps them open."""

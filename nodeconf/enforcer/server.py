@@ -145,7 +145,7 @@ class AgentServer(socketserver.ThreadingUnixStreamServer):
                                                                           "clients": self.clients}}
 
     def _shutdown_op(self, agent: Agent, request: dict[str, Any]) -> Any:
-        result = agent.shutdown()
+        result = agent.stop()
         self.stopping.set()
         threading.Thread(target=self.shutdown, daemon=True).start()
         return result

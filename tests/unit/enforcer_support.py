@@ -15,7 +15,6 @@ from nodeconf.enforcer.ownership import agent_owner
 from nodeconf.node_facts import NodeFacts
 from suites.toolkit.builders import KI, container, pod_manifest
 
-# The article's lab node: 3479660 KiB of memory, 2 cpus (seed requests-limits-qos "What the scheduler sees").
 # The article's lab node: 3479660Ki of memory, 2 cpus (requests-limits-qos "What the scheduler sees").
 ARTICLE_NODE_MEMORY = 3479660 * KI
 ARTICLE_NODE = NodeFacts(memory_capacity=ARTICLE_NODE_MEMORY, swap_capacity=0, cpu_capacity_milli=2000)
