@@ -9,7 +9,8 @@ import pytest
 from nodeconf.nodes.spec import declare_node_option
 
 pytest_plugins: list[str] = [
-    "fixtures.markers", "fixtures.vm", "fixtures.evidence", "fixtures.node", "fixtures.session", "fixtures.matrix",
+    "fixtures.markers", "fixtures.vm", "fixtures.evidence", "fixtures.node", "fixtures.concurrency", "fixtures.session",
+    "fixtures.matrix",
 ]
 
 
