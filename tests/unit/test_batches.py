@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_nodes_enforced import local_settings
+from test_nodes_enforced import _count_requests, local_settings
 
 from nodeconf.enforcer.wire import Op
 from nodeconf.kubelet_config import KubeletConfig
@@ -37,18 +37,6 @@ def local_node(tmp_path: Path) -> Iterator[EnforcedNode]:
 def _pods(*names: str) -> list[Pod]:
     return [typed_pod(pod_manifest(container("c", requests={"cpu": "100m", "memory": "32Mi"}), name=n))
             for n in names]
-
-
-def _count_requests(node: EnforcedNode, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    sent: list[str] = []
-    call = node.client.call
-
-    def counted(op: str, **request: object) -> object:
-        sent.append(str(op))
-        return call(op, **request)
-
-    monkeypatch.setattr(node.client, "call", counted)
-    return sent
 
 
 def _live(node: EnforcedNode) -> set[str]:
