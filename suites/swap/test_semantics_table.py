@@ -6,25 +6,22 @@ Source: kep-5359-swap-awareness "Swap limit semantics", "Relationship between li
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
 import pytest
 
 from fixtures.node import Deploy
-from nodeconf.kubelet_config import SWAP_BEHAVIORS, KubeletConfig
+from nodeconf.kubelet_config import SWAP_BEHAVIORS
 from nodeconf.manifest import MEMORY, SWAP, Pod, Resources
 from nodeconf.node_facts import NodeFacts
-from nodeconf.nodes.base import Node, PodEvidence
+from nodeconf.nodes.base import PodEvidence
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import Expected, QosClass
-from suites.toolkit.batches import Batch, Batches, module_batches
 from suites.toolkit.checks import check_admission, check_node, check_pod, deploy_pods, seed_files
 from suites.toolkit.compare import ComparedValue, compare_value
-from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Applied, Kubelet, Oracle
-from suites.toolkit.pods import fit_to_node, pod, renamed, with_container
+from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle
+from suites.toolkit.pods import fit_to_node, pod, with_container
 from suites.toolkit.tolerance import page_floor
-from suites.upstream.shared import module_kubelet
 
 pytestmark = [pytest.mark.kep5359]
 KEP_5359 = pytest.mark.min_profile("1.38")
@@ -115,51 +112,27 @@ def _cell_marks(row: str, mode: str) -> list[pytest.MarkDecorator]:
     return [KEP_5359]
 
 
-# Mode by mode, the cells of one kubelet configuration next to each other: they share one batch (module docstring).
 CELLS_PARAMS = [pytest.param(row, mode, marks=_cell_marks(row, mode), id=f"{row}-{MODE_IDS[mode]}")
-                for mode in SWAP_BEHAVIORS for kep2400 in (True, False) for row in ROWS
-                if _kep2400_cell(row, mode) == kep2400]
-
-
-def _cell_gates(row: str, mode: str) -> Mapping[str, bool] | None:
-    return None if _kep2400_cell(row, mode) else WORKLOAD_SWAP_ON
-
-
-def _row_pod(row: str, facts: NodeFacts) -> Pod:
-    """The row's workload on this node, named after the row (rows built from one seed pod run side by side)."""
-    return renamed(fit_to_node(ROWS[row][0](), facts.memory_capacity), row)
-
-
-@pytest.fixture(scope="module")
-def batches(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: Applied) -> Iterator[Batches]:
-    with module_batches(node, oracle, module_kubelet(node, oracle, base_config, _applied)) as running:
-        yield running
-
-
-@pytest.fixture
-def cell(batches: Batches, node_facts: NodeFacts, row: str, mode: str) -> Batch:
-    """The batch of every row on the cell's node mode and gates: those cells' pods run together."""
-    gates = _cell_gates(row, mode)
-    rows = [r for r in ROWS if _cell_gates(r, mode) == gates]
-    return batches.batch(("cell", mode, gates is None), lambda kubelet: kubelet.swap(mode, gates),
-                         lambda: [_row_pod(r, node_facts) for r in rows])
+                for row in ROWS for mode in SWAP_BEHAVIORS]
 
 
 @pytest.mark.parametrize(("row", "mode"), CELLS_PARAMS)
-def test_semantics_table_cell(cell: Batch, node_facts: NodeFacts, row: str, mode: str) -> None:
+def test_semantics_table_cell(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, node_facts: NodeFacts,
+                              row: str, mode: str) -> None:
     """One cell: the row's workload on a node in `mode` gets the cell's memory.swap.max (and the oracle's rest)."""
-    _, container, qos = ROWS[row]
-    handle, expected = cell.pod(row)
-    workload = handle.pod
-    cell_value = CELLS[row][mode]
+    make, container, qos = ROWS[row]
+    kubelet.swap(mode, None if _kep2400_cell(row, mode) else WORKLOAD_SWAP_ON)
+    workload = fit_to_node(make(), node_facts.memory_capacity)
+    deployed = deploy_pods(deploy, oracle, kubelet, [workload])
+    cell = CELLS[row][mode]
 
     def table(evidence: PodEvidence) -> list[ComparedValue]:
-        rule = f"{TABLE}: {row} on {mode} → {cell_value}"
+        rule = f"{TABLE}: {row} on {mode} → {cell}"
         rows = seed_files(workload.name, container, evidence.container(container).cgroup,
-                          {"memory.swap.max": _cell_value(cell_value, workload, container, node_facts)}, rule)
-        if row == "set-pod" and cell_value == EXPLICIT:
+                          {"memory.swap.max": _cell_value(cell, workload, container, node_facts)}, rule)
+        if row == "set-pod" and cell == EXPLICIT:
             rows += seed_files(workload.name, "", evidence.pod_cgroup, {"memory.swap.max": _cell_value(
-                cell_value, workload, container, node_facts)}, f"{TABLE}: pod-level limits.swap sets the pod cgroup")
+                cell, workload, container, node_facts)}, f"{TABLE}: pod-level limits.swap sets the pod cgroup")
         if row.startswith("set-") and row != "set-zero" and mode == NO_SWAP:
             warnings = " ".join(sorted(e.reason for e in evidence.status.events if e.type == "Warning"))
             rows.append(compare_value(workload.name, "", "(events)", "warning event reasons", Expected(
@@ -167,9 +140,7 @@ def test_semantics_table_cell(cell: Batch, node_facts: NodeFacts, row: str, mode
                 warnings or None))
         return rows
 
-    assert expected.admitted, (f"pod {workload.ref}: the oracle refuses it beside the other rows "
-                               f"({list(expected.errors)}); the table's cells are admitted")
-    check_pod(handle, expected, qos, seed=table, settled=cell.evidence)
+    check_pod(deployed.handle(workload.name), deployed.expected(workload.name), qos, seed=table)
 
 
 KEP_EXAMPLES = [
@@ -186,27 +157,16 @@ KEP_EXAMPLES = [
 ]
 
 
-EXAMPLE_BATCH = 5  # KEP examples per batch: each is scaled to an eighth of the node's memory at most
-EXAMPLE_PARAMS = [pytest.param(manifest, mode, id=f"{manifest.removeprefix('kep-5359/').removesuffix('.yaml')}-"
-                               f"{MODE_IDS[mode]}") for mode in SWAP_BEHAVIORS for manifest in KEP_EXAMPLES]
-
-
-@pytest.fixture
-def example(batches: Batches, node_facts: NodeFacts, manifest: str, mode: str) -> Batch:
-    """The batch of the example's mode: up to EXAMPLE_BATCH examples run together."""
-    start = KEP_EXAMPLES.index(manifest) // EXAMPLE_BATCH * EXAMPLE_BATCH
-    manifests = KEP_EXAMPLES[start:start + EXAMPLE_BATCH]
-    return batches.batch(("example", mode, start), lambda kubelet: kubelet.swap(mode, WORKLOAD_SWAP_ON),
-                         lambda: [fit_to_node(pod(m), node_facts.memory_capacity) for m in manifests])
-
-
 @KEP_5359
-@pytest.mark.parametrize(("manifest", "mode"), EXAMPLE_PARAMS)
-def test_kep_example(example: Batch, node_facts: NodeFacts, manifest: str, mode: str) -> None:
+@pytest.mark.parametrize("mode", SWAP_BEHAVIORS, ids=MODE_IDS.get)
+@pytest.mark.parametrize("manifest", KEP_EXAMPLES, ids=lambda m: m.removeprefix("kep-5359/").removesuffix(".yaml"))
+def test_kep_example(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, node_facts: NodeFacts, manifest: str,
+                     mode: str) -> None:
     """Every KEP example pod: memory.max from limits.memory, memory.swap.max from limits.swap (own or the pod's),
     none of it on NoSwap; the rest as the oracle says."""
-    handle, expected = example.pod(pod(manifest).name)
-    workload = handle.pod
+    kubelet.swap(mode, WORKLOAD_SWAP_ON)
+    workload = fit_to_node(pod(manifest), node_facts.memory_capacity)
+    deployed = deploy_pods(deploy, oracle, kubelet, [workload])
 
     def combinations(evidence: PodEvidence) -> list[ComparedValue]:
         rows: list[ComparedValue] = []
@@ -222,7 +182,7 @@ def test_kep_example(example: Batch, node_facts: NodeFacts, manifest: str, mode:
                                f"{COMBINATIONS} ({mode})")
         return rows
 
-    check_pod(handle, expected, seed=combinations, settled=example.evidence)
+    check_pod(deployed.handle(workload.name), deployed.expected(workload.name), seed=combinations)
 
 
 REFUSALS = {
@@ -238,34 +198,24 @@ REFUSALS = {
 REQUESTS_SWAP = "swap may only be specified in limits, not requests"
 
 
-@pytest.fixture
-def refusal(batches: Batches) -> Batch:
-    """Every refusal case sent to one WorkloadControlledSwap node (a refused pod leaves nothing behind)."""
-    return batches.batch("refusals", lambda kubelet: kubelet.swap(WORKLOAD, WORKLOAD_SWAP_ON),
-                         lambda: [renamed(p, case) for case, p in REFUSALS.items()])
-
-
 @KEP_5359
 @pytest.mark.parametrize("case", list(REFUSALS))
-def test_validation_refusal(refusal: Batch, case: str) -> None:
+def test_validation_refusal(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, case: str) -> None:
     """Invalid swap is refused with the oracle's message and nothing runs; requests.swap with the KEP's words."""
-    handle, expected = refusal.pod(case)
+    kubelet.swap(WORKLOAD, WORKLOAD_SWAP_ON)
+    workload = REFUSALS[case]
+    deployed = deploy_pods(deploy, oracle, kubelet, [workload])
+    expected = deployed.expected(workload.name)
     assert not expected.admitted, f"the oracle admits {case}; the KEP refuses it"
-    check_admission(handle, expected)
+    check_admission(deployed.handle(workload.name), expected)
     if case.startswith("requests-swap"):
-        assert any(REQUESTS_SWAP in e for e in handle.errors), (
-            f'pod {handle.pod.ref}: no error says "{REQUESTS_SWAP}" (KEP-5359 Limits-Only Model); '
-            f"got {list(handle.errors)}")
-
-
-@pytest.fixture
-def without_batch(batches: Batches) -> None:
-    """The node without the table's batch: a check of node-wide sums sees only its own pods."""
-    batches.close()
+        assert any(REQUESTS_SWAP in e for e in deployed.handle(workload.name).errors), (
+            f'pod {workload.ref}: no error says "{REQUESTS_SWAP}" (KEP-5359 Limits-Only Model); '
+            f"got {list(deployed.handle(workload.name).errors)}")
 
 
 @KEP_5359
-def test_swap_allocated_bytes_metric(without_batch: None, deploy: Deploy, oracle: Oracle, kubelet: Kubelet,
+def test_swap_allocated_bytes_metric(deploy: Deploy, oracle: Oracle, kubelet: Kubelet,
                                      node_facts: NodeFacts) -> None:
     """kubelet_node_swap_allocated_bytes: the sum of limits.swap of the containers on the node, with and without
     a pod-level limit (which the oracle counts as documented in semantics/swap.py)."""
