@@ -92,14 +92,13 @@ SeedValues = Callable[[PodEvidence], Sequence[ComparedValue]]
 
 
 def check_pod(handle: PodHandle, expected: PodExpectation, intended: QosClass | None = None,
-              seed: SeedValues | None = None, settled: Callable[[PodHandle], PodEvidence] | None = None) -> PodEvidence:
+              seed: SeedValues | None = None) -> PodEvidence:
     """Admission, QoS class, running containers, then every file and oom_score_adj against the oracle, and the
     values the seed states literally (`seed`), all mismatches in one failure. One evidence request serves the QoS
-    class and, once the pod has settled, the values (issue 31: fewer round trips); a batch's pods come with their
-    settled evidence read for all of them at once (`settled`, e.g. SettledPods.of)."""
+    class and, once the pod has settled, the values (issue 31: fewer round trips)."""
     __tracebackhide__ = True
     check_admission(handle, expected)
-    first = settled(handle) if settled is not None else handle.evidence()
+    first = handle.evidence()
     check_qos(handle, expected, intended, first.status)
     if is_settled(first):
         evidence = first
