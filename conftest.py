@@ -9,8 +9,8 @@ import pytest
 from nodeconf.nodes.spec import declare_node_option
 
 pytest_plugins: list[str] = [
-    "fixtures.markers", "fixtures.vm", "fixtures.evidence", "fixtures.node", "fixtures.concurrency", "fixtures.session",
-    "fixtures.matrix",
+    "nodeconf.fixtures.markers", "nodeconf.fixtures.vm", "nodeconf.fixtures.evidence", "nodeconf.fixtures.node", "nodeconf.fixtures.concurrency", "nodeconf.fixtures.session",
+    "nodeconf.fixtures.matrix",
 ]
 
 

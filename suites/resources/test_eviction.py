@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from fixtures.node import Deploy
+from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import MEMORY
 from nodeconf.nodes.base import CgroupFiles, PodHandle
 from nodeconf.semantics.eviction import PodMemoryUsage, rank_for_memory_pressure

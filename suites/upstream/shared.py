@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from fixtures.concurrency import shared_holding
-from fixtures.evidence import attach_manifest
-from fixtures.node import delete_all
+from nodeconf.fixtures.concurrency import shared_holding
+from nodeconf.fixtures.evidence import attach_manifest
+from nodeconf.fixtures.node import delete_all
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod, object_from_dict
 from nodeconf.manifest_writer import pod_to_dict
@@ -80,7 +80,7 @@ def module_kubelet(node: Node, oracle: Oracle, base: KubeletConfig, applied: App
 def shared_deployment(node: Node, oracle: Oracle, kubelet: Kubelet, pods: Sequence[Pod]) -> Iterator[Deployed]:
     """Run the pods for a whole module; every pod started is deleted afterwards, also when a check or the
     start of a later pod failed (the `deploy` fixture's guarantee, at module scope). The node is held under the
-    module's concurrency rule meanwhile (fixtures.concurrency)."""
+    module's concurrency rule meanwhile (nodeconf.fixtures.concurrency)."""
     handles: list[PodHandle] = []
     with shared_holding(node, ", ".join(p.name for p in pods)), _deleting(handles):
         expectation = oracle.expect(pods, kubelet.config)

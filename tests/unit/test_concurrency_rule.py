@@ -1,4 +1,4 @@
-"""The concurrency rule on a node (fixtures/concurrency.py): a runs_alone check never overlaps another check or
+"""The concurrency rule on a node (nodeconf/fixtures/concurrency.py): a runs_alone check never overlaps another check or
 another module's shared pods, judged on the start/stop intervals the node's ledger records, and an overlap errors
 the check that would start it."""
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from fixtures.concurrency import ALONE, BESIDE, Holder, Interval, Ledger, OverlapError, forbidden_overlaps
+from nodeconf.fixtures.concurrency import ALONE, BESIDE, Holder, Interval, Ledger, OverlapError, forbidden_overlaps
 
 pytest_plugins = ("pytester",)
 
@@ -16,7 +16,7 @@ pytest_plugins = ("pytester",)
 CONFTEST = '''
 import json
 import pytest
-from fixtures.concurrency import ledger, shared_holding
+from nodeconf.fixtures.concurrency import ledger, shared_holding
 
 @pytest.fixture(scope="session")
 def node():
@@ -47,7 +47,7 @@ def _run(pytester: pytest.Pytester, modules: dict[str, str]) -> tuple[pytest.Run
     pytester.mkdir("suites")
     for name, body in modules.items():
         pytester.path.joinpath("suites", f"{name}.py").write_text("import pytest\n\n" + body)
-    result = pytester.runpytest("-p", "fixtures.markers", "-p", "fixtures.concurrency", "-p", "no:randomly")
+    result = pytester.runpytest("-p", "nodeconf.fixtures.markers", "-p", "nodeconf.fixtures.concurrency", "-p", "no:randomly")
     rows = json.loads(pytester.path.joinpath("intervals.json").read_text())
     return result, [Interval(Holder(name, rule, module, shared), start, stop)
                     for name, rule, module, shared, start, stop in rows]
