@@ -10,7 +10,7 @@ from nodeconf.nodes.spec import declare_node_option
 
 pytest_plugins: list[str] = [
     "nodeconf.fixtures.markers", "nodeconf.fixtures.vm", "nodeconf.fixtures.evidence", "nodeconf.fixtures.node",
-    "nodeconf.fixtures.session", "nodeconf.fixtures.matrix",
+    "nodeconf.fixtures.concurrency", "nodeconf.fixtures.session", "nodeconf.fixtures.matrix",
 ]
 
 

@@ -20,7 +20,7 @@ from suites.toolkit.checks import check_admission, deploy_pods
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
 from suites.toolkit.kubelet import Kubelet, Oracle
 from suites.toolkit.pods import memhog, pod, renamed, with_container
-from suites.toolkit.pressure import watch_hogs
+from suites.toolkit.pressure import watch_pods_hogs
 
 pytestmark = [pytest.mark.requests_limits, pytest.mark.disruptive]
 
@@ -52,9 +52,9 @@ def test_memory_pressure_evicts_in_the_articles_order(deploy: Deploy, oracle: Or
     deployed = deploy_pods(deploy, oracle, kubelet, workloads)
     for h in deployed.handles:
         check_admission(h, deployed.expected(h.pod.name))
-    for h in deployed.handles:
-        watch_hogs(h, ["app"], HOG_MIB)
-    held = {h.pod.name: h.evidence(["memory.stat"]) for h in deployed.handles}
+    watch_pods_hogs(kubelet.node, deployed.handles, ["app"], HOG_MIB)
+    held = {h.pod.name: e for h, e in zip(deployed.handles, kubelet.node.evidence_of(deployed.handles,
+                                                                                     ["memory.stat"]), strict=True)}
     usages = [PodMemoryUsage(p, {"app": _working_set(held[p.name].container("app").cgroup)}) for p in workloads]
     oracle_order = [u.pod.name for u in rank_for_memory_pressure(usages)]
 

@@ -6,10 +6,10 @@ Source: MEASURED.md (no memory.swap.peak on the 6.1 kernel: sample memory.swap.c
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from nodeconf.nodes.base import CgroupFiles, ContainerState, NodeError, PodEvidence, PodHandle
+from nodeconf.nodes.base import CgroupFiles, ContainerState, Node, NodeError, PodEvidence, PodHandle
 
 MIB = 1024**2
 
@@ -34,22 +34,39 @@ def _charged(files: CgroupFiles) -> int:
 def watch_hogs(handle: PodHandle, hogs: Sequence[str], mib: int, timeout: float = 120.0) -> Watched:
     """Poll until every hog has terminated (or restarted after terminating) or holds `mib` MiB (charged memory
     + swap, unchanged by more than a MiB since the previous sample: allocation over); sample swap meanwhile."""
+    return _watch(lambda: [handle.evidence()], [handle], hogs, mib, timeout)[0]
+
+
+def watch_pods_hogs(node: Node, handles: Sequence[PodHandle], hogs: Sequence[str], mib: int,
+                    timeout: float = 120.0) -> list[Watched]:
+    """watch_hogs for several pods at once, each judged on its own as watch_hogs judges it (its result kept from
+    the poll that found it done), all of them read in one request per poll (Node.evidence_of; issue 31)."""
+    return _watch(lambda: node.evidence_of(handles), handles, hogs, mib, timeout)
+
+
+def _watch(read: Callable[[], list[PodEvidence]], handles: Sequence[PodHandle], hogs: Sequence[str], mib: int,
+           timeout: float) -> list[Watched]:
     deadline = time.monotonic() + timeout
-    peaks: dict[str, int] = {}
-    previous: dict[str, int] = {}
+    peaks: list[dict[str, int]] = [{} for _ in handles]
+    previous: list[dict[str, int]] = [{} for _ in handles]
+    done: dict[int, Watched] = {}
     while True:
-        evidence = handle.evidence()
-        for files in [evidence.pod_cgroup, *(c.cgroup for c in evidence.containers.values())]:
-            if "memory.swap.current" in files:
-                peaks[files.path] = max(peaks.get(files.path, 0), files.number("memory.swap.current"))
-        states = {name: evidence.status.container(name) for name in hogs}
-        charged = {h: _charged(evidence.container(h).cgroup) for h in hogs}
-        done = all(states[h].state == "terminated" or states[h].last_terminated is not None
-                   or (charged[h] >= mib * MIB and abs(charged[h] - previous.get(h, 0)) < MIB) for h in hogs)
-        previous = charged
-        if done:
-            return Watched(evidence, states, peaks)
+        for i, evidence in enumerate(read()):
+            if i in done:
+                continue
+            for files in [evidence.pod_cgroup, *(c.cgroup for c in evidence.containers.values())]:
+                if "memory.swap.current" in files:
+                    peaks[i][files.path] = max(peaks[i].get(files.path, 0), files.number("memory.swap.current"))
+            states = {name: evidence.status.container(name) for name in hogs}
+            charged = {h: _charged(evidence.container(h).cgroup) for h in hogs}
+            if all(states[h].state == "terminated" or states[h].last_terminated is not None
+                   or (charged[h] >= mib * MIB and abs(charged[h] - previous[i].get(h, 0)) < MIB) for h in hogs):
+                done[i] = Watched(evidence, states, peaks[i])
+            previous[i] = charged
+        if len(done) == len(handles):
+            return [done[i] for i in range(len(handles))]
         if time.monotonic() > deadline:
-            raise NodeError(f"pod {handle.pod.ref}: hogs {', '.join(hogs)} neither held {mib} MiB nor ended "
+            waiting = ", ".join(handles[i].pod.ref for i in range(len(handles)) if i not in done)
+            raise NodeError(f"pod {waiting}: hogs {', '.join(hogs)} neither held {mib} MiB nor ended "
                             f"within {timeout:g} s")
         time.sleep(0.2)

@@ -13,12 +13,13 @@ from typing import Any
 
 import yaml
 
+from nodeconf.fixtures.concurrency import shared_holding
 from nodeconf.fixtures.evidence import attach_manifest
 from nodeconf.fixtures.node import delete_all
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod, object_from_dict
 from nodeconf.manifest_writer import pod_to_dict
-from nodeconf.nodes.base import Node, NodeError
+from nodeconf.nodes.base import Node, NodeError, PodHandle
 from suites.toolkit.checks import Deployed
 from suites.toolkit.kubelet import Applied, Kubelet, Oracle
 
@@ -78,14 +79,22 @@ def module_kubelet(node: Node, oracle: Oracle, base: KubeletConfig, applied: App
 @contextmanager
 def shared_deployment(node: Node, oracle: Oracle, kubelet: Kubelet, pods: Sequence[Pod]) -> Iterator[Deployed]:
     """Run the pods for a whole module; every pod started is deleted afterwards, also when a check or the
-    start of a later pod failed (the `deploy` fixture's guarantee, at module scope)."""
-    handles = []
-    try:
+    start of a later pod failed (the `deploy` fixture's guarantee, at module scope). The node is held under the
+    module's concurrency rule meanwhile (nodeconf.fixtures.concurrency)."""
+    handles: list[PodHandle] = []
+    with shared_holding(node, ", ".join(p.name for p in pods)), _deleting(handles):
         expectation = oracle.expect(pods, kubelet.config)
         for p in pods:
             attach_manifest(yaml.safe_dump(pod_to_dict(p), sort_keys=False), f"manifest {p.ref}")
             handles.append(node.run(p))
         yield Deployed(expectation, tuple(handles))
+
+
+@contextmanager
+def _deleting(handles: list[PodHandle]) -> Iterator[None]:
+    """Delete every pod of `handles` on the way out, pass or fail."""
+    try:
+        yield
     finally:
         problems = delete_all(handles)
         if problems:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -32,3 +34,22 @@ def test_figures_of_a_run(tmp_path: Path) -> None:
     assert result["suites"] == {"swap": {"checks": 2, "seconds": 40.0}, "upstream": {"checks": 2, "seconds": 10.0}}
     assert result["outcomes"] == {"passed": 1, "failure": 1, "skipped": 1, "error": 1}
     assert result["load_average"] == {"before": [3.0, 2.0, 1.0], "after": [4.0, 2.5, 1.0]}
+    assert result["first_check_seconds"] == 30.0  # the first check's setup holds the node's start
+
+
+def test_variants_run_one_after_the_other(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`--variant default --variant systemd-runc`: the default VM, then the systemd + runc one, each reported."""
+    (tmp_path / "junit.xml").write_text(JUNIT)
+    nodes: list[str] = []
+
+    def run(node: str, extra: list[str]) -> tuple[float, int, list[suites_bench.Check]]:
+        nodes.append(node)
+        return 80.0, 0, suites_bench.junit_checks(tmp_path / "junit.xml")
+
+    monkeypatch.setattr(suites_bench, "run", run)
+    assert suites_bench.main(["--variant", "default", "--variant", "systemd-runc"]) == 0
+    assert nodes == ["vm", "vm?init=systemd&runtime=runc"]
+    out = capsys.readouterr().out
+    assert "4 checks in 80.0 s on vm (exit 0), 0.05 checks/s" in out
+    assert "4 checks in 80.0 s on vm?init=systemd&runtime=runc (exit 0)" in out

@@ -1,0 +1,41 @@
+"""Several pods watched at once (suites/toolkit/pressure.py watch_pods_hogs) on the enforced driver with a
+temporary cgroup tree: one request per poll reads them all (issue 31)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_nodes_enforced import _count_requests, local_settings
+
+from nodeconf.manifest import Pod
+from nodeconf.nodes.enforced.node import EnforcedNode
+from nodeconf.nodes.transport.local import LocalTransport
+from suites.toolkit.builders import container, pod_manifest, typed_pod
+from suites.toolkit.pressure import watch_pods_hogs
+
+
+@pytest.fixture
+def local_node(tmp_path: Path) -> Iterator[EnforcedNode]:
+    node = EnforcedNode(LocalTransport(), local_settings(tmp_path), spec="local").start()
+    try:
+        yield node
+    finally:
+        node.close()
+
+
+def _pods(*names: str) -> list[Pod]:
+    return [typed_pod(pod_manifest(container("c", requests={"cpu": "100m", "memory": "32Mi"}), name=n))
+            for n in names]
+
+
+def test_pods_watched_together_cost_one_request_per_poll(local_node: EnforcedNode,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    handles = [local_node.run(p) for p in _pods("w1", "w2", "w3")]
+    for h in handles:
+        h.wait_running()
+    sent = _count_requests(local_node, monkeypatch)
+    watched = watch_pods_hogs(local_node, handles, ["c"], 0)
+    assert [w.evidence.status.container("c").running for w in watched] == [True, True, True]
+    assert sent == ["evidence_batch"]
