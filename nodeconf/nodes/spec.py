@@ -28,6 +28,8 @@ DEFAULT_SPEC = "vm"
 EXPECTED = "vm, local, ssh://user@host[:port]?key=FILE&known_hosts=FILE, kube[:CONTEXT] or kind[:CONFIG]"
 # Options an enforced node (vm, local, ssh) takes in the query string; only fault= may be given more than once.
 ENFORCER_OPTIONS = ("fault", "backoff", "cpu-weight-formula", "root", "dir", "python")
+# runtime= on a node with a runtime of its own (local, ssh://, vm?image=): cri|direct (runtime_choice.py).
+RUNTIME_OPTION = "runtime"
 # ssh:// (nodeconf/nodes/ssh_login.py): key=, pinned host keys, the ssh config, bastions, sudo=0|1.
 SSH_OPTIONS = ("key", "known_hosts", "host_key", "config", "jump", "sudo")
 VM_OPTIONS = ("memory", "swap", "cpus", *VARIANT_OPTIONS, "image", "uefi")
@@ -40,8 +42,8 @@ MAX_FANOUT, MAX_FANOUT_CEILING = 20, 200
 # name= gives the node its name in check ids and reports (two nodes of one run need distinct names).
 NAME_OPTION = "name"
 ALLOWED_OPTIONS = {
-    "vm": (*VM_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "local": (*ENFORCER_OPTIONS, NAME_OPTION),
-    "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "kube": (*KUBE_OPTIONS, NAME_OPTION),
+    "vm": (*VM_OPTIONS, *ENFORCER_OPTIONS, NAME_OPTION), "local": (*ENFORCER_OPTIONS, RUNTIME_OPTION, NAME_OPTION),
+    "ssh": (*SSH_OPTIONS, *ENFORCER_OPTIONS, RUNTIME_OPTION, NAME_OPTION), "kube": (*KUBE_OPTIONS, NAME_OPTION),
     "kind": (*KIND_OPTIONS, NAME_OPTION),
 }
 REPEATABLE = frozenset({"fault"})
@@ -86,6 +88,8 @@ class EnforcerOptions:
     cgroup_root: str | None = None
     remote_dir: str | None = None
     python: str | None = None
+    # runtime= on local, ssh:// and vm?image=: cri or direct (runtime_choice.py); a reference VM's is its variant's.
+    runtime: str | None = None
 
 
 @dataclass(frozen=True)
@@ -370,7 +374,7 @@ def _image(options: dict[str, str], shown: str) -> Path | None:
         if "uefi" in options:
             raise NodeSpecError(f"node spec {shown!r}: uefi= goes with image=PATH")
         return None
-    layers = sorted(set(options) & set(VARIANT_OPTIONS))
+    layers = sorted(set(options) & set(VARIANT_OPTIONS) - {RUNTIME_OPTION})
     if layers:
         raise NodeSpecError(f"node spec {shown!r}: image= brings its own layers; {layers[0]}= cannot go with it")
     return readable_file("image", options["image"], shown)
@@ -383,7 +387,10 @@ def _zero_or_one(options: dict[str, str], name: str, shown: str) -> bool:
 
 
 def _variant(options: dict[str, str], shown: str) -> Variant:
-    """debian=, init=, runtime=: the reference node's layers (issue 13), checked before anything is built."""
+    """debian=, init=, runtime=: the reference node's layers (issue 13), checked before anything is built; a vendor
+    image brings its own (its runtime= chooses whether its own runtime is used)."""
+    if "image" in options:
+        return Variant()
     try:
         return parse_variant(options)
     except ValueError as err:
@@ -421,7 +428,18 @@ def _enforcer_options(options: tuple[tuple[str, str], ...], scheme: str, shown: 
         cgroup_root=_cgroup_root(single.get("root"), shown),
         remote_dir=_work_dir(single.get("dir"), scheme, shown),
         python=_python(single.get("python"), scheme, shown),
+        runtime=None if scheme == "vm" and "image" not in single else _own_runtime(single.get(RUNTIME_OPTION), shown),
     )
+
+
+def _own_runtime(value: str | None, shown: str) -> str | None:
+    """runtime= of a node with a runtime of its own: one of runtime_choice.CHOICES (None when absent)."""
+    from nodeconf.nodes.enforced.runtime_choice import CHOICES
+
+    if value is not None and value not in CHOICES:
+        raise NodeSpecError(f"node spec {shown!r}: runtime must be one of {'|'.join(CHOICES)} (absent: the node's "
+                            f"CRI runtime when it has one, else direct), got {value!r}")
+    return value
 
 
 def _cgroup_root(value: str | None, shown: str) -> str | None:
