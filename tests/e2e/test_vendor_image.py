@@ -6,7 +6,9 @@ containerd 1.7.24 and runc 1.1.15, whose shares→weight formula is the linear o
 
 Cost (2026-12-03, 2 cores, no KVM, load average ≈ 12 from three other TCG VMs): module setup 643 s (boot to
 cloud-init's final stage ≈ 7 min, then the agent's start through containerd: two image imports and a probe
-sandbox), res-demo through containerd 81 s, the whole module 750 s; the image's first build 710 s.
+sandbox), res-demo through containerd 81 s, the whole module 750 s; the image's first build 710 s. What containerd
+adds, measured on one boot of this image at load ≈ 8 (runtime=direct, then no option): the agent's start 38 → 94 s,
+res-demo 7 → 29 s, the close 4 → 8 s, ≈ 83 s in all.
 
 Source: issue 14 items 3–5; issue 28 item 5; res-demo from the requests-limits-qos article ("Hands-on");
 RUNTIME-FACTS §1 (containerd's cgroupsPath: `cri-containerd-<id>.scope` in a `.slice` parent).
