@@ -57,7 +57,7 @@ CGROUP_MOUNT = "/sys/fs/cgroup"
 NODE_PATH = re.compile(r"(/[A-Za-z0-9._+@-]+)+")
 PROGRAM = re.compile(r"[A-Za-z0-9_+@-][A-Za-z0-9._+@-]*")
 SECONDS = re.compile(r"\d+(\.\d+)?")
-KIND_CONFIG = re.compile(r"[a-z0-9][a-z0-9.-]*")  # a file name of infra/kind/ without .yaml
+KIND_CONFIG = re.compile(r"[a-z0-9][a-z0-9.-]*")  # a file name of nodeconf/infra/kind/ without .yaml
 ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 # A Kubernetes Node's name: a DNS-1123 subdomain (apimachinery validation.IsDNS1123Subdomain), at most 253.
@@ -285,14 +285,14 @@ def _kube_context(base: str, shown: str) -> str | None:
 
 
 def _kind_config(base: str, options: dict[str, str], shown: str) -> str | None:
-    """None for `kind` (the config matching --kubelet-config); the infra/kind/ file name after `kind:`; keep=0|1."""
+    """None for `kind` (the config matching --kubelet-config); the nodeconf/infra/kind/ file name after `kind:`; keep=0|1."""
     if options.get("keep", "0") not in ("0", "1"):
         raise NodeSpecError(f"node spec {shown!r}: keep must be 0 or 1, got {options['keep']!r}")
     if base == "kind":
         return None
     config = base[len("kind:"):]
     if not KIND_CONFIG.fullmatch(config):
-        raise NodeSpecError(f"node spec {shown!r}: kind: needs a config name of infra/kind/ after the colon "
+        raise NodeSpecError(f"node spec {shown!r}: kind: needs a config name of nodeconf/infra/kind/ after the colon "
                             "(lower case letters, digits, '.', '-'), or plain kind")
     return config
 

@@ -1,7 +1,7 @@
 """Node facts as a reader needs them: each once, human units beside raw bytes, pairs instead of Python tuples, empty
 values left out, no internal paths; and the node's scope: what started its containers and what played the kubelet.
 
-Source: issue 32 item 4; the facts are environment(-NAME).properties entries (fixtures/evidence.py, NodeFacts).
+Source: issue 32 item 4; the facts are environment(-NAME).properties entries (nodeconf/fixtures/evidence.py, NodeFacts).
 """
 
 from __future__ import annotations

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from infra.vendor_image.build import ensure_vendor_image
-from infra.vendor_image.recipe import VendorRecipe, with_containerd
-from infra.vm.disk_image import boot_image, open_image_node
-from infra.vm.machine import VmError
-from infra.vm.state import vm_directory
+from nodeconf.infra.vendor_image.build import ensure_vendor_image
+from nodeconf.infra.vendor_image.recipe import VendorRecipe, with_containerd
+from nodeconf.infra.vm.disk_image import boot_image, open_image_node
+from nodeconf.infra.vm.machine import VmError
+from nodeconf.infra.vm.state import vm_directory
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod

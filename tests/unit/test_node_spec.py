@@ -209,8 +209,8 @@ BAD = [
     ("vm-image-runtime-layer", "vm?image={key}&runtime=crun", "runtime must be one of cri|direct"),
     ("vm-reference-runtime-cri", "vm?runtime=cri", "unknown runtime='cri': choose one of direct|runc|crun|containerd"),
     ("vm-uefi-word", "vm?image={key}&uefi=yes", "uefi must be 0 or 1, got 'yes'"),
-    ("kind-empty-config", "kind:", "kind: needs a config name of infra/kind/"),
-    ("kind-config-path", "kind:../etc/x", "kind: needs a config name of infra/kind/"),
+    ("kind-empty-config", "kind:", "kind: needs a config name of nodeconf/infra/kind/"),
+    ("kind-config-path", "kind:../etc/x", "kind: needs a config name of nodeconf/infra/kind/"),
     ("kind-keep-word", "kind?keep=yes", "keep must be 0 or 1, got 'yes'"),
     ("kind-enforcer-option", "kind?fault=cpu-weight-formula=linear", "unknown option 'fault'"),
 ]

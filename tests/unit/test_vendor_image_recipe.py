@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.vendor_image.bootloader import BLOCKLIST, KERNEL_SEGMENT, boot_sector, core_image, install_bios_grub
-from infra.vendor_image.recipe import (
+from nodeconf.infra.vendor_image.bootloader import BLOCKLIST, KERNEL_SEGMENT, boot_sector, core_image, install_bios_grub
+from nodeconf.infra.vendor_image.recipe import (
     BIOS_BOOT_TYPE,
     ESP_TYPE,
     VendorRecipe,
@@ -25,9 +25,9 @@ from infra.vendor_image.recipe import (
     sfdisk_script,
     with_containerd,
 )
-from infra.vm.disk_probe import BIOS_BOOT_TYPE as PROBE_BIOS
-from infra.vm.disk_probe import ESP_TYPE as PROBE_ESP
-from infra.vm.disk_probe import gpt_partitions
+from nodeconf.infra.vm.disk_probe import BIOS_BOOT_TYPE as PROBE_BIOS
+from nodeconf.infra.vm.disk_probe import ESP_TYPE as PROBE_ESP
+from nodeconf.infra.vm.disk_probe import gpt_partitions
 
 UUID = "276a53a1-9025-42ac-bf13-206077a7eb42"
 

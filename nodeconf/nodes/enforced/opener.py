@@ -1,5 +1,5 @@
 """Openers of the nodes the bundled enforcer runs on this machine (`local`) or over SSH; the VM's opener lives
-beside the VM in infra/vm/opener.py.
+beside the VM in nodeconf/infra/vm/opener.py.
 
 Source: issue 12 (each scheme's opener beside its driver, all taking the parsed NodeSpec).
 """

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.vendor_image.archive import VendorImageError, resolve_versions, run
-from infra.vendor_image.bootloader import install_bios_grub
-from infra.vendor_image.recipe import (
+from nodeconf.infra.vendor_image.archive import VendorImageError, resolve_versions, run
+from nodeconf.infra.vendor_image.bootloader import install_bios_grub
+from nodeconf.infra.vendor_image.recipe import (
     ESP_LOADER,
     MERGED_USR_HOOK_SUITES,
     SECTOR,
@@ -36,9 +36,9 @@ from infra.vendor_image.recipe import (
     layout,
     sfdisk_script,
 )
-from infra.vm import paths
-from infra.vm.cache_files import locked
-from infra.vm.variant import CONTAINERD_CONFIG, CONTAINERD_SYSTEMD_CGROUP
+from nodeconf.infra.vm import paths
+from nodeconf.infra.vm.cache_files import locked
+from nodeconf.infra.vm.variant import CONTAINERD_CONFIG, CONTAINERD_SYSTEMD_CGROUP
 
 Progress = Callable[[str], None]
 MANIFEST = "manifest.json"
@@ -71,7 +71,7 @@ def check_host() -> None:
     """One line naming the missing host tools, or that root is needed."""
     missing = [tool for tool in BUILD_TOOLS if shutil.which(tool) is None]
     if missing:
-        raise VendorImageError(f"missing host tools: {' '.join(missing)}; run: bash infra/install-host.sh")
+        raise VendorImageError(f"missing host tools: {' '.join(missing)}; run: bash nodeconf/infra/install-host.sh")
     if os.geteuid() != 0:
         raise VendorImageError("building a vendor image needs root (mmdebstrap --mode=root, chroot, file ownership)")
 
@@ -192,7 +192,7 @@ def _customize(recipe: VendorRecipe, root: Path, root_uuid: str, esp_id: str | N
 
 def _configure_containerd(root: Path) -> None:
     """containerd enabled at boot, its config Debian's plus the lines a kubeadm node on systemd adds: the same
-    lines as the reference containerd variants (infra/vm/variant.py CONTAINERD_SYSTEMD_CGROUP)."""
+    lines as the reference containerd variants (nodeconf/infra/vm/variant.py CONTAINERD_SYSTEMD_CGROUP)."""
     with open(root / CONTAINERD_CONFIG, "a") as config:
         config.write(CONTAINERD_SYSTEMD_CGROUP)
     run(["chroot", str(root), "systemctl", "enable", "containerd.service"])

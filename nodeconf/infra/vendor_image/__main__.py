@@ -1,4 +1,4 @@
-"""`python -m infra.vendor_image OUT.qcow2 [--debian SUITE] [--uefi] [--containerd]`: a vendor-like Debian image."""
+"""`python -m nodeconf.infra.vendor_image OUT.qcow2 [--debian SUITE] [--uefi] [--containerd]`: a vendor-like Debian image."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from infra.vendor_image.archive import VendorImageError, run
-from infra.vendor_image.build import ensure_vendor_image
-from infra.vendor_image.recipe import SUITES, VendorRecipe, with_containerd
-from infra.vm.progress import StepPrinter
+from nodeconf.infra.vendor_image.archive import VendorImageError, run
+from nodeconf.infra.vendor_image.build import ensure_vendor_image
+from nodeconf.infra.vendor_image.recipe import SUITES, VendorRecipe, with_containerd
+from nodeconf.infra.vm.progress import StepPrinter
 from nodeconf.errors import InfrastructureError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Build (or take from the cache) a cloud-style Debian image and write it to OUT (.qcow2, else raw)."""
-    parser = argparse.ArgumentParser(prog="python -m infra.vendor_image", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m nodeconf.infra.vendor_image", description=main.__doc__)
     parser.add_argument("out", type=Path, help="the image file to write: OUT.qcow2, or OUT.raw/OUT.img for raw")
     parser.add_argument("--debian", default="trixie", choices=SUITES, help="Debian suite (default: trixie)")
     parser.add_argument("--uefi", action="store_true", help="an EFI system partition and GRUB for UEFI "
