@@ -52,6 +52,9 @@ class NodeFacts:
     init_version: str = ""
     runtime: str = ""
     runtime_version: str = ""
+    # Why the node's own container runtime was not used on a node that may have one (local, ssh://, vm?image=):
+    # runtime=direct asked, no CRI socket, a kubelet runs there; "" when it was used, or on a reference VM.
+    runtime_not_used: str = ""
     # The node's own kubelet (a Kubernetes node's status.nodeInfo.kubeletVersion); "" where nodeconf's enforcer
     # plays the kubelet.
     kubelet_version: str = ""

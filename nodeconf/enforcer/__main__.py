@@ -1,4 +1,5 @@
-"""`python3 -m nodeconf.enforcer serve|bridge|cleanup`: run the agent, reach it, or clean up after it."""
+"""`python3 -m nodeconf.enforcer serve|bridge|cleanup|runtime-probe`: run the agent, reach it, clean up after it,
+or say which CRI runtime the node has."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from nodeconf.enforcer.agent_claim import hold_lock, kill_agent, stop_abandoned,
 from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree, is_cgroup2
 from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET
+from nodeconf.enforcer.cri.probe import probe
 from nodeconf.enforcer.cri.runtime import CRI, TOKEN_FILE, CriRuntime, cri_facts
 from nodeconf.enforcer.facts import detect, node_memory_used
 from nodeconf.enforcer.lifecycle import Backoff, Faults
@@ -76,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     cleanup.add_argument("--socket", type=Path,
                          help="refuse when a run talks to the agent there, else ask it to stop first")
     cleanup.add_argument("--stand-in", action="store_true", help=STAND_IN_HELP)
+    sub.add_parser("runtime-probe", help="print (JSON) the node's CRI runtime sockets, their Version answers and "
+                   "the kubelets running")
     return parser
 
 
@@ -230,6 +234,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "bridge":
         return relay(args.socket)
+    if args.command == "runtime-probe":
+        print(json.dumps(probe()))
+        return 0
     if not args.stand_in and not is_cgroup2(args.root):
         print(f"nodeconf agent: {args.root} is not a cgroup v2 file system; the enforcer needs cgroup v2 (a unified "
               "hierarchy)", file=sys.stderr)

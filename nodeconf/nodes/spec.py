@@ -64,6 +64,8 @@ class EnforcerOptions:
     cgroup_root: str | None = None
     remote_dir: str | None = None
     python: str | None = None
+    # runtime= on local, ssh:// and vm?image=: cri or direct (runtime_choice.py); a reference VM's is its variant's.
+    runtime: str | None = None
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,11 @@ from nodeconf.report.run_info import RUN_KEYS
 
 IMAGE_KEY = "image"  # what the node booted from (Node.image), shown in its scope
 KUBELET_KEY = "kubelet_version"  # shown in its scope
+NOT_USED_KEY = "runtime_not_used"  # why the node's own runtime was not used (runtime_choice.py), shown in its scope
 SCOPE_TITLES = (IMAGE_KEY, "containers started by", "kubelet")  # scope()'s rows, in its order
 # Entries that are the run's, not the node's (shown in the run header), and the node's settings shown elsewhere.
 NOT_FACTS = frozenset({*RUN_KEYS, "node", "accepted cpu weight formula", "name", "position", "run_complete",
-                       IMAGE_KEY, KUBELET_KEY})
+                       IMAGE_KEY, KUBELET_KEY, NOT_USED_KEY})
 BYTES_FACTS = frozenset({"memory_capacity", "swap_capacity", "page_size"})
 # The runtimes that take containers over the CRI (the node's own kubelet-facing runtime), by `runtime` fact.
 CRI_RUNTIMES = frozenset({"containerd", "cri-o", "crio"})
@@ -85,8 +86,8 @@ def fact_rows(entries: Sequence[tuple[str, str]], shown_elsewhere: Collection[st
 
 def scope(facts: Mapping[str, str]) -> list[tuple[str, str]]:
     """What was the node's own and what was nodeconf's: the image it booted from (where nodeconf booted it), who
-    started the containers, what played the kubelet (from the spec and the `image`, `runtime`, `runtime_version`
-    and `kubelet_version` facts; any runtime value is shown)."""
+    started the containers, what played the kubelet (from the spec and the `image`, `runtime`, `runtime_version`,
+    `runtime_not_used` and `kubelet_version` facts; any runtime value is shown)."""
     if not any(facts.get(key) for key in ("node", "runtime", KUBELET_KEY)):
         return []
     kube = facts.get("node", "").startswith("kube") or bool(facts.get(KUBELET_KEY))
@@ -99,6 +100,8 @@ def scope(facts: Mapping[str, str]) -> list[tuple[str, str]]:
         kubelet = "nodeconf's enforcer (it plays the kubelet: the node's own kubelet is not exercised)"
         if not runtime:
             containers = "not recorded (the node's facts name no runtime)"
+        elif runtime == DIRECT and facts.get(NOT_USED_KEY):
+            containers = f"nodeconf's enforcer (the node's container runtime was not used: {facts[NOT_USED_KEY]})"
         elif runtime == DIRECT:
             containers = "nodeconf's enforcer (direct: it writes the cgroups itself; no container runtime exercised)"
         elif runtime in CRI_RUNTIMES:

@@ -1,13 +1,24 @@
-"""A vendor-like disk image (trixie, BIOS, built here the way cloud images are) booted through its firmware, GRUB,
-kernel, initramfs, systemd and cloud-init, then judged by the enforcer like any node; a broken image ends in one
-line with its console tail and leaves nothing running.
+"""A vendor-like disk image (trixie, BIOS, with Debian's containerd, built here the way cloud images are) booted
+through its firmware, GRUB, kernel, initramfs, systemd and cloud-init, then judged by the enforcer through the
+image's own containerd, found on the node with no option given; a broken image ends in one line with its console tail
+and leaves nothing running. Expectations come from the archive the image is built from (trixie ships kernel 6.12,
+containerd 1.7.24 and runc 1.1.15, whose shares→weight formula is the linear one), never from the node.
 
-Source: issue 14 items 3–5; res-demo from the requests-limits-qos article ("Hands-on").
+Cost (2026-12-03, 2 cores, no KVM, load average ≈ 12 from three other TCG VMs): module setup 643 s (boot to
+cloud-init's final stage ≈ 7 min, then the agent's start through containerd: two image imports and a probe
+sandbox), res-demo through containerd 81 s, the whole module 750 s; the image's first build 710 s. What containerd
+adds, measured on one boot of this image at load ≈ 8 (runtime=direct, then no option): the agent's start 38 → 94 s,
+res-demo 7 → 29 s, the close 4 → 8 s, ≈ 83 s in all.
+
+Source: issue 14 items 3–5; issue 28 item 5; res-demo from the requests-limits-qos article ("Hands-on");
+RUNTIME-FACTS §1 (containerd's cgroupsPath: `cri-containerd-<id>.scope` in a `.slice` parent).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -16,14 +27,16 @@ from pathlib import Path
 import pytest
 
 from nodeconf.infra.vendor_image.build import ensure_vendor_image
-from nodeconf.infra.vendor_image.recipe import VendorRecipe
+from nodeconf.infra.vendor_image.recipe import VendorRecipe, with_containerd
 from nodeconf.infra.vm.disk_image import boot_image, open_image_node
 from nodeconf.infra.vm.machine import VmError
 from nodeconf.infra.vm.state import vm_directory
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod
-from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
+from nodeconf.nodes.enforced.node import EnforcedNode
+from nodeconf.nodes.enforced.opener import enforcer_settings
+from nodeconf.nodes.spec import parse_node_spec
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.profile import profile_for
 from suites.toolkit.compare import assert_matches, compare_pod
@@ -32,18 +45,22 @@ pytestmark = pytest.mark.vm
 
 RES_DEMO = Path(__file__).resolve().parents[2] / "workloads" / "requests-limits" / "res-demo.yaml"
 SUITE = "trixie"
+SCOPE = re.compile(r"/cri-containerd-[0-9a-f]{64}\.scope$")
 
 
 @pytest.fixture(scope="module")
 def vendor_disk() -> Path:
-    """The trixie BIOS image, built once and cached by recipe and package versions."""
-    return ensure_vendor_image(VendorRecipe(suite=SUITE)).disk
+    """The trixie BIOS image with containerd (`--containerd`), built once and cached by recipe and package
+    versions."""
+    return ensure_vendor_image(with_containerd(VendorRecipe(suite=SUITE))).disk
 
 
 @pytest.fixture(scope="module")
 def node(vendor_disk: Path) -> Iterator[EnforcedNode]:
     before = vendor_disk.stat()
-    enforced = open_image_node(vendor_disk, memory_mib=2048, swap_mib=512, settings=EnforcerSettings(backoff=2.0))
+    """`vm?image=DISK` with no runtime= option: the driver probes the node and chooses its runtime."""
+    settings = dataclasses.replace(enforcer_settings(parse_node_spec(f"vm?image={vendor_disk}")), backoff=2.0)
+    enforced = open_image_node(vendor_disk, memory_mib=2048, swap_mib=512, settings=settings)
     try:
         yield enforced
     finally:
@@ -59,15 +76,30 @@ def test_the_node_is_the_image_own_kernel_with_cgroup2_and_swap(node: EnforcedNo
     assert facts.swap_capacity > 0, "the attached swap disk was not turned on by cloud-init's bootcmd"
 
 
-def test_res_demo_reads_back_equal_to_the_oracle(node: EnforcedNode) -> None:
+def test_the_images_own_containerd_starts_the_containers(node: EnforcedNode) -> None:
+    facts = node.facts()
+    assert (facts.runtime, facts.runtime_not_used) == ("containerd", "")
+    assert facts.runtime_version.startswith("1.7.24"), facts.runtime_version
+    config = dict(facts.runtime_config)
+    assert config["SystemdCgroup"] == "True", config  # the kubeadm line the image's config gained
+    assert config["oci_runtime_version"].startswith("1.1.15"), config
+    assert facts.measured_cpu_weight_formula == "linear"  # runc 1.1.15, measured on containerd's probe container
+
+
+def test_res_demo_reads_back_equal_to_the_oracle_in_containerds_scope(node: EnforcedNode) -> None:
+    """The run accepts the linear shares→weight formula of trixie's runc 1.1.15 (as `--cpu-weight-formula linear`
+    does): every other value is the oracle's."""
     (pod,) = load_objects([RES_DEMO])
     assert isinstance(pod, Pod)
     handle = node.run(pod)
     try:
         assert handle.admitted, handle.errors
         handle.wait_running()
-        expected = expect([pod], node.facts(), KubeletConfig(), profile_for("1.38")).pod("res-demo")
-        assert_matches("pod res-demo on the vendor image", compare_pod(expected, handle.evidence()))
+        accepted = dataclasses.replace(node.facts(), cpu_weight_formula="linear")
+        expected = expect([pod], accepted, KubeletConfig(), profile_for("1.38")).pod("res-demo")
+        evidence = handle.evidence()
+        assert SCOPE.search(evidence.containers["hello"].cgroup.path), evidence.containers["hello"].cgroup.path
+        assert_matches("pod res-demo on the vendor image", compare_pod(expected, evidence))
     finally:
         handle.delete()
 

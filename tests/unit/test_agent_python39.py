@@ -4,6 +4,7 @@ cached bullseye node image, by chroot) imports the bundle and serves a pod throu
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -17,6 +18,7 @@ from bullseye_chroot import bullseye_image, bullseye_root, image_python, why_not
 from enforcer_support import res_demo
 from python39_support import ENUM_CHECK, find_python39, pushed_files, python39_problems, unpack_bundle
 
+from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET, CRIO_SOCKET
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.enforced.bundle import BUNDLE_MODULES, VENDORED
 from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
@@ -131,7 +133,11 @@ def test_a_python39_imports_every_pushed_module_and_answers_help(node_python: tu
         assert (ran.returncode, ran.stderr) == (0, "")
     helped = subprocess.run([python, "-m", "nodeconf.enforcer", "--help"], env=env, capture_output=True,
                             text=True, timeout=60, check=False)
-    assert helped.returncode == 0 and "{serve,bridge,cleanup}" in helped.stdout, helped.stderr
+    assert helped.returncode == 0 and "{serve,bridge,cleanup,runtime-probe}" in helped.stdout, helped.stderr
+    probed = subprocess.run([python, "-m", "nodeconf.enforcer", "runtime-probe"], env=env, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert (probed.returncode, probed.stderr) == (0, "")
+    assert [s["socket"] for s in json.loads(probed.stdout)["sockets"]] == [CONTAINERD_SOCKET, CRIO_SOCKET]
 
 
 def test_the_agent_serves_a_pod_under_python39(node_python: tuple[str, Path]) -> None:

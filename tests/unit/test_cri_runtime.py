@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cri_wire import Handler, server
+from cri_server import Handler
+from test_cri_wire import server
 
 from nodeconf.enforcer import __main__ as enforcer_main
 from nodeconf.enforcer import oci_bundle

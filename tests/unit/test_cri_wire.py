@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from nodeconf.enforcer.cri.proto import DecodeError, Field, Schema, decode, enco
 
 api = pytest.importorskip("cri_api.v1.api_pb2")
 grpc = pytest.importorskip("grpc")
+from cri_server import Handler, cri_server  # noqa: E402  (needs grpc)
 
 RESOURCES = {"cpu_period": 100000, "cpu_quota": 50000, "cpu_shares": 512, "memory_limit_in_bytes": 1 << 30,
              "oom_score_adj": -997, "hugepage_limits": [{"page_size": "2MB", "limit": 4 << 20}],
@@ -105,31 +106,11 @@ def test_broken_bytes_are_a_decode_error(data: bytes) -> None:
         decode(m.CONTAINER_ID, data)
 
 
-Handler = Callable[[bytes, Any], bytes]
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, dict[str, Handler]]]:
     """A grpcio server on a unix socket whose methods (full names) answer with the handlers the test sets."""
-    from concurrent import futures
-
-    handlers: dict[str, Handler] = {}
-
-    class Generic(grpc.GenericRpcHandler):  # type: ignore[misc,name-defined]
-        def service(self, details: Any) -> Any:
-            handler = handlers.get(details.method)
-            if handler is None:
-                return None
-            return grpc.unary_unary_rpc_method_handler(handler)
-
-    path = str(tmp_path / "cri.sock")
-    srv = grpc.server(futures.ThreadPoolExecutor(max_workers=2), handlers=[Generic()])
-    srv.add_insecure_port(f"unix:{path}")
-    srv.start()
-    try:
-        yield path, handlers
-    finally:
-        srv.stop(grace=None)
+    with cri_server(tmp_path / "cri.sock") as served:
+        yield served
 
 
 def test_a_unary_call_carries_our_request_and_their_response(server: tuple[str, dict[str, Handler]]) -> None:

@@ -77,6 +77,10 @@ GOOD = [
                  NodeSpec("kube", (("nodes", "pool=gpu,zone!=a"), ("name", "gpu"))), "gpu", id="kube-selector"),
     pytest.param("vm?debian=trixie&init=systemd&runtime=crun", None, "vm", id="vm-variant"),
     pytest.param("vm?image={key}&uefi=1&memory=4096", None, "vm", id="vm-vendor-image"),
+    pytest.param("local?runtime=direct", NodeSpec("local", (("runtime", "direct"),),
+                                                  enforcer=EnforcerOptions(runtime="direct")), "local",
+                 id="local-runtime-direct"),
+    pytest.param("vm?image={key}&runtime=cri", None, "vm", id="vm-vendor-image-runtime-cri"),
     pytest.param("kind", NodeSpec("kind"), "kind", id="kind-matching-the-kubelet-config"),
     pytest.param("kind:memoryqos?keep=1", NodeSpec("kind", (("keep", "1"),), kind_config="memoryqos"),
                  "kind-memoryqos", id="kind-config-kept"),
@@ -108,6 +112,17 @@ def test_ssh_spec_fields(files: dict[str, str]) -> None:
 def test_enforcer_settings_default_what_the_spec_leaves_out() -> None:
     settings = enforcer_settings(parse_node_spec("local?backoff=0&cpu-weight-formula=linear"))
     assert (settings.backoff, settings.cpu_weight_formula, settings.cgroup_root) == (0.0, "linear", "/sys/fs/cgroup")
+
+
+@pytest.mark.parametrize(("text", "node_runtime"), [
+    ("vm", None), ("vm?runtime=containerd", None), ("local", "auto"), ("local?runtime=direct", "direct"),
+    ("vm?image={key}", "auto"), ("vm?image={key}&runtime=cri", "cri"),
+    ("ssh://root@h?key={key}&known_hosts={kh}", "auto"),
+], ids=["reference-vm", "reference-variant", "local", "local-direct", "vendor-image", "vendor-image-cri", "ssh"])
+def test_a_node_with_a_runtime_of_its_own_chooses_it_at_start(files: dict[str, str], text: str,
+                                                             node_runtime: str | None) -> None:
+    """A reference VM's runtime is its variant's; local, ssh:// and a vendor image probe theirs unless told."""
+    assert enforcer_settings(parse_node_spec(text.format(**files))).node_runtime == node_runtime
 
 
 BAD = [
@@ -185,6 +200,12 @@ BAD = [
     ("vm-image-missing", "vm?image={missing}", "image={missing} is not a readable file"),
     ("vm-image-with-variant", "vm?image={key}&debian=sid", "image= brings its own layers; debian= cannot go with it"),
     ("vm-uefi-without-image", "vm?uefi=1", "uefi= goes with image=PATH"),
+    ("local-runtime-oci", "local?runtime=runc", "runtime must be one of cri|direct (absent: the node's CRI runtime "
+     "when it has one, else direct), got 'runc'"),
+    ("ssh-runtime-name", "ssh://root@h?key={key}&known_hosts={kh}&runtime=containerd", "runtime must be one of "
+     "cri|direct"),
+    ("vm-image-runtime-layer", "vm?image={key}&runtime=crun", "runtime must be one of cri|direct"),
+    ("vm-reference-runtime-cri", "vm?runtime=cri", "unknown runtime='cri': choose one of direct|runc|crun|containerd"),
     ("vm-uefi-word", "vm?image={key}&uefi=yes", "uefi must be 0 or 1, got 'yes'"),
     ("kind-empty-config", "kind:", "kind: needs a config name of nodeconf/infra/kind/"),
     ("kind-config-path", "kind:../etc/x", "kind: needs a config name of nodeconf/infra/kind/"),

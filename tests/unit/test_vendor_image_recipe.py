@@ -23,6 +23,7 @@ from nodeconf.infra.vendor_image.recipe import (
     grub_config,
     layout,
     sfdisk_script,
+    with_containerd,
 )
 from nodeconf.infra.vm.disk_probe import BIOS_BOOT_TYPE as PROBE_BIOS
 from nodeconf.infra.vm.disk_probe import ESP_TYPE as PROBE_ESP
@@ -97,3 +98,13 @@ def test_cache_key_follows_firmware_and_package_versions() -> None:
     assert cache_key(bios, versions) != cache_key(bios, {"cloud-init": "25.1.4-2"})
     assert cache_key(bios, versions) == cache_key(VendorRecipe(), dict(versions))
     assert "grub-efi-amd64-bin" in uefi.all_packages and "grub-pc-bin" in bios.all_packages
+
+
+def test_containerd_is_one_package_more_and_an_image_of_its_own() -> None:
+    """`--containerd`: the same image plus Debian's containerd, cached apart; the plain image keeps its key."""
+    plain = VendorRecipe()
+    runtime = with_containerd(plain)
+    assert runtime.all_packages == (*plain.packages, "containerd", plain.grub_package)
+    assert (runtime.containerd, plain.containerd, with_containerd(runtime)) == (True, False, runtime)
+    versions = {"containerd": "1.7.24~ds1-6+deb13u1"}
+    assert cache_key(runtime, versions) != cache_key(plain, versions)

@@ -1,4 +1,4 @@
-"""`python -m nodeconf.infra.vendor_image OUT.qcow2 [--debian SUITE] [--uefi]`: a vendor-like Debian disk image."""
+"""`python -m nodeconf.infra.vendor_image OUT.qcow2 [--debian SUITE] [--uefi] [--containerd]`: a vendor-like image."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from nodeconf.errors import InfrastructureError
 from nodeconf.infra.vendor_image.archive import VendorImageError, run
 from nodeconf.infra.vendor_image.build import ensure_vendor_image
-from nodeconf.infra.vendor_image.recipe import SUITES, VendorRecipe
+from nodeconf.infra.vendor_image.recipe import SUITES, VendorRecipe, with_containerd
 from nodeconf.infra.vm.progress import StepPrinter
 
 
@@ -22,13 +22,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--debian", default="trixie", choices=SUITES, help="Debian suite (default: trixie)")
     parser.add_argument("--uefi", action="store_true", help="an EFI system partition and GRUB for UEFI "
                         "(default: a BIOS boot partition and GRUB for BIOS)")
+    parser.add_argument("--containerd", action="store_true", help="Debian's containerd installed and enabled, "
+                        "configured as a kubeadm node on systemd sets it (the node's own CRI runtime)")
     parser.add_argument("--cache-dir", type=Path, default=None, help="default: $XDG_CACHE_HOME/nodeconf")
     args = parser.parse_args(argv)
     if not args.out.parent.is_dir():
         print(f"nodeconf: {args.out.parent} is not a directory", file=sys.stderr)
         return 2
     try:
-        image = ensure_vendor_image(VendorRecipe(suite=args.debian, uefi=args.uefi), args.cache_dir,
+        recipe = VendorRecipe(suite=args.debian, uefi=args.uefi)
+        image = ensure_vendor_image(with_containerd(recipe) if args.containerd else recipe, args.cache_dir,
                                     StepPrinter("vendor-image"))
         scratch = args.out.with_name(f".{args.out.name}.partial")
         if args.out.suffix == ".qcow2":

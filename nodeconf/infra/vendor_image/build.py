@@ -38,6 +38,7 @@ from nodeconf.infra.vendor_image.recipe import (
 )
 from nodeconf.infra.vm import paths
 from nodeconf.infra.vm.cache_files import locked
+from nodeconf.infra.vm.variant import CONTAINERD_CONFIG, CONTAINERD_SYSTEMD_CGROUP
 
 Progress = Callable[[str], None]
 MANIFEST = "manifest.json"
@@ -170,6 +171,8 @@ def _customize(recipe: VendorRecipe, root: Path, root_uuid: str, esp_id: str | N
     (root / "etc" / "machine-id").write_text("uninitialized\n")
     (root / "etc" / "hostname").write_text("debian\n")
     (root / "etc" / "fstab").write_text(fstab(root_uuid, f"{esp_id[:4]}-{esp_id[4:]}" if esp_id else None))
+    if recipe.containerd:
+        _configure_containerd(root)
     grub_dir = root / "boot" / "grub"
     grub_dir.mkdir(parents=True, exist_ok=True)
     shutil.copytree(root / "usr" / "lib" / "grub" / recipe.grub_platform, grub_dir / recipe.grub_platform,
@@ -185,6 +188,14 @@ def _customize(recipe: VendorRecipe, root: Path, root_uuid: str, esp_id: str | N
     if not recipe.uefi:
         shutil.copyfile(root / "usr" / "lib" / "grub" / "i386-pc" / "boot.img", work / "boot.img")
     return release
+
+
+def _configure_containerd(root: Path) -> None:
+    """containerd enabled at boot, its config Debian's plus the lines a kubeadm node on systemd adds: the same
+    lines as the reference containerd variants (nodeconf/infra/vm/variant.py CONTAINERD_SYSTEMD_CGROUP)."""
+    with open(root / CONTAINERD_CONFIG, "a") as config:
+        config.write(CONTAINERD_SYSTEMD_CGROUP)
+    run(["chroot", str(root), "systemctl", "enable", "containerd.service"])
 
 
 def _sfdisk(raw: Path, recipe: VendorRecipe, part: Layout) -> None:

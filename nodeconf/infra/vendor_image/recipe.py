@@ -6,6 +6,7 @@ kernel and initramfs, cloud-init); UEFI specification 2.10 §13.3.1.3 (removable
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -22,6 +23,9 @@ SUITES = ("bookworm", "trixie", "sid")
 # Before trixie, /usr is merged by mmdebstrap's hook rather than by base-files itself.
 MERGED_USR_HOOK_SUITES = ("bookworm",)
 ESP_LOADER = "EFI/BOOT/BOOTX64.EFI"
+# `--containerd`: Debian's containerd (the node's own CRI runtime, issue 28 item 5), enabled and configured as the
+# reference containerd variants are (build.py).
+CONTAINERD = "containerd"
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,11 @@ class VendorRecipe:
         return "x86_64-efi" if self.uefi else "i386-pc"
 
     @property
+    def containerd(self) -> bool:
+        """True when the image ships containerd as its CRI runtime."""
+        return CONTAINERD in self.packages
+
+    @property
     def all_packages(self) -> tuple[str, ...]:
         """Every package named for mmdebstrap --include."""
         return (*self.packages, self.grub_package)
@@ -75,6 +84,11 @@ class VendorRecipe:
         """A stable hash of every recipe field."""
         body = {**asdict(self), "format": RECIPE_FORMAT}
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def with_containerd(recipe: VendorRecipe) -> VendorRecipe:
+    """The recipe with Debian's containerd added (once)."""
+    return recipe if recipe.containerd else dataclasses.replace(recipe, packages=(*recipe.packages, CONTAINERD))
 
 
 def cache_key(recipe: VendorRecipe, versions: dict[str, str]) -> str:

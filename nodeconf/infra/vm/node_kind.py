@@ -13,7 +13,7 @@ from nodeconf.errors import InputError, NodeSpecError
 from nodeconf.infra.vm.sizes import MIN_VM_MEMORY_MIB, size_expected, size_mib
 from nodeconf.node_variant import VARIANT_OPTIONS, Variant, parse_variant
 from nodeconf.nodes.base import Node
-from nodeconf.nodes.enforced.node_kinds import ENFORCER_OPTIONS, EnforcedKind
+from nodeconf.nodes.enforced.node_kinds import ENFORCER_OPTIONS, RUNTIME_OPTION, EnforcedKind
 from nodeconf.nodes.spec import NodeSpec, VmSize, whole_number, zero_or_one
 from nodeconf.nodes.ssh_login import readable_file
 
@@ -29,6 +29,10 @@ class VmKind(EnforcedKind):
     def parse(self, target: str | None, options: tuple[tuple[str, str], ...], shown: str) -> NodeSpec:
         return NodeSpec(self.scheme, options, vm=vm_size(dict(options), shown),
                         enforcer=self.enforcer_options(options, shown))
+
+    def _own_runtime(self, single: dict[str, str], shown: str) -> str | None:
+        """A vendor image's runtime= (cri|direct); a reference VM's runtime= names its variant (vm_size)."""
+        return super()._own_runtime(single, shown) if "image" in single else None
 
     def preflight(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> None:
         """A vendor image that is not qcow2 or raw, or is corrupt, is refused before anything boots (one line)."""
@@ -83,14 +87,17 @@ def _image(options: dict[str, str], shown: str) -> Path | None:
         if "uefi" in options:
             raise NodeSpecError(f"node spec {shown!r}: uefi= goes with image=PATH")
         return None
-    layers = sorted(set(options) & set(VARIANT_OPTIONS))
+    layers = sorted(set(options) & set(VARIANT_OPTIONS) - {RUNTIME_OPTION})
     if layers:
         raise NodeSpecError(f"node spec {shown!r}: image= brings its own layers; {layers[0]}= cannot go with it")
     return readable_file("image", options["image"], shown)
 
 
 def _variant(options: dict[str, str], shown: str) -> Variant:
-    """debian=, init=, runtime=: the reference node's layers (issue 13), checked before anything is built."""
+    """debian=, init=, runtime=: the reference node's layers (issue 13), checked before anything is built; a vendor
+    image brings its own (its runtime= chooses whether its own runtime is used)."""
+    if "image" in options:
+        return Variant()
     try:
         return parse_variant(options)
     except ValueError as err:

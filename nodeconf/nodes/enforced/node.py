@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import shlex
 import time
@@ -60,6 +61,7 @@ from nodeconf.nodes.enforced.bundle import (
     launch_argv,
     tree_digest,
 )
+from nodeconf.nodes.enforced.runtime_choice import PROBE_TIMEOUT, RuntimeChoice, choose_runtime
 from nodeconf.semantics.expectation import Event
 
 # The end of the agent's log read over the transport once the agent no longer answers.
@@ -176,6 +178,9 @@ class EnforcerSettings:
     cpu_weight_formula: str = "nonlinear"
     # Who starts containers: direct (the agent) or the node's runc/crun (agent option --runtime).
     runtime: str = "direct"
+    # On a node with a runtime of its own (local, ssh://, vm?image=): auto, cri or direct as the spec asked, chosen
+    # at start from the node's probe (runtime_choice.py) in place of `runtime`; None: `runtime` as it is.
+    node_runtime: str | None = None
     faults: tuple[str, ...] = ()
     backoff: float = 10.0
     # The cgroup root is a plain directory standing for a cgroup tree (unit tests); else it must be cgroup2.
@@ -202,6 +207,7 @@ class EnforcedNode(Node):
         self.token = secrets.token_hex(16)
         self.final_log = ""
         self._stranded_log = ""
+        self.runtime_choice: RuntimeChoice | None = None
 
     @property
     def running(self) -> bool:
@@ -228,12 +234,6 @@ class EnforcedNode(Node):
         open the stream to it. A node nodeconf may not use (an agent already runs, a directory or a kubepods
         cgroup it did not create) is refused with one line and left as it was."""
         settings = self.settings
-        serve = ["serve", "--daemon", "--root", settings.cgroup_root, "--state-dir", settings.state_dir,
-                 "--socket", self.socket, "--cpu-weight-formula", settings.cpu_weight_formula,
-                 "--runtime", settings.runtime,
-                 "--backoff", str(settings.backoff), "--token", self.token, *self._stand_in()]
-        for fault in settings.faults:
-            serve += ["--fault", fault]
         push = ["sh", "-c", PUSH_SCRIPT, "push", settings.remote_dir, settings.state_dir, self.token,
                 settings.python, self.socket, MARKER_FILE, CHECK]
         try:
@@ -244,19 +244,35 @@ class EnforcedNode(Node):
             if pushed.rc != 0:
                 raise NodeError(f"pushing the enforcer failed (exit {pushed.rc}): {_text(pushed.stderr)}")
             self._pushed = True
+            runtime = self._runtime()
+            serve = ["serve", "--daemon", "--root", settings.cgroup_root, "--state-dir", settings.state_dir,
+                     "--socket", self.socket, "--cpu-weight-formula", settings.cpu_weight_formula,
+                     "--runtime", runtime,
+                     "--backoff", str(settings.backoff), "--token", self.token, *self._stand_in()]
+            for fault in settings.faults:
+                serve += ["--fault", fault]
             # The start runs runtime commands too (a runtime's probe container; under CRI also the image imports).
-            started = self.transport.run(self._agent_argv(*serve), timeout=START_TIMEOUT + lock_hold(settings.runtime))
+            started = self.transport.run(self._agent_argv(*serve), timeout=START_TIMEOUT + lock_hold(runtime))
             self._refuse(started.rc, started.stderr)
             if started.rc != 0:
                 raise NodeError(f"the enforcer did not start: {_text(started.stderr)}")
             bridge = self._agent_argv("bridge", "--socket", self.socket)
             self._client = AgentClient(self.transport.open_stream(bridge, timeout=READ_BOUND),
-                                       describe_host=self.describe_host, held=lock_hold(settings.runtime))
+                                       describe_host=self.describe_host, held=lock_hold(runtime))
             self.client.call(Op.PING)
         except BaseException:
             self.close()
             raise
         return self
+
+    def _runtime(self) -> str:
+        """The agent's `--runtime`: the settings' own, or the one chosen from the node's probe (node_runtime)."""
+        asked = self.settings.node_runtime
+        if asked is None:
+            return self.settings.runtime
+        self.runtime_choice = choose_runtime(
+            asked, lambda: self._checked(self._agent_argv("runtime-probe"), timeout=PROBE_TIMEOUT))
+        return self.runtime_choice.agent_runtime
 
     def _refuse(self, rc: int, stderr: bytes) -> None:
         """NodeError with the node's one line when it refused: an agent already runs there (then nothing of it
@@ -279,7 +295,9 @@ class EnforcedNode(Node):
 
     def facts(self) -> NodeFacts:
         if self._facts is None:
-            self._facts = facts_from_dict(self.client.call(Op.FACTS))
+            facts = facts_from_dict(self.client.call(Op.FACTS))
+            not_used = self.runtime_choice.not_used if self.runtime_choice else ""
+            self._facts = dataclasses.replace(facts, runtime_not_used=not_used) if not_used else facts
         return self._facts
 
     def configure(self, config: KubeletConfig, version: str | None = None) -> Sequence[str]:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # the driver is imported when a node opens or is cleaned, not
 
 # Options an enforced node (vm, local, ssh) takes in the query string; only fault= may be given more than once.
 ENFORCER_OPTIONS = ("fault", "backoff", "cpu-weight-formula", "root", "dir", "python")
+# runtime= on a node with a runtime of its own (local, ssh://, vm?image=): cri|direct (runtime_choice.py).
+RUNTIME_OPTION = "runtime"
 # ssh:// (nodeconf/nodes/ssh_login.py): key=, pinned host keys, the ssh config, bastions, sudo=0|1.
 SSH_OPTIONS = ("key", "known_hosts", "host_key", "config", "jump", "sudo")
 CGROUP_MOUNT = "/sys/fs/cgroup"
@@ -67,7 +69,18 @@ class EnforcedKind(NodeKind):
             cgroup_root=_cgroup_root(single.get("root"), shown),
             remote_dir=self._work_dir(single.get("dir"), shown),
             python=self._python(single.get("python"), shown),
+            runtime=self._own_runtime(single, shown),
         )
+
+    def _own_runtime(self, single: dict[str, str], shown: str) -> str | None:
+        """runtime= of a node with a runtime of its own: one of runtime_choice.CHOICES (None when absent)."""
+        from nodeconf.nodes.enforced.runtime_choice import CHOICES
+
+        value = single.get(RUNTIME_OPTION)
+        if value is not None and value not in CHOICES:
+            raise NodeSpecError(f"node spec {shown!r}: runtime must be one of {'|'.join(CHOICES)} (absent: the "
+                                f"node's CRI runtime when it has one, else direct), got {value!r}")
+        return value
 
     def _work_dir(self, value: str | None, shown: str) -> str | None:
         """dir= is a directory nodeconf creates itself on the node."""
@@ -117,7 +130,7 @@ class LocalKind(MachineKind):
     """`local`: this machine, run by the enforcer."""
 
     scheme, usage = "local", "local"
-    options = ENFORCER_OPTIONS
+    options = (*ENFORCER_OPTIONS, RUNTIME_OPTION)
 
     def parse(self, target: str | None, options: tuple[tuple[str, str], ...], shown: str) -> NodeSpec:
         return NodeSpec(self.scheme, options, enforcer=self.enforcer_options(options, shown))
@@ -154,7 +167,7 @@ class SshKind(MachineKind):
     """`ssh://user@host[:port]?key=...`: a machine reached with a key and a pinned host key, run by the enforcer."""
 
     scheme, usage, target = "ssh", "ssh://user@host[:port]?key=FILE&known_hosts=FILE", "://"
-    options = (*SSH_OPTIONS, *ENFORCER_OPTIONS)
+    options = (*SSH_OPTIONS, *ENFORCER_OPTIONS, RUNTIME_OPTION)
 
     def parse(self, target: str | None, options: tuple[tuple[str, str], ...], shown: str) -> NodeSpec:
         login = ssh_login(target or "", dict(options), shown)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from nodeconf.nodes.base import Node
 from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
+from nodeconf.nodes.enforced.runtime_choice import AUTO
 from nodeconf.nodes.spec import NodeSpec
 
 
 def enforcer_settings(spec: NodeSpec) -> EnforcerSettings:
-    """The enforcer settings a spec's options give (the rest default)."""
+    """The enforcer settings a spec's options give (the rest default); on local, ssh:// and vm?image= the node's own
+    runtime is chosen at start (runtime= cri|direct, else auto)."""
     options = spec.enforcer
     defaults = EnforcerSettings()
     return EnforcerSettings(
@@ -23,6 +25,7 @@ def enforcer_settings(spec: NodeSpec) -> EnforcerSettings:
         faults=options.faults,
         backoff=defaults.backoff if options.backoff is None else options.backoff,
         runtime=spec.vm.variant.runtime,  # vm?runtime=runc|crun: the image has it, the agent launches through it
+        node_runtime=None if spec.scheme == "vm" and spec.vm.image is None else options.runtime or AUTO,
     )
 
 
