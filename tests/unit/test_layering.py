@@ -125,6 +125,7 @@ def test_enforcer_imports_only_stdlib_model_semantics(path: Path) -> None:
         (("nodeconf", "infra"), "fixtures"),
         (("nodeconf", "infra", "fixtures"), "suites"),
         (("nodeconf/nodes",), "infra"),
+        (("nodeconf/nodes", "nodeconf/semantics", "nodeconf/enforcer"), "nodeconf.run"),
         (("nodeconf/nodes/kube",), "nodeconf.enforcer"),
         (("nodeconf/nodes/kube",), "nodeconf.nodes.enforced"),
         (("nodeconf/nodes/transport",), "nodeconf.nodes.enforced"),
@@ -133,7 +134,7 @@ def test_enforcer_imports_only_stdlib_model_semantics(path: Path) -> None:
     ],
     ids=["oracle-and-enforcer-not-nodes", "oracle-not-enforcer", "suites-not-enforcer", "fixtures-not-suites",
          "library-not-fixtures", "library-not-suites",
-         "nodes-not-infra", "kube-driver-not-enforcer", "kube-driver-not-enforced-driver",
+         "nodes-not-infra", "drivers-not-run", "kube-driver-not-enforcer", "kube-driver-not-enforced-driver",
          "transport-not-enforced-driver", "transport-not-kube-driver", "checks-not-developer-tools"],
 )
 def test_never_imported(packages: tuple[str, ...], forbidden: str) -> None:
