@@ -13,7 +13,9 @@ from types import ModuleType
 import pytest
 
 from nodeconf.cli import run as run_cli
+from nodeconf.errors import InputError
 from nodeconf.run.options import RUN_OPTIONS
+from nodeconf.run.settings import run_settings
 
 pytest_plugins = ("pytester",)
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +70,26 @@ def test_pytest_declares_each_run_option_as_nodeconf_run_does() -> None:
     args = parser.parse_args(["run", "--kubernetes-version", "1.36", "--cpu-weight-formula", "linear"])
     assert (args.profile, args.cpu_weight_formula, args.kubelet_config) == ("1.36", "linear", None)
 
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    pytest.param({"profile": "1.99"}, "--profile: '1.99' is not one of 1.34, 1.35", id="unknown-profile"),
+    pytest.param({"profile": "latest"}, '--profile: must look like "1.36", got', id="bad-profile"),
+    pytest.param({"cpu_weight_formula": "quadratic"}, "--cpu-weight-formula: unknown value 'quadratic'",
+                 id="unknown-formula"),
+    pytest.param({"kubelet_config": "missing.yaml"}, "missing.yaml: --kubelet-config: no such file",
+                 id="missing-kubelet-config"),
+    pytest.param({"matrix": "matrix.yaml"}, "matrix.yaml: node 1: profile '1.20' is not one of",
+                 id="unknown-matrix-profile"),
+])
+def test_a_bad_value_is_one_line_naming_its_option(options: dict[str, str], message: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same refusal for `nodeconf run` and for pytest (fixtures.session_nodes makes it a usage error)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "matrix.yaml").write_text("- {node: vm, profile: '1.20'}\n")
+    with pytest.raises(InputError) as err:
+        run_settings(options.get)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
 
 CONFTEST_TAIL = '''
 import json
