@@ -7,7 +7,7 @@ import pytest
 from nodeconf.run.options import declare_run_options
 
 pytest_plugins: list[str] = [
-    "fixtures.markers", "fixtures.vm", "fixtures.evidence", "fixtures.node", "fixtures.session", "fixtures.matrix",
+    "nodeconf.fixtures.markers", "nodeconf.fixtures.vm", "nodeconf.fixtures.evidence", "nodeconf.fixtures.node", "nodeconf.fixtures.session", "nodeconf.fixtures.matrix",
 ]
 
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from fixtures.node_profile import judging_profile, node_base_config
-from fixtures.session_nodes import opened
+from nodeconf.fixtures.node_profile import judging_profile, node_base_config
+from nodeconf.fixtures.session_nodes import opened
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import Node
@@ -20,7 +20,7 @@ from suites.toolkit.kubelet import Applied, Kubelet, Oracle, oracle_facts
 
 @pytest.fixture(autouse=True)
 def _on_run_node(node: Node) -> None:
-    """Every check runs on the run's node: `node` is in each check's closure, so fixtures.node gives it the node's
+    """Every check runs on the run's node: `node` is in each check's closure, so nodeconf.fixtures.node gives it the node's
     name in its id and the check shares the session's one open node, also a check that reaches the node only
     through `request.getfixturevalue` (an unparametrized request would open a second node, a second VM)."""
 

@@ -71,7 +71,7 @@ def pytest_argv(args: argparse.Namespace, settings: RunSettings) -> list[str]:
     xdist worker each), report outputs, user args."""
     user_args = list(args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args)
     tree = locate_tree()  # the checkout around the working directory, else the installed suites
-    # Installed: -P keeps the working directory off sys.path, so a `fixtures/` or `infra/` there cannot shadow ours.
+    # Installed: -P keeps the working directory off sys.path, so a `nodeconf/fixtures/` or `nodeconf/infra/` there cannot shadow ours.
     argv = [sys.executable, *(["-P"] if tree.kind == "installed" else []), "-m", "pytest"]
     if not selects_tests(user_args, tree.suites):
         argv.append(str(tree.suites))
@@ -79,7 +79,7 @@ def pytest_argv(args: argparse.Namespace, settings: RunSettings) -> list[str]:
         argv.append(f"--matrix={settings.matrix.resolve()}")
     argv += [f"--node={spec.display}" for spec in args.node or ()]
     if len(settings.nodes) > 1:
-        argv += ["-n", str(len(settings.nodes)), "--dist", "load"]  # fixtures.matrix schedules node i on gw<i>
+        argv += ["-n", str(len(settings.nodes)), "--dist", "load"]  # nodeconf.fixtures.matrix schedules node i on gw<i>
     for option in RUN_OPTIONS:
         value = getattr(args, option.dest)
         if option.pytest and option.dest != "matrix" and value is not None:
@@ -88,8 +88,8 @@ def pytest_argv(args: argparse.Namespace, settings: RunSettings) -> list[str]:
         f"--junitxml={settings.reports / JUNIT_FILE}",
         "-o", "junit_suite_name=nodeconf",
         f"--alluredir={settings.reports / RESULTS_DIR}",  # emptied by run() if an earlier run made it, never by pytest
-        "-p", "fixtures.evidence",
-        "-p", "fixtures.session",
+        "-p", "nodeconf.fixtures.evidence",
+        "-p", "nodeconf.fixtures.session",
     ]
     return argv + user_args
 

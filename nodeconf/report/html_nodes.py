@@ -2,7 +2,7 @@
 (kernel, init, runtime, Debian release where recorded) and its scope (image, who started the containers, what played
 the kubelet), one row per check, each cell that node's status.
 
-Source: issue 14 item 1; the node facts are each node's environment-NAME.properties (fixtures/evidence.py).
+Source: issue 14 item 1; the node facts are each node's environment-NAME.properties (nodeconf/fixtures/evidence.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Which node of a run a check belongs to, read from its id: the node's name leads every check's parameters
-(fixtures.node parametrizes `node` first), as `test_x[NAME]` or `test_x[NAME-case]`.
+(nodeconf.fixtures.node parametrizes `node` first), as `test_x[NAME]` or `test_x[NAME-case]`.
 
 Source: issue 14 (several nodes per run; reports split by node).
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.session_nodes import opened
+from nodeconf.fixtures.session_nodes import opened
 from nodeconf.nodes.base import Node, NotApplicable
 
 pytestmark = [pytest.mark.kubelet_config, pytest.mark.independent]  # reads the node's kubelet, changes nothing

@@ -27,11 +27,11 @@ from nodeconf.report.run_info import COMMAND_ENV, RUN_KEYS
 from nodeconf.run.settings import run_settings
 
 CONFTEST = '''
-from fixtures.evidence import record_enforcer_log, record_node_facts
+from nodeconf.fixtures.evidence import record_enforcer_log, record_node_facts
 from nodeconf.node_facts import NodeFacts
 from nodeconf.run.options import declare_run_options
 
-pytest_plugins = ["fixtures.evidence"]
+pytest_plugins = ["nodeconf.fixtures.evidence"]
 
 
 def pytest_addoption(parser):
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from fixtures.evidence import attach_comparison, attach_manifest
+from nodeconf.fixtures.evidence import attach_comparison, attach_manifest
 
 
 @dataclass(frozen=True)
@@ -302,7 +302,7 @@ def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) ->
     assert argv[1:] == [
         "-m", "pytest", f"--node={spec}", "--junitxml=reports/junit.xml",
         "-o", "junit_suite_name=nodeconf", "--alluredir=reports/allure-results",
-        "-p", "fixtures.evidence", "-p", "fixtures.session", "suites/swap", "-x",
+        "-p", "nodeconf.fixtures.evidence", "-p", "nodeconf.fixtures.session", "suites/swap", "-x",
     ]
 
 

@@ -10,7 +10,7 @@ import pytest
 from kube_shapes import SHAPES
 from suite_on_shape import open_shape
 
-from fixtures.node_profile import NoProfile, node_base_config, node_profile
+from nodeconf.fixtures.node_profile import NoProfile, node_base_config, node_profile
 from nodeconf.loader import load_kubelet_config
 from nodeconf.nodes.kube.node import KubeNode
 

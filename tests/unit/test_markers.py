@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.markers import marker_problems, mirrors, not_applicable, profile_too_old
+from nodeconf.fixtures.markers import marker_problems, mirrors, not_applicable, profile_too_old
 from nodeconf.node_facts import NodeFacts
 
 pytest_plugins = ("pytester",)
@@ -163,7 +163,7 @@ def _suite(pytester: pytest.Pytester, body: str, concurrency: str = ALONE) -> No
 def test_usage_error_at_collection(pytester: pytest.Pytester, body: str, args: tuple[str, ...],
                                    lines: list[str]) -> None:
     _suite(pytester, body)
-    result = pytester.runpytest("-p", "fixtures.markers", *args)
+    result = pytester.runpytest("-p", "nodeconf.fixtures.markers", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(lines)
 
@@ -171,7 +171,7 @@ def test_usage_error_at_collection(pytester: pytest.Pytester, body: str, args: t
 def test_profile_selected_at_collection(pytester: pytest.Pytester) -> None:
     _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.min_profile('1.38')\ndef test_new():\n    pass\n\n"
                      "@pytest.mark.memory_qos\n@pytest.mark.min_profile('1.36')\ndef test_old():\n    pass\n")
-    result = pytester.runpytest("-p", "fixtures.markers", "--profile", "1.36", "-rs")
+    result = pytester.runpytest("-p", "nodeconf.fixtures.markers", "--profile", "1.36", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*SKIPPED*needs profile >= 1.38, this run uses profile 1.36*"])
 
@@ -180,7 +180,7 @@ def test_profile_selected_at_collection(pytester: pytest.Pytester) -> None:
                          ids=["no-swap-skips", "swap-runs"])
 def test_needs_swap_asks_the_node(pytester: pytest.Pytester, swap: int, outcome: dict[str, int]) -> None:
     _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.needs_swap\ndef test_a():\n    pass\n")
-    result = pytester.runpytest("-p", "fixtures.markers", "--swap", str(swap), "-rs")
+    result = pytester.runpytest("-p", "nodeconf.fixtures.markers", "--swap", str(swap), "-rs")
     result.assert_outcomes(**outcome)
     if not swap:
         result.stdout.fnmatch_lines(["*SKIPPED*the node has no swap*"])
@@ -192,12 +192,12 @@ def test_unmarked_test_never_touches_the_node(pytester: pytest.Pytester) -> None
     pytester.path.joinpath("suites", "test_example.py").write_text(
         "import pytest\n\n@pytest.mark.kep5359\n@pytest.mark.independent\ndef test_a():\n    pass\n"
     )
-    pytester.runpytest("-p", "fixtures.markers").assert_outcomes(passed=1)
+    pytester.runpytest("-p", "nodeconf.fixtures.markers").assert_outcomes(passed=1)
 
 
 def test_a_check_without_a_concurrency_marker_stops_collection(pytester: pytest.Pytester) -> None:
     _suite(pytester, "@pytest.mark.kep5359\ndef test_a():\n    pass\n", concurrency="")
-    result = pytester.runpytest("-p", "fixtures.markers")
+    result = pytester.runpytest("-p", "nodeconf.fixtures.markers")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*test_a: a suite test needs a concurrency marker (runs_alone(reason) or*"])
 
@@ -206,14 +206,14 @@ def test_a_checks_own_concurrency_marker_overrides_its_modules(pytester: pytest.
     _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.runs_alone('reconfigures the kubelet')\n"
                      "def test_alone(request):\n    assert runs_alone(request.node)\n\n"
                      "@pytest.mark.kep5359\ndef test_beside(request):\n    assert not runs_alone(request.node)\n",
-           "from fixtures.markers import runs_alone\n\npytestmark = [pytest.mark.independent]\n\n")
-    pytester.runpytest("-p", "fixtures.markers").assert_outcomes(passed=2)
+           "from nodeconf.fixtures.markers import runs_alone\n\npytestmark = [pytest.mark.independent]\n\n")
+    pytester.runpytest("-p", "nodeconf.fixtures.markers").assert_outcomes(passed=2)
 
 
 def test_disruptive_tests_share_one_xdist_group(pytester: pytest.Pytester) -> None:
     _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.disruptive\ndef test_a(request):\n"
                      "    assert request.node.get_closest_marker('xdist_group').args == ('disruptive',)\n")
-    pytester.runpytest("-p", "fixtures.markers").assert_outcomes(passed=1)
+    pytester.runpytest("-p", "nodeconf.fixtures.markers").assert_outcomes(passed=1)
 
 
 def test_disruptive_tests_run_on_one_xdist_worker(pytester: pytest.Pytester) -> None:
@@ -223,7 +223,7 @@ def test_disruptive_tests_run_on_one_xdist_worker(pytester: pytest.Pytester) -> 
                     f"    open('ran-on-{i}', 'w').write(worker_id)\n\n" for i in range(4))
     tests += "".join(f"@pytest.mark.kep5359\ndef test_p{i}():\n    pass\n\n" for i in range(4))
     _suite(pytester, tests)
-    result = pytester.runpytest_subprocess("-p", "fixtures.markers", "-n", "2", "--dist", "loadgroup")
+    result = pytester.runpytest_subprocess("-p", "nodeconf.fixtures.markers", "-n", "2", "--dist", "loadgroup")
     result.assert_outcomes(passed=8)
     workers = {pytester.path.joinpath(f"ran-on-{i}").read_text() for i in range(4)}
     assert len(workers) == 1 and workers <= {"gw0", "gw1"}, workers

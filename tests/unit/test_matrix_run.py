@@ -21,11 +21,11 @@ import json
 import os
 from pathlib import Path
 
-import fixtures.node
+import nodeconf.fixtures.node
 from nodeconf.errors import InfrastructureError
 from nodeconf.node_facts import NodeFacts
 
-pytest_plugins = ["fixtures.node", "fixtures.evidence", "fixtures.session", "fixtures.matrix"]
+pytest_plugins = ["nodeconf.fixtures.node", "nodeconf.fixtures.evidence", "nodeconf.fixtures.session", "nodeconf.fixtures.matrix"]
 LEDGER = Path(os.environ["FAKE_NODE_LEDGER"])
 
 
@@ -56,7 +56,7 @@ def fake_open(spec, **_options):
     return FakeNode(spec)
 
 
-fixtures.node.open_node = fake_open
+nodeconf.fixtures.node.open_node = fake_open
 
 
 def pytest_addoption(parser):

@@ -18,7 +18,7 @@ pytest_plugins = ("pytester",)
 CONFTEST = """
 from nodeconf.nodes.spec import declare_node_option
 
-pytest_plugins = ["fixtures.node"]
+pytest_plugins = ["nodeconf.fixtures.node"]
 
 
 def pytest_addoption(parser):
@@ -134,7 +134,7 @@ def test_without_node_argument():
 
 
 class CountedNode:
-    """The smallest node fixtures.node needs (facts, image, logs, close), recording its opening and closing in
+    """The smallest node nodeconf.fixtures.node needs (facts, image, logs, close), recording its opening and closing in
     `log`."""
 
     image = ""
@@ -158,11 +158,11 @@ def test_the_run_node_is_opened_once_per_node(pytester: pytest.Pytester, monkeyp
     """A check that reaches the node only through request.getfixturevalue, one that takes it, and one that names it
     nowhere all run on the one node the session opened (before issue 31 the first opened a second node, a second
     VM, after the others)."""
-    pytester.makeconftest(CONFTEST.replace('"fixtures.node"]', '"fixtures.node", "suites.conftest"]'))
+    pytester.makeconftest(CONFTEST.replace('"nodeconf.fixtures.node"]', '"nodeconf.fixtures.node", "suites.conftest"]'))
     pytester.mkdir("checks")
     pytester.path.joinpath("checks", "test_checks.py").write_text(RUN_NODE_CHECKS)
     log: list[str] = []
-    monkeypatch.setattr("fixtures.node.open_node", lambda spec, **_: CountedNode(str(spec), log))
+    monkeypatch.setattr("nodeconf.fixtures.node.open_node", lambda spec, **_: CountedNode(str(spec), log))
     result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cacheprovider", "-v", "--node", "vm")
     assert log == ["open vm", "close vm"]
     result.assert_outcomes(passed=3)

@@ -84,7 +84,7 @@ def test_pytest_declares_each_run_option_as_nodeconf_run_does() -> None:
 ])
 def test_a_bad_value_is_one_line_naming_its_option(options: dict[str, str], message: str, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same refusal for `nodeconf run` and for pytest (fixtures.session_nodes makes it a usage error)."""
+    """The same refusal for `nodeconf run` and for pytest (nodeconf.fixtures.session_nodes makes it a usage error)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "matrix.yaml").write_text("- {node: vm, profile: '1.20'}\n")
     with pytest.raises(InputError) as err:
@@ -97,10 +97,10 @@ import os
 import sys
 from pathlib import Path
 
-import fixtures.node
+import nodeconf.fixtures.node
 from nodeconf.node_facts import NodeFacts
 
-pytest_plugins = ["fixtures.node", "fixtures.evidence", "fixtures.session", "fixtures.matrix"]
+pytest_plugins = ["nodeconf.fixtures.node", "nodeconf.fixtures.evidence", "nodeconf.fixtures.session", "nodeconf.fixtures.matrix"]
 LEDGER = Path(os.environ["FAKE_NODE_LEDGER"])
 
 
@@ -146,7 +146,7 @@ class FakeNode:
         pass
 
 
-fixtures.node.open_node = lambda spec, **_options: FakeNode(spec)
+nodeconf.fixtures.node.open_node = lambda spec, **_options: FakeNode(spec)
 
 
 def pytest_addoption(parser):
