@@ -240,8 +240,14 @@ def load_objects(paths: Iterable[str | Path], unknown: UnknownFields | None = No
 def load_kubelet_config(path: str | Path, unknown: UnknownFields | None = None) -> KubeletConfig:
     """A KubeletConfiguration file (exactly one document); fields nodeconf does not read, or reads but does not
     model, go to `unknown`; without one they are warned about once the file has loaded."""
+    return read_kubelet_config(path, unknown)[1]
+
+
+def read_kubelet_config(path: str | Path, unknown: UnknownFields | None = None) -> tuple[str, KubeletConfig]:
+    """load_kubelet_config, with the file's text as read (the one read the report's record hashes)."""
     source = str(path)
-    docs = _documents(_read(Path(path)), source)
+    text = _read(Path(path))
+    docs = _documents(text, source)
     if len(docs) != 1:
         raise InputError(f"expected one KubeletConfiguration document, found {len(docs)}", source=source)
     config = kubelet_config_from_dict(docs[0], source)
@@ -250,4 +256,4 @@ def load_kubelet_config(path: str | Path, unknown: UnknownFields | None = None) 
         own(problem)
     if unknown is None:
         own.warn()
-    return config
+    return text, config

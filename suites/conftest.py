@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from nodeconf.fixtures.node_profile import judging_profile, node_base_config
+from nodeconf.fixtures.session_nodes import opened
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import Node
@@ -31,18 +32,20 @@ def node_facts(node: Node) -> NodeFacts:
 
 @pytest.fixture(scope="session")
 def oracle(node: Node, node_facts: NodeFacts, pytestconfig: pytest.Config) -> Oracle:
-    facts = oracle_facts(node_facts, str(pytestconfig.getoption("--cpu-weight-formula")))
+    facts = oracle_facts(node_facts, opened(pytestconfig, node).settings.cpu_weight_formula)
     return Oracle(facts, judging_profile(node, pytestconfig), node.other_pods)
 
 
 @pytest.fixture(scope="session")
-def _applied(node: Node) -> Applied:  # per node: what one node runs says nothing about another's
-    return Applied()
+def _applied(node: Node, pytestconfig: pytest.Config) -> Applied:
+    """Per node (what one node runs says nothing about another's), from what the node fixture sent it."""
+    start = opened(pytestconfig, node)
+    return Applied(start.config, start.version, start.warnings)
 
 
 @pytest.fixture(scope="session")
 def base_config(node: Node, pytestconfig: pytest.Config) -> KubeletConfig:
-    return node_base_config(node, pytestconfig.getoption("--kubelet-config"))
+    return node_base_config(node, opened(pytestconfig, node).settings.base_config)
 
 
 @pytest.fixture

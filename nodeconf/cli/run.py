@@ -16,17 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nodeconf.cli.signals import PytestGroup
-from nodeconf.errors import InputError
-from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
-from nodeconf.nodes.matrix import RunNode, run_nodes
-from nodeconf.nodes.spec import declare_node_option
 from nodeconf.resources import locate_tree
-from nodeconf.semantics.profile import PROFILE_VERSION
+from nodeconf.run.options import RUN_OPTIONS, declare_run_options
 
 if TYPE_CHECKING:
-    from nodeconf.loader import UnknownFields
     from nodeconf.report.results import RunResults
     from nodeconf.report.verdict import Verdict
+    from nodeconf.run.settings import RunSettings
 
 JUNIT_FILE = "junit.xml"
 RESULTS_DIR = "allure-results"
@@ -52,18 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "nodeconf's own options come first; everything after -- or from the first other argument on goes to "
         "pytest: nodeconf run --node vm -- -k swap -x; nodeconf run suites/swap.",
     )
-    declare_node_option(parser.add_argument)
-    parser.add_argument("--matrix", type=Path, metavar="FILE",
-                        help="YAML list of nodes, each {node: SPEC, kubeletConfig: FILE, profile: X.Y, name: NAME} "
-                        "(instead of --node); several nodes run in parallel, one pytest-xdist worker each")
-    parser.add_argument("--kubelet-config", type=Path, metavar="FILE", help="KubeletConfiguration YAML")
-    parser.add_argument("--profile", "--kubernetes-version", dest="profile", metavar="X.Y",
-                        help="the Kubernetes version the oracle judges by, as in nodeconf explain (default: the "
-                        "newest, with default feature gates); --kubernetes-version is an alias")
-    parser.add_argument("--cpu-weight-formula", metavar="linear|nonlinear", help="the container shares→weight "
-                        "formula the run accepts (default: the profile's non-linear one; linear accepts old runtimes)")
-    parser.add_argument("--reports", type=Path, default=Path("reports"), metavar="DIR",
-                        help="where JUnit, Allure results and the HTML go (default: reports)")
+    declare_run_options(parser.add_argument, pytest=False)
     parser.add_argument("--strict", action="store_true", help="refuse a kubelet config field nodeconf does not "
                         "read or model (default: a warning naming it, on stderr); pytest's own --strict goes after --")
     parser.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="PYTEST_ARGS", help="passed to pytest")
@@ -81,73 +66,54 @@ def selects_tests(pytest_args: Sequence[str], suites_dir: Path) -> bool:
     return False
 
 
-def pytest_argv(args: argparse.Namespace) -> list[str]:
-    """The pytest command line: suites (unless a path was given), node options (several nodes: one xdist worker
-    each), report outputs, user args."""
+def pytest_argv(args: argparse.Namespace, settings: RunSettings) -> list[str]:
+    """The pytest command line: suites (unless a path was given), the run's options as given (several nodes: one
+    xdist worker each), report outputs, user args."""
     user_args = list(args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args)
-    reports: Path = args.reports
     tree = locate_tree()  # the checkout around the working directory, else the installed suites
     # Installed: -P keeps the working directory off sys.path, so a `nodeconf/` or `suites/` there cannot shadow ours.
     argv = [sys.executable, *(["-P"] if tree.kind == "installed" else []), "-m", "pytest"]
     if not selects_tests(user_args, tree.suites):
         argv.append(str(tree.suites))
-    if args.matrix is not None:
-        argv.append(f"--matrix={args.matrix.resolve()}")
+    if settings.matrix is not None:
+        argv.append(f"--matrix={settings.matrix.resolve()}")
     argv += [f"--node={spec.display}" for spec in args.node or ()]
-    nodes = _nodes(args)
-    if len(nodes) > 1:
-        argv += ["-n", str(len(nodes)), "--dist", "load"]  # nodeconf.fixtures.matrix schedules node i on worker gw<i>
-    for option in ("kubelet_config", "profile", "cpu_weight_formula"):
-        value = getattr(args, option)
-        if value is not None:
-            argv.append(f"--{option.replace('_', '-')}={value}")
+    if len(settings.nodes) > 1:
+        argv += ["-n", str(len(settings.nodes)), "--dist", "load"]  # nodeconf.fixtures.matrix schedules node i on gw<i>
+    for option in RUN_OPTIONS:
+        value = getattr(args, option.dest)
+        if option.pytest and option.dest != "matrix" and value is not None:
+            argv.append(f"{option.flags[0]}={value}")
     argv += [
-        f"--junitxml={reports / JUNIT_FILE}",
+        f"--junitxml={settings.reports / JUNIT_FILE}",
         "-o", "junit_suite_name=nodeconf",
-        f"--alluredir={reports / RESULTS_DIR}",  # emptied by run() when an earlier run made it, never by pytest
+        f"--alluredir={settings.reports / RESULTS_DIR}",  # emptied by run() if an earlier run made it, never by pytest
         "-p", "nodeconf.fixtures.evidence",
         "-p", "nodeconf.fixtures.session",
     ]
     return argv + user_args
 
 
-def _nodes(args: argparse.Namespace) -> list[RunNode]:
-    """The run's nodes from --node or --matrix; InputError for a bad matrix or clashing names."""
-    return run_nodes(args.node, getattr(args, "matrix", None))
-
-
-def _check_usage(args: argparse.Namespace) -> None:
+def check_usage(args: argparse.Namespace) -> RunSettings:
+    """The run's settings, every kubelet config read once (a field nodeconf does not read is named here, refused
+    with --strict, not only inside pytest, whose capture would hide the warning), a whole-cluster spec expanded,
+    and each node's scheme asked to refuse what it can before anything starts; InputError otherwise."""
     locate_tree()  # an InputError when there are no suites to run
-    nodes = _nodes(args)
-    if args.profile is not None and not PROFILE_VERSION.fullmatch(args.profile):
-        raise InputError(f'must look like "1.36", got {args.profile!r}', field="--profile")
-    if args.cpu_weight_formula not in (None, *CPU_WEIGHT_FORMULAS):
-        raise InputError(f"unknown value {args.cpu_weight_formula!r} (expected one of "
-                         f"{', '.join(CPU_WEIGHT_FORMULAS)})", field="--cpu-weight-formula")
-    if args.kubelet_config is not None and not args.kubelet_config.is_file():
-        raise InputError("no such file", source=str(args.kubelet_config), field="--kubelet-config")
-    unknown = _read_kubelet_configs(args.kubelet_config, nodes, strict=args.strict)
+    from nodeconf.loader import UnknownFields
     from nodeconf.nodes.registry import expand, preflight, preflight_together
+    from nodeconf.run.matrix import run_nodes
+    from nodeconf.run.settings import run_settings
 
+    unknown = UnknownFields(strict=args.strict)
+    settings = run_settings(lambda dest: getattr(args, dest, None), unknown)
     if args.node:  # a whole-cluster spec (kube?nodes=...) becomes one spec per node, listed once, here
         args.node = expand(args.node)
-        nodes = _nodes(args)
-    preflight_together([(node.spec, node.kubelet_config or args.kubelet_config) for node in nodes])
-    for node in nodes:
-        preflight(node.spec, kubelet_config=node.kubelet_config or args.kubelet_config,
-                  profile=node.profile or args.profile)
+        settings = settings.with_nodes(run_nodes(args.node, None))
+    preflight_together([(node.spec, node.kubelet_config_path) for node in settings.nodes])
+    for node in settings.nodes:
+        preflight(node.spec, kubelet_config=node.kubelet_config_path, profile=node.profile)
     unknown.warn()  # only once the usage is good: an error stays the only line
-
-
-def _read_kubelet_configs(default: Path | None, nodes: Sequence[RunNode], *, strict: bool) -> UnknownFields:
-    """Read every kubelet config the run uses once, before anything starts, so that a field nodeconf does not read
-    is named here (refused with --strict), not only inside pytest, whose capture would hide the warning."""
-    from nodeconf.loader import UnknownFields, load_kubelet_config
-
-    unknown = UnknownFields(strict=strict)
-    for path in sorted({path for path in (default, *(node.kubelet_config for node in nodes)) if path is not None}):
-        load_kubelet_config(path, unknown)
-    return unknown
+    return settings
 
 
 def _run_pytest(argv: list[str]) -> int:
@@ -158,7 +124,7 @@ def _run_pytest(argv: list[str]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suites, write the reports, print the summary and return 0, 1 or 2."""
-    _check_usage(args)
+    settings = check_usage(args)
     from nodeconf.report.archive import ARCHIVE_FILE
     from nodeconf.report.generate import read_results, remove_reports, report_paths, write_reports
     from nodeconf.report.results import ReportError
@@ -168,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from nodeconf.report.summary_json import SUMMARY_FILE
     from nodeconf.report.verdict import EXIT_ERROR, verdict
 
-    reports: Path = args.reports
+    reports = settings.reports
     claim_results_dir(reports / RESULTS_DIR)  # refused before anything is removed when no nodeconf run made it
     (reports / JUNIT_FILE).unlink(missing_ok=True)
     (reports / SUMMARY_FILE).unlink(missing_ok=True)  # a run killed before the end leaves none that looks current
@@ -176,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     remove_reports(reports / HTML_DIR)
     started = time.monotonic()
     os.environ[COMMAND_ENV] = command_line(sys.argv)  # the report records the command, not pytest's
-    status = _run_pytest(pytest_argv(args))
+    status = _run_pytest(pytest_argv(args, settings))
     try:
         results = read_results(reports / RESULTS_DIR)
     except ReportError as error:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import html
 
-from nodeconf.nodes.matrix import node_of_test
 from nodeconf.report.node_display import SCOPE_TITLES, fact_rows, neutral_paths, scope
 from nodeconf.report.results import Check, RunResults, Status
 from nodeconf.report.verdict import node_verdict
+from nodeconf.run.check_ids import node_of_test
 
 # The layer facts shown above each node's column, in this order, where the node recorded them.
 LAYER_FACTS = (("node", "spec"), ("kernel_version", "kernel"), ("init", "init"), ("init_version", "init version"),

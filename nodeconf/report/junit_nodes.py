@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from nodeconf.nodes.matrix import node_of_test
 from nodeconf.report.allure_json import ReportError, shown
+from nodeconf.run.check_ids import node_of_test
 
 OTHER_SUITE = "nodeconf"  # test cases of no node (e.g. the run_complete error of an interrupted run)
 COUNTED = (("failures", "failure"), ("errors", "error"), ("skipped", "skipped"))

@@ -82,10 +82,11 @@ class KubeletConfigRecord:
         return hashlib.sha256(self.content.encode("utf-8")).hexdigest()
 
 
-def kubelet_config_record(path: str | Path | None) -> KubeletConfigRecord:
-    """The --kubelet-config file as given, or nodeconf's default configuration as a KubeletConfiguration document."""
+def kubelet_config_record(path: str | Path | None, text: str | None = None) -> KubeletConfigRecord:
+    """The --kubelet-config file as given (`text`: as the run read it), or nodeconf's default configuration as a
+    KubeletConfiguration document."""
     if path:
-        return KubeletConfigRecord(str(path), Path(path).read_text(encoding="utf-8"))
+        return KubeletConfigRecord(str(path), Path(path).read_text(encoding="utf-8") if text is None else text)
     default = yaml.safe_dump(kubelet_config_to_dict(KubeletConfig()), sort_keys=False)
     return KubeletConfigRecord("(none given: nodeconf defaults)", default)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeconf.nodes.matrix import RunNode
+from nodeconf.run.settings import NodeSettings
 
 CLUSTER_SCHEMES = frozenset({"kube", "kind"})
 HERE = Path(__file__).resolve().parent
@@ -16,7 +16,7 @@ HERE = Path(__file__).resolve().parent
 def _elsewhere(item: pytest.Item) -> bool:
     """A check of this directory collected for a node that is not a cluster's."""
     entry = getattr(getattr(item, "callspec", None), "params", {}).get("node")
-    return (Path(item.path).resolve().parent == HERE and isinstance(entry, RunNode)
+    return (Path(item.path).resolve().parent == HERE and isinstance(entry, NodeSettings)
             and entry.spec.scheme not in CLUSTER_SCHEMES)
 
 

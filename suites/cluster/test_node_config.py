@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeconf.loader import load_kubelet_config
+from nodeconf.fixtures.session_nodes import opened
 from nodeconf.nodes.base import Node, NotApplicable
 
 pytestmark = [pytest.mark.kubelet_config, pytest.mark.independent]  # reads the node's kubelet, changes nothing
@@ -20,7 +20,8 @@ def test_node_runs_the_requested_kubelet(node: Node, pytestconfig: pytest.Config
     running = node.kubelet_version()
     if running is None:
         pytest.skip("nodeconf configures this node's kubelet from --kubelet-config and --profile: nothing to assert")
-    path, profile = pytestconfig.getoption("--kubelet-config"), pytestconfig.getoption("--profile")
+    settings = opened(pytestconfig, node).settings  # the node's own (a matrix entry's), else the run's
+    path, profile = settings.kubelet_config_path, settings.profile
     if not path and not profile:
         pytest.skip("neither --kubelet-config nor --profile given: the node is judged as it runs")
     try:
@@ -28,9 +29,9 @@ def test_node_runs_the_requested_kubelet(node: Node, pytestconfig: pytest.Config
     except NotApplicable as err:
         pytest.skip(str(err))
     problems = [f"--profile {profile}: the node runs kubelet {running}"] if profile and profile != running else []
-    if path:
+    if settings.kubelet_config is not None:
         try:
-            node.configure(load_kubelet_config(path))
+            node.configure(settings.kubelet_config)
         except NotApplicable as err:
             problems.append(f"--kubelet-config {path}: {err}")
     assert not problems, "; ".join(problems)

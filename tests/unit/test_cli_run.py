@@ -24,19 +24,18 @@ from nodeconf.report.allure_html import allure_cli
 from nodeconf.report.properties import read_properties
 from nodeconf.report.results_mark import claim_results_dir, made_by_nodeconf
 from nodeconf.report.run_info import COMMAND_ENV, RUN_KEYS
+from nodeconf.run.settings import run_settings
 
 CONFTEST = '''
 from nodeconf.fixtures.evidence import record_enforcer_log, record_node_facts
 from nodeconf.node_facts import NodeFacts
-from nodeconf.nodes.spec import declare_node_option
+from nodeconf.run.options import declare_run_options
 
 pytest_plugins = ["nodeconf.fixtures.evidence"]
 
 
 def pytest_addoption(parser):
-    declare_node_option(parser.addoption)
-    parser.addoption("--kubelet-config", default=None)
-    parser.addoption("--profile", default=None)
+    declare_run_options(parser.addoption, pytest=True)
 
 
 def pytest_configure(config):
@@ -149,6 +148,11 @@ def _args(*argv: str) -> argparse.Namespace:
     return parser.parse_args(["run", *argv])
 
 
+def _pytest_argv(*argv: str) -> list[str]:
+    args = _args(*argv)
+    return run_cli.pytest_argv(args, run_settings(lambda dest: getattr(args, dest, None)))
+
+
 def _results(project: Path) -> list[dict[str, object]]:
     return [json.loads(path.read_text(encoding="utf-8"))
             for path in (project / "reports" / "allure-results").glob("*-result.json")]
@@ -186,7 +190,8 @@ def test_run_writes_environment_and_categories(full_run: FullRun) -> None:
     results = full_run.project / "reports" / "allure-results"
     environment = (results / "environment.properties").read_text(encoding="utf-8")
     entries = dict(read_properties(results / "environment.properties"))
-    assert list(entries)[:12] == [*RUN_KEYS, "node", "memory_capacity", "swap_capacity"]
+    assert list(entries)[:13] == [*RUN_KEYS, "node", "accepted cpu weight formula", "memory_capacity",
+                                  "swap_capacity"]
     assert (entries["profile"], entries["kubelet config"], entries["node"]) == ("1.36", "kubelet.yaml", "local")
     assert entries["kubelet config sha256"] == hashlib.sha256(b"kind: KubeletConfiguration\n").hexdigest()
     assert entries["command"] == "nodeconf run --node local --profile 1.36 --kubelet-config kubelet.yaml"
@@ -194,6 +199,7 @@ def test_run_writes_environment_and_categories(full_run: FullRun) -> None:
     assert "kernel_version=6.1.0-28-amd64" in environment
     # The node's formula is the one measured (the oracle's required one stays "nonlinear", a run entry).
     assert (entries["runtime"], entries["cpu_weight_formula"]) == ("runc", "linear")
+    assert entries["accepted cpu weight formula"] == "nonlinear"
     assert "measured_cpu_weight_formula" not in entries
     assert (results / "categories.json").is_file()
 
@@ -292,7 +298,7 @@ def test_selects_tests(project: Path, pytest_args: list[str], selects: bool) -> 
 
 def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) -> None:
     spec = "ssh://root@host:2222?key=kubelet.yaml&known_hosts=kubelet.yaml"
-    argv = run_cli.pytest_argv(_args("--node", spec, "--", "suites/swap", "-x"))
+    argv = _pytest_argv("--node", spec, "--", "suites/swap", "-x")
     assert argv[1:] == [
         "-m", "pytest", f"--node={spec}", "--junitxml=reports/junit.xml",
         "-o", "junit_suite_name=nodeconf", "--alluredir=reports/allure-results",
@@ -301,15 +307,15 @@ def test_pytest_argv_passes_node_options_and_user_args_through(project: Path) ->
 
 
 def test_pytest_argv_runs_several_nodes_one_worker_each(project: Path) -> None:
-    argv = run_cli.pytest_argv(_args("--node", "vm", "--node", "vm?name=b", "--", "-k", "res_demo"))
+    argv = _pytest_argv("--node", "vm", "--node", "vm?name=b", "--", "-k", "res_demo")
     start = argv.index("--node=vm")
     assert argv[start:start + 6] == ["--node=vm", "--node=vm?name=b", "-n", "2", "--dist", "load"]
-    assert "-n" not in run_cli.pytest_argv(_args("--node", "vm"))  # one node: no xdist unless asked
+    assert "-n" not in _pytest_argv("--node", "vm")  # one node: no xdist unless asked
 
 
 def test_pytest_argv_passes_a_matrix_file(project: Path) -> None:
     (project / "nodes.yaml").write_text("- node: vm\n- {node: vm, name: b}\n- {node: vm, name: c}\n")
-    argv = run_cli.pytest_argv(_args("--matrix", "nodes.yaml"))
+    argv = _pytest_argv("--matrix", "nodes.yaml")
     start = argv.index(f"--matrix={(project / 'nodes.yaml').resolve()}")
     assert argv[start + 1:start + 5] == ["-n", "3", "--dist", "load"]
 

@@ -17,8 +17,8 @@ from nodeconf.cli import run as run_cli
 from nodeconf.cli.main import main
 from nodeconf.errors import InputError
 from nodeconf.nodes.kube.fanout import expand_kube_spec, expand_nodes, run_names
-from nodeconf.nodes.matrix import parse_matrix
 from nodeconf.nodes.spec import parse_node_spec
+from nodeconf.run.matrix import parse_matrix
 
 ALL_KEPT = ["kind-control-plane", "kind-worker", "kind-worker2", "legacy-1"]
 
@@ -165,8 +165,7 @@ def _args(*argv: str) -> argparse.Namespace:
 def test_nodeconf_run_gives_pytest_one_node_and_one_worker_per_cluster_node(server: ApiServer) -> None:
     server.answers[("GET", "/api/v1/nodes")] = (200, node_list())
     args = _args("--node", "kube:local?nodes=all", "--node", "vm?name=ref", "--", "-k", "swap")
-    run_cli._check_usage(args)
-    argv = run_cli.pytest_argv(args)
+    argv = run_cli.pytest_argv(args, run_cli.check_usage(args))
     assert requests(server) == [("GET", "/api/v1/nodes", {})]  # listed once, by the controller
     start = argv.index("--node=vm?name=ref") - len(ALL_KEPT)
     assert argv[start:start + len(ALL_KEPT) + 5] == [

@@ -132,6 +132,7 @@ def test_enforcer_imports_only_stdlib_model_semantics(path: Path) -> None:
         (("nodeconf", "nodeconf/infra"), "nodeconf.fixtures"),
         (("nodeconf", "nodeconf/infra", "nodeconf/fixtures"), "suites"),
         (("nodeconf/nodes",), "nodeconf.infra"),
+        (("nodeconf/nodes", "nodeconf/semantics", "nodeconf/enforcer"), "nodeconf.run"),
         (("nodeconf/nodes/kube",), "nodeconf.enforcer"),
         (("nodeconf/nodes/kube",), "nodeconf.nodes.enforced"),
         (("nodeconf/nodes/transport",), "nodeconf.nodes.enforced"),
@@ -140,7 +141,7 @@ def test_enforcer_imports_only_stdlib_model_semantics(path: Path) -> None:
     ],
     ids=["oracle-and-enforcer-not-nodes", "oracle-not-enforcer", "suites-not-enforcer", "fixtures-not-suites",
          "library-not-fixtures", "library-not-suites",
-         "nodes-not-infra", "kube-driver-not-enforcer", "kube-driver-not-enforced-driver",
+         "nodes-not-infra", "drivers-not-run", "kube-driver-not-enforcer", "kube-driver-not-enforced-driver",
          "transport-not-enforced-driver", "transport-not-kube-driver", "checks-not-developer-tools"],
 )
 def test_never_imported(packages: tuple[str, ...], forbidden: str) -> None:

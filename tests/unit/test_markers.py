@@ -157,7 +157,7 @@ def _suite(pytester: pytest.Pytester, body: str, concurrency: str = ALONE) -> No
                      "    pass\n", (), ["*test_a: a disruptive test changes node-wide state: mark it runs_alone*"],
                      id="disruptive-but-independent"),
         pytest.param("@pytest.mark.kep5359\ndef test_a():\n    pass\n", ("--profile", "1.99"),
-                     ["*--profile '1.99' is not one of 1.34, 1.35, 1.36, 1.37, 1.38*"], id="unknown-profile"),
+                     ["*--profile: '1.99' is not one of 1.34, 1.35, 1.36, 1.37, 1.38*"], id="unknown-profile"),
     ],
 )
 def test_usage_error_at_collection(pytester: pytest.Pytester, body: str, args: tuple[str, ...],

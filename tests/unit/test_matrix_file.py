@@ -9,8 +9,9 @@ import pytest
 
 from nodeconf.cli.main import main
 from nodeconf.errors import InputError, NodeSpecError
-from nodeconf.nodes.matrix import RunNode, node_of_test, parse_matrix, run_nodes, share_host_cpus
 from nodeconf.nodes.spec import parse_node_spec
+from nodeconf.run.check_ids import node_of_test
+from nodeconf.run.matrix import RunNode, parse_matrix, run_nodes, share_host_cpus
 
 
 def write(tmp_path: Path, text: str) -> Path:

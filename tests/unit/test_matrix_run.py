@@ -62,12 +62,9 @@ nodeconf.fixtures.node.open_node = fake_open
 
 
 def pytest_addoption(parser):
-    from nodeconf.nodes.spec import declare_node_option
+    from nodeconf.run.options import declare_run_options
 
-    declare_node_option(parser.getgroup("nodeconf").addoption)
-    parser.addoption("--matrix", default=None, type=Path)
-    parser.addoption("--kubelet-config", default=None)
-    parser.addoption("--profile", default=None)
+    declare_run_options(parser.getgroup("nodeconf").addoption, pytest=True)
 """
 CHECKS = """
 import pytest

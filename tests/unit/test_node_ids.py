@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nodeconf.node_facts import NodeFacts
-from nodeconf.nodes.matrix import node_of_test
+from nodeconf.run.check_ids import node_of_test
 
 pytest_plugins = ("pytester",)
 

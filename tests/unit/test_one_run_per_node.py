@@ -20,10 +20,10 @@ from nodeconf.errors import InputError
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.bundle import MARKER_FILE
 from nodeconf.nodes.enforced.node import EnforcedNode
-from nodeconf.nodes.matrix import run_nodes
 from nodeconf.nodes.spec import parse_node_spec
 from nodeconf.nodes.transport.base import CommandResult
 from nodeconf.nodes.transport.local import LocalTransport
+from nodeconf.run.matrix import run_nodes
 from suites.toolkit.builders import typed_pod
 
 

@@ -24,7 +24,7 @@ from nodeconf.nodes.spec import (
     parse_node_spec,
     refuse_shared_machines,
 )
-from nodeconf.semantics.profile import PROFILE_VERSION
+from nodeconf.run.options import profile_problem
 
 MATRIX_KEYS = ("node", "kubeletConfig", "profile", "name")
 MAX_MATRIX_BYTES = 1024 * 1024
@@ -32,8 +32,8 @@ MAX_MATRIX_BYTES = 1024 * 1024
 
 @dataclass(frozen=True)
 class RunNode:
-    """One node of a run: its spec (whose `name` is unique in the run), and its own kubelet config and profile
-    (None: the run's --kubelet-config / --profile)."""
+    """One node of a run as given: its spec (whose `name` is unique in the run), and its own kubelet config and
+    profile (None: the run's --kubelet-config / --profile); run/settings.py resolves them."""
 
     spec: NodeSpec
     kubelet_config: Path | None = None
@@ -77,8 +77,9 @@ def _entry(raw: object, index: int, source: str, base: Path) -> RunNode:
         raise InputError(f"{where}: {NODES_OPTION}= (a whole-cluster run) goes with --node, not in a matrix file; "
                          f"list the cluster's nodes as kube:CONTEXT?{NODE_OPTION}=NAME")
     profile = raw.get("profile")
-    if profile is not None and not PROFILE_VERSION.fullmatch(str(profile)):
-        raise InputError(f'{where}: profile must look like "1.36", got {profile!r}')
+    problem = None if profile is None else profile_problem(str(profile))
+    if problem:
+        raise InputError(f"{where}: profile {problem}")
     config = raw.get("kubeletConfig")
     config_path = None
     if config is not None:
@@ -153,11 +154,3 @@ def run_nodes(specs: Sequence[NodeSpec] | None, matrix: Path | None) -> list[Run
         raise InputError(str(err), field="--node") from None
     return share_host_cpus(nodes, os.cpu_count() or 1)
 
-
-def node_of_test(test_id: str, names: Sequence[str]) -> str | None:
-    """Which node a check id (`test_x[NAME]`, `test_x[NAME-case]`) belongs to, None for a check without one."""
-    _, bracket, params = test_id.partition("[")
-    if not bracket:
-        return None
-    params = params.rsplit("]", 1)[0]
-    return next((name for name in names if params == name or params.startswith(name + "-")), None)
