@@ -183,6 +183,7 @@ BAD = [
     ("vm-unknown-debian", "vm?debian=buster", "unknown debian='buster': choose one of bullseye|bookworm|trixie|sid"),
     ("vm-unknown-init", "vm?init=openrc", "unknown init='openrc': choose one of minimal|systemd"),
     ("vm-unknown-runtime", "vm?runtime=youki", "unknown runtime='youki': choose one of direct|runc|crun"),
+    ("vm-containerd-minimal", "vm?debian=trixie&runtime=containerd", "runtime=containerd needs init=systemd: "),
     ("local-variant", "local?debian=sid", "unknown option 'debian'"),
     ("vm-image-missing", "vm?image={missing}", "image={missing} is not a readable file"),
     ("vm-image-with-variant", "vm?image={key}&debian=sid", "image= brings its own layers; debian= cannot go with it"),
