@@ -25,7 +25,7 @@ from typing import Any
 from infra.vm.image import MANIFEST, ImageBuildError, ensure_image
 from infra.vm.progress import StepPrinter
 from nodeconf.node_variant import Variant
-from nodeconf.report.causes import ABOUT, Failure, causes, mismatch_lines
+from nodeconf.report.causes import Failure, causes, mismatch_lines
 
 # Every Debian release with systemd and each runtime, then the defaults (issue 13 item 6), then containerd 1.6, 1.7
 # and 2.x over CRI (issue 28 item 7; containerd goes only with systemd: node_variant.REFUSED).
@@ -76,8 +76,7 @@ def measure(variant: Variant, reports: Path, pytest_args: list[str]) -> dict[str
     entry["run"] = summary["run"]
     lines = junit_mismatches(out / "junit.xml")
     entry["non_pass"] = [{"id": c["id"], "status": c["status"], "why": c["message"],
-                          "first_mismatch": c["first_mismatch"],
-                          "about": sorted({m[1] for m in map(ABOUT.match, lines.get(c["id"], [])) if m})}
+                          "first_mismatch": c["first_mismatch"], "mismatches": lines.get(c["id"], [])}
                          for c in summary["checks"] if c["status"] != "passed"]
     return entry
 
@@ -96,13 +95,10 @@ def junit_mismatches(junit: Path) -> dict[str, list[str]]:
 
 def grouped(non_pass: list[dict[str, Any]]) -> str:
     """The non-passes grouped by cause (nodeconf.report.causes: what each mismatch is about; a check may count in
-    several groups), each group with its count and one example."""
-    def message(n: dict[str, Any]) -> str:  # the first mismatch line, then the other things it is about
-        first = ABOUT.match(n["why"])
-        return "\n".join([n["why"], *(about for about in n.get("about", []) if not first or about != first[1])])
-
-    found = causes(Failure(n["id"], n["status"], message(n)) for n in non_pass)
-    return "; ".join(f"{len(c.checks)} × {c.status} {c.about} (e.g. {c.checks[0]}: {c.example[:300]})"
+    several groups; a skip by its reason), each group with its count and one whole mismatch line, which names the
+    runtime where the oracle's rule does."""
+    found = causes(Failure(n["id"], n["status"], "\n".join([n["why"], *n.get("mismatches", [])])) for n in non_pass)
+    return "; ".join(f"{len(c.checks)} × {c.status} {c.about} (e.g. {c.checks[0]}: {c.example})"
                      for c in found) or "–"
 
 
