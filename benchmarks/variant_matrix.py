@@ -22,8 +22,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from infra.vm.image import MANIFEST, ImageBuildError, ensure_image
-from infra.vm.progress import StepPrinter
+from nodeconf.infra.vm.image import MANIFEST, ImageBuildError, ensure_image
+from nodeconf.infra.vm.progress import StepPrinter
 from nodeconf.node_variant import Variant
 from nodeconf.report.causes import Failure, causes, mismatch_lines
 

@@ -16,11 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from infra.vm.accel import detect_accel
-from infra.vm.image import ensure_image
-from infra.vm.machine import VirtualMachine
-from infra.vm.progress import StepPrinter
-from infra.vm.variant import RELEASES, RUNTIMES, Variant, parse_variant
+from nodeconf.infra.vm.accel import detect_accel
+from nodeconf.infra.vm.image import ensure_image
+from nodeconf.infra.vm.machine import VirtualMachine
+from nodeconf.infra.vm.progress import StepPrinter
+from nodeconf.infra.vm.variant import RELEASES, RUNTIMES, Variant, parse_variant
 
 TARGETS = {"cold_build_s": 90.0, "boot_to_ssh_median_s": 8.0, "round_trip_median_s": 0.3}
 # Other variants (issue 13): a cold build within 120 s, systemd booted within 15 s.

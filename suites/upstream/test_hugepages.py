@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from fixtures.markers import mirrors
+from nodeconf.fixtures.markers import mirrors
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.node_facts import NodeFacts

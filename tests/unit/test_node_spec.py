@@ -189,8 +189,8 @@ BAD = [
     ("vm-image-with-variant", "vm?image={key}&debian=sid", "image= brings its own layers; debian= cannot go with it"),
     ("vm-uefi-without-image", "vm?uefi=1", "uefi= goes with image=PATH"),
     ("vm-uefi-word", "vm?image={key}&uefi=yes", "uefi must be 0 or 1, got 'yes'"),
-    ("kind-empty-config", "kind:", "kind: needs a config name of infra/kind/"),
-    ("kind-config-path", "kind:../etc/x", "kind: needs a config name of infra/kind/"),
+    ("kind-empty-config", "kind:", "kind: needs a config name of nodeconf/infra/kind/"),
+    ("kind-config-path", "kind:../etc/x", "kind: needs a config name of nodeconf/infra/kind/"),
     ("kind-keep-word", "kind?keep=yes", "keep must be 0 or 1, got 'yes'"),
     ("kind-enforcer-option", "kind?fault=cpu-weight-formula=linear", "unknown option 'fault'"),
 ]

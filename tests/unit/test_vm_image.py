@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm import image as image_module
-from infra.vm.apt import Apt
-from infra.vm.image import (
+from nodeconf.infra.vm import image as image_module
+from nodeconf.infra.vm.apt import Apt
+from nodeconf.infra.vm.image import (
     MANIFEST,
     VmImage,
     apt_lists_signature,
@@ -21,7 +21,7 @@ from infra.vm.image import (
     main,
     prune_images,
 )
-from infra.vm.recipe import cache_key, default_recipe
+from nodeconf.infra.vm.recipe import cache_key, default_recipe
 
 VERSIONS = {"kernel-package": "linux-image-6.1.0-57-amd64", "linux-image-6.1.0-57-amd64": "6.1.192-3"}
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from infra.vm import apt as apt_module
-from infra.vm.qemu import kernel_cmdline
-from infra.vm.recipe import default_recipe
-from infra.vm.variant import RELEASES, RUNTIMES, SYSTEMD_PACKAGES, Variant, parse_variant, recipe_for
+from nodeconf.infra.vm import apt as apt_module
+from nodeconf.infra.vm.qemu import kernel_cmdline
+from nodeconf.infra.vm.recipe import default_recipe
+from nodeconf.infra.vm.variant import RELEASES, RUNTIMES, SYSTEMD_PACKAGES, Variant, parse_variant, recipe_for
 
 # The reference recipe's fingerprint before variants existed: changing it rebuilds every cached reference image,
 # so a change here must be deliberate (bump it together with RECIPE_FORMAT or the scripts).

@@ -8,8 +8,8 @@ import tomllib
 
 import pytest
 
-from infra.vm.recipe import default_recipe
-from infra.vm.variant import CONTAINERD_CONFIG, RELEASES, Variant, recipe_for
+from nodeconf.infra.vm.recipe import default_recipe
+from nodeconf.infra.vm.variant import CONTAINERD_CONFIG, RELEASES, Variant, recipe_for
 
 APPENDED = f"append/{CONTAINERD_CONFIG}"
 

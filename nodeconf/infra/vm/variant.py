@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from infra.vm.recipe import Recipe, data_file, default_recipe
+from nodeconf.infra.vm.recipe import Recipe, data_file, default_recipe
 from nodeconf.node_variant import RELEASES, RUNTIMES, Variant, parse_variant
 
 # What init=systemd adds: PID 1 and /sbin/init, and the system bus that busctl and transient units use.

@@ -22,14 +22,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from infra.vm import paths
-from infra.vm.apt import HOST_LISTS, Apt, AptError, apt_for
-from infra.vm.bootfiles import build_boot
-from infra.vm.cache_files import locked, make_private, open_for_writing, write_atomically
-from infra.vm.hostrun import ImageBuildError, run_tool
-from infra.vm.progress import StepPrinter
-from infra.vm.qemu import kernel_cmdline, lsm_without_bpf, with_hugepage_pool
-from infra.vm.recipe import (
+from nodeconf.infra.vm import paths
+from nodeconf.infra.vm.apt import HOST_LISTS, Apt, AptError, apt_for
+from nodeconf.infra.vm.bootfiles import build_boot
+from nodeconf.infra.vm.cache_files import locked, make_private, open_for_writing, write_atomically
+from nodeconf.infra.vm.hostrun import ImageBuildError, run_tool
+from nodeconf.infra.vm.progress import StepPrinter
+from nodeconf.infra.vm.qemu import kernel_cmdline, lsm_without_bpf, with_hugepage_pool
+from nodeconf.infra.vm.recipe import (
     GUEST_INIT_PATH,
     READY_MARKER,
     Recipe,
@@ -39,9 +39,9 @@ from infra.vm.recipe import (
     kernel_part_packages,
     kernel_release,
 )
-from infra.vm.state import list_states
-from infra.vm.systemd_root import install_systemd
-from infra.vm.variant import RELEASES, RUNTIMES, Variant, parse_variant, recipe_for
+from nodeconf.infra.vm.state import list_states
+from nodeconf.infra.vm.systemd_root import install_systemd
+from nodeconf.infra.vm.variant import RELEASES, RUNTIMES, Variant, parse_variant, recipe_for
 from nodeconf.errors import InfrastructureError
 from nodeconf.node_variant import INITS
 
@@ -95,7 +95,7 @@ def check_host() -> None:
     """Fail with one line naming the missing tools (or root) needed to build the image."""
     missing = [tool for tool in BUILD_TOOLS if shutil.which(tool) is None]
     if missing:
-        raise ImageBuildError(f"missing host tools: {' '.join(missing)}; run: bash infra/install-host.sh")
+        raise ImageBuildError(f"missing host tools: {' '.join(missing)}; run: bash nodeconf/infra/install-host.sh")
     if os.geteuid() != 0:
         raise ImageBuildError("building the reference image needs root (mmdebstrap --mode=root, file ownership)")
 
@@ -356,8 +356,8 @@ def remove_leftover_builds(cache_dir: Path | None = None, dry_run: bool = False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m infra.vm.image`: build the reference image (or a variant) if needed and print its directory."""
-    parser = argparse.ArgumentParser(prog="python -m infra.vm.image", description=main.__doc__)
+    """`python -m nodeconf.infra.vm.image`: build the reference image (or a variant) if needed and print its directory."""
+    parser = argparse.ArgumentParser(prog="python -m nodeconf.infra.vm.image", description=main.__doc__)
     parser.add_argument("--cache-dir", type=Path, default=None, help="default: $XDG_CACHE_HOME/nodeconf")
     parser.add_argument("--prune", action="store_true", help="then remove other cached images no VM uses")
     parser.add_argument("--debian", choices=RELEASES, default="bookworm", help="Debian release (kernel, userland)")
