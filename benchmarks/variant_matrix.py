@@ -1,9 +1,10 @@
 """Node-variant matrix (issue 13 item 6): for each variant, its image's cold build time, then one `nodeconf run`
-on it (the default suites unless PYTEST_ARGS say otherwise): wall time, passed/failed/skipped and the first line of
-every non-pass, from the run's summary.json. Boot times: benchmarks/vm_bench.py --debian R --init I --runtime X.
+on it (the default suites unless PYTEST_ARGS say otherwise): wall time, passed/failed/broken/skipped and every
+non-pass grouped by cause, from the run's summary.json and junit.xml. Boot times: benchmarks/vm_bench.py --debian R
+--init I --runtime X.
 
 Run one variant per VM-lock acquisition (each is a build of ≈1-2 min when not cached plus a run of a few minutes):
-    flock /tmp/nodeconf-vm.lock .venv/bin/python benchmarks/variant_matrix.py sid-systemd-runc [--reports DIR]
+    flock /tmp/nodeconf-vm.lock .venv/bin/python benchmarks/variant_matrix.py sid-systemd-containerd [--reports DIR]
         [--json] [-- PYTEST_ARGS]
 Results accumulate in DIR/variant-matrix.json (one entry per variant, the latest run wins) and print as the
 Markdown table docs/node-variants.md carries. The cold build time is the image manifest's build_seconds (the
@@ -24,9 +25,11 @@ from nodeconf.infra.vm.image import MANIFEST, ImageBuildError, ensure_image
 from nodeconf.infra.vm.progress import StepPrinter
 from nodeconf.node_variant import Variant
 
-# Every Debian release with systemd and each runtime, then the defaults (issue 13 item 6).
+# Every Debian release with systemd and each runtime, then the defaults (issue 13 item 6), then containerd 1.6, 1.7
+# and 2.x over CRI (issue 28 item 7; containerd goes only with systemd: node_variant.REFUSED).
 DEFAULT_VARIANTS = (*(f"{debian}-systemd-{runtime}" for debian in ("bullseye", "bookworm", "trixie", "sid")
-                      for runtime in ("runc", "crun")), "bookworm-minimal-direct")
+                      for runtime in ("runc", "crun")), "bookworm-minimal-direct",
+                    *(f"{debian}-systemd-containerd" for debian in ("bookworm", "trixie", "sid")))
 
 
 def variant_of(label: str) -> Variant:
@@ -98,18 +101,22 @@ def grouped(non_pass: list[dict[str, Any]]) -> str:
 
 def table(entries: list[dict[str, Any]]) -> str:
     """The Markdown table of docs/node-variants.md."""
-    rows = ["| variant | kernel | runtime | cold build | checks run | wall | passed / failed / skipped "
-            "| non-pass (by what each mismatch is about) |", "|---|---|---|---|---|---|---|---|"]
+    rows = ["| variant | kernel | runtime | cold build | checks run | commit, started | wall "
+            "| passed / failed / broken / skipped | non-pass (by what each mismatch is about) |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for e in entries:
         counts = e.get("counts", {})
-        result = f"{counts.get('passed', '–')} / {counts.get('failed', 0) + counts.get('broken', 0)} / " \
-                 f"{counts.get('skipped', '–')}" if counts else f"no result: {e.get('error', '')}"
+        result = " / ".join(str(counts.get(key, 0)) for key in ("passed", "failed", "broken", "skipped")) \
+            if counts else f"no result: {e.get('error', '')}"
         name = e["variant"].split("-")[2]
         runtime = f"{name} {e.get('installed', {}).get(name, '')}".strip()
         reasons = grouped(e.get("non_pass", []))
-        checks = " ".join(e["pytest_args"]) or "default suites"
+        args = e["pytest_args"]
+        checks = f"{len(args)} chosen checks" if args and all("::" in a for a in args) else " ".join(args)
+        run = e.get("run", {})
+        when = f"{str(run.get('nodeconf_commit', ''))[:7]}, {str(run.get('started', ''))[:16]}"
         rows.append(f"| {e['variant']} | {e['kernel_release']} | {runtime} | {e['cold_build_s']} s | "
-                    f"{checks} | {e['run_wall_s']} s | {result} | {reasons} |")
+                    f"{checks or 'default suites'} | {when} | {e['run_wall_s']} s | {result} | {reasons} |")
     return "\n".join(rows)
 
 

@@ -66,7 +66,10 @@ def main() -> int:
     parser.add_argument("--init", choices=("minimal", "systemd"), default="minimal")
     parser.add_argument("--runtime", choices=RUNTIMES, default="direct")
     args = parser.parse_args()
-    variant = parse_variant({"debian": args.debian, "init": args.init, "runtime": args.runtime})
+    try:
+        variant = parse_variant({"debian": args.debian, "init": args.init, "runtime": args.runtime})
+    except ValueError as err:
+        parser.error(str(err))
     targets = TARGETS if variant.is_reference else {**TARGETS, **VARIANT_TARGETS}
     results: dict[str, float | str | list[float]] = {"accel": detect_accel().name, "variant": variant.label()}
     if not args.skip_cold:

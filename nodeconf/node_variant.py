@@ -15,6 +15,11 @@ RELEASES = ("bullseye", "bookworm", "trixie", "sid")
 INITS = ("minimal", "systemd")
 RUNTIMES = ("direct", "runc", "crun", "containerd")
 VARIANT_OPTIONS = {"debian": RELEASES, "init": INITS, "runtime": RUNTIMES}
+# (init, runtime) pairs no reference node is built as, and why (docs/node-variants.md). nodeconf's minimal init
+# starts sshd and nothing else, so no containerd would answer on its socket; a containerd started there would use its
+# cgroupfs driver, which the kubelet's default cgroupDriver=systemd (the run's kubelet config) does not match.
+REFUSED = {("minimal", "containerd"): "runtime=containerd needs init=systemd: nodeconf's minimal init starts no "
+                                      "service, so no containerd would run on the node"}
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,9 @@ class Variant:
             value = getattr(self, name)
             if value not in allowed:
                 raise ValueError(f"unknown {name}={value!r}: choose one of {'|'.join(allowed)}")
+        refused = REFUSED.get((self.init, self.runtime))
+        if refused:
+            raise ValueError(refused)
 
     @property
     def is_reference(self) -> bool:

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import settings
 
 E2E = Path(__file__).parent / "e2e"
-INDEPENDENT = frozenset({"test_suite_self.py", "test_interrupt.py", "test_matrix.py"})
+INDEPENDENT = frozenset({"test_suite_self.py", "test_interrupt.py", "test_matrix.py", "test_containerd.py"})
 # Each ≈ 4-5 min on this machine (CI durations): the main job's whole run and the vendor image's firmware boot.
 FIRST = ("test_main_job.py", "test_vendor_image.py")
 REFERENCE_VM_GROUP = "reference-vm"

@@ -115,7 +115,7 @@ def test_enforcer_settings_default_what_the_spec_leaves_out() -> None:
 
 
 @pytest.mark.parametrize(("text", "node_runtime"), [
-    ("vm", None), ("vm?runtime=containerd", None), ("local", "auto"), ("local?runtime=direct", "direct"),
+    ("vm", None), ("vm?init=systemd&runtime=containerd", None), ("local", "auto"), ("local?runtime=direct", "direct"),
     ("vm?image={key}", "auto"), ("vm?image={key}&runtime=cri", "cri"),
     ("ssh://root@h?key={key}&known_hosts={kh}", "auto"),
 ], ids=["reference-vm", "reference-variant", "local", "local-direct", "vendor-image", "vendor-image-cri", "ssh"])
@@ -196,6 +196,7 @@ BAD = [
     ("vm-unknown-debian", "vm?debian=buster", "unknown debian='buster': choose one of bullseye|bookworm|trixie|sid"),
     ("vm-unknown-init", "vm?init=openrc", "unknown init='openrc': choose one of minimal|systemd"),
     ("vm-unknown-runtime", "vm?runtime=youki", "unknown runtime='youki': choose one of direct|runc|crun"),
+    ("vm-containerd-minimal", "vm?debian=trixie&runtime=containerd", "runtime=containerd needs init=systemd: "),
     ("local-variant", "local?debian=sid", "unknown option 'debian'"),
     ("vm-image-missing", "vm?image={missing}", "image={missing} is not a readable file"),
     ("vm-image-with-variant", "vm?image={key}&debian=sid", "image= brings its own layers; debian= cannot go with it"),

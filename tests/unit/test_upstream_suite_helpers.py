@@ -1,4 +1,5 @@
-"""The pure helpers of suites/upstream: upstream's restart rule, the PSI file shape and total."""
+"""The pure helpers of suites/upstream: upstream's restart rule, the PSI file shape and total, when the runtime makes
+the container huge page limits not applicable."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from suites.upstream.resize_table import (
     expect_pod_level_restart,
     expect_restart,
 )
+from suites.upstream.test_hugepages import runtime_drops_container_limits
 from suites.upstream.test_node_allocatable import (
     KUBE,
     SYSTEM,
@@ -97,3 +99,18 @@ def test_kubepods_limits_not_applicable_without_their_controller(controller: str
 @pytest.mark.parametrize("controller", ["pids", "hugetlb"])
 def test_kubepods_limits_applicable_with_controller_and_capacity(controller: str) -> None:
     _kubepods_limits_applicable(BOTH, controller)
+
+
+@pytest.mark.parametrize(("runtime", "version", "config", "applicable"), [
+    ("containerd", "1.7.24~ds1", (("SystemdCgroup", "True"), ("disable_hugetlb_controller", "True")), False),
+    ("containerd", "2.1.9", (("disable_hugetlb_controller", "False"),), True),
+    ("runc", "1.1.15", (), True),
+    ("direct", "", (), True),
+])
+def test_container_huge_page_limits_are_not_applicable_where_the_runtime_drops_them(
+        runtime: str, version: str, config: tuple[tuple[str, str], ...], applicable: bool) -> None:
+    reason = runtime_drops_container_limits(NodeFacts(memory_capacity=2**31, runtime=runtime, runtime_version=version,
+                                                      runtime_config=config))
+    assert (reason == "") == applicable
+    if not applicable:
+        assert f"{runtime} {version} runs with disable_hugetlb_controller=true" in reason

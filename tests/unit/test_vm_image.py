@@ -12,7 +12,15 @@ import pytest
 
 from nodeconf.infra.vm import image as image_module
 from nodeconf.infra.vm.apt import Apt
-from nodeconf.infra.vm.image import MANIFEST, VmImage, apt_lists_signature, cached_versions, ensure_image, prune_images
+from nodeconf.infra.vm.image import (
+    MANIFEST,
+    VmImage,
+    apt_lists_signature,
+    cached_versions,
+    ensure_image,
+    main,
+    prune_images,
+)
 from nodeconf.infra.vm.recipe import cache_key, default_recipe
 
 VERSIONS = {"kernel-package": "linux-image-6.1.0-57-amd64", "linux-image-6.1.0-57-amd64": "6.1.192-3"}
@@ -153,3 +161,14 @@ def test_the_root_disk_holding_the_host_key_is_not_world_readable(tmp_path: Path
     inside = subprocess.run(["debugfs", "-R", "stat /etc/ssh/ssh_host_ed25519_key", str(disk)], capture_output=True,
                             text=True, check=True).stdout
     assert "Mode:  0600" in inside
+
+
+def test_a_refused_combination_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(image_module, "ensure_image", lambda *a, **k: pytest.fail("refused before any build"))
+    with pytest.raises(SystemExit) as exited:
+        main(["--runtime", "containerd"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith("runtime=containerd needs init=systemd: nodeconf's "
+                                                              "minimal init starts no service, so no containerd "
+                                                              "would run on the node")

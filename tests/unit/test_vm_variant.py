@@ -15,7 +15,8 @@ from nodeconf.infra.vm.variant import RELEASES, RUNTIMES, SYSTEMD_PACKAGES, Vari
 # The reference recipe's fingerprint before variants existed: changing it rebuilds every cached reference image,
 # so a change here must be deliberate (bump it together with RECIPE_FORMAT or the scripts).
 REFERENCE_FINGERPRINT = "6a91e217925bbd90077392322d239b65c307d9ea6ed4a22b165d657004223492"
-ALL = [Variant(d, i, r) for d, i, r in itertools.product(RELEASES, ("minimal", "systemd"), RUNTIMES)]
+ALL = [Variant(d, i, r) for d, i, r in itertools.product(RELEASES, ("minimal", "systemd"), RUNTIMES)
+       if (i, r) != ("minimal", "containerd")]
 
 
 def test_defaults_are_the_reference_node() -> None:
@@ -37,6 +38,13 @@ def test_parse_takes_each_option() -> None:
 def test_unknown_values_are_one_line(options: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match="^" + message.replace("|", r"\|")) as raised:
         parse_variant(options)
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("debian", RELEASES)
+def test_containerd_without_systemd_is_refused_in_one_line(debian: str) -> None:
+    with pytest.raises(ValueError, match=r"^runtime=containerd needs init=systemd: ") as raised:
+        parse_variant({"debian": debian, "runtime": "containerd"})
     assert "\n" not in str(raised.value)
 
 

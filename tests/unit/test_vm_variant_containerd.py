@@ -16,20 +16,15 @@ APPENDED = f"append/{CONTAINERD_CONFIG}"
 
 @pytest.mark.parametrize("debian", RELEASES)
 def test_a_containerd_node_has_the_package_and_loads_overlay(debian: str) -> None:
-    for init in ("minimal", "systemd"):
-        recipe = recipe_for(Variant(debian, init, "containerd"))
-        assert "containerd" in recipe.include
-        assert recipe.boot_modules == (*default_recipe().boot_modules, "overlay")
+    recipe = recipe_for(Variant(debian, "systemd", "containerd"))
+    assert "containerd" in recipe.include
+    assert recipe.boot_modules == (*default_recipe().boot_modules, "overlay")
 
 
 def test_under_systemd_runc_gets_the_systemd_cgroup_driver() -> None:
     appended = recipe_for(Variant("trixie", "systemd", "containerd")).scripts[APPENDED]
     runc = tomllib.loads(appended)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]["runc"]
     assert runc == {"runtime_type": "io.containerd.runc.v2", "options": {"SystemdCgroup": True}}
-
-
-def test_containerd_without_systemd_keeps_debians_config() -> None:
-    assert APPENDED not in recipe_for(Variant("trixie", "minimal", "containerd")).scripts
 
 
 def test_other_runtimes_neither_append_nor_load_overlay() -> None:

@@ -364,7 +364,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--init", choices=INITS, default="minimal", help="PID 1: nodeconf's minimal init or systemd")
     parser.add_argument("--runtime", choices=RUNTIMES, default="direct", help="container runtime in the image")
     args = parser.parse_args(argv)
-    variant = parse_variant({"debian": args.debian, "init": args.init, "runtime": args.runtime})
+    try:
+        variant = parse_variant({"debian": args.debian, "init": args.init, "runtime": args.runtime})
+    except ValueError as err:  # a combination no node is built as: one line, exit 2
+        parser.error(str(err))
     try:
         image = ensure_image(args.cache_dir, progress=StepPrinter("image"), variant=variant)
         if args.prune:

@@ -72,8 +72,7 @@ SID_APT_OPTIONS = ("Acquire::Check-Valid-Until=false",)
 # same runtime table; Debian's short file does not, and a runc table with only options replaces the built-in one,
 # so the line is restated (measured on trixie's 1.7.24: without it RunPodSandbox fails "container.Runtime.Name must
 # be set"). Appended as its own tables, which TOML allows after [plugins]; the config `version = 2` form, which
-# containerd 2.x still reads (and migrates). Only with init=systemd: under the minimal init containerd keeps its
-# cgroupfs default.
+# containerd 2.x still reads (and migrates). containerd goes only with init=systemd (node_variant.REFUSED).
 CONTAINERD_CONFIG = "etc/containerd/config.toml"
 CONTAINERD_SYSTEMD_CGROUP = """
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
@@ -112,8 +111,7 @@ def recipe_for(variant: Variant) -> Recipe:
     boot_modules = recipe.boot_modules
     if variant.runtime == "containerd":
         boot_modules += CONTAINERD_MODULES
-        if variant.init == "systemd":
-            scripts[f"append/{CONTAINERD_CONFIG}"] = CONTAINERD_SYSTEMD_CGROUP
+        scripts[f"append/{CONTAINERD_CONFIG}"] = CONTAINERD_SYSTEMD_CGROUP
     return dataclasses.replace(
         recipe, suite=variant.debian, sources=SID_SOURCES if variant.debian == "sid" else recipe.sources,
         include=tuple(include), scripts=scripts, init=variant.init, kernel_config_in_root=True,
