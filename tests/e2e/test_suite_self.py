@@ -48,6 +48,10 @@ OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of po
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
 # use-case-1 (swap "0" on a pod whose memory request equals its limit, which LimitedSwap also gives 0).
 POD_LEVEL = "suites/upstream/test_pod_level_resources.py"
+POD_LEVEL_HUGEPAGES = "suites/upstream/test_pod_level_hugepages.py"
+# Its entries within 2 MiB pages and the pod cgroup's hugetlb.2MB.max each expects, MiB (upstream's table: the
+# pod-level hugepages-2Mi, or the one container's where the pod names none).
+POD_LEVEL_HUGEPAGE_ENTRIES = {"guaranteed-2Mi": 10, "burstable-2Mi": 10, "burstable-2Mi-containers-only": 4}
 # Pod-level cases whose containers carry a cpu request or inherit a pod-level cpu limit (shares 20..102): their
 # runtime weight differs between the formulas; mixed-pod-memory-limit has no cpu request or limit anywhere in its
 # containers (2 shares → weight 1 in both), and pod cgroups are written by the kubelet with the linear formula.
@@ -119,7 +123,7 @@ CASES = {
     # hugepage limits). The pods themselves are admitted and their other values right. kubepods keeps "max" too where
     # the kubelet writes the pool (8 pages of 2 MiB, none reserved); its pids.max is right. The QoS tiers keep "max"
     # where the kubelet writes its unbounded 1 << 62.
-    "hugetlb-ignored": FaultCase("hugetlb=ignore", (HUGEPAGES, KUBEPODS_LIMITS), {
+    "hugetlb-ignored": FaultCase("hugetlb=ignore", (HUGEPAGES, KUBEPODS_LIMITS, POD_LEVEL_HUGEPAGES), {
         "test_unrequested_sizes_are_limited_to_zero[vm-pod]": (
             'value of cgroup "hugetlb.2MB.max" for pod "hugepages"', 'was "max"; expected "0"', "maybeSetHugetlb"),
         "test_requested_size_is_the_limit[vm-pod]": (
@@ -132,6 +136,11 @@ CASES = {
         "test_kubepods_pids_and_hugepages_are_the_allocatable[vm-hugetlb]": (
             'value of cgroup "hugetlb.2MB.max" for the node', f'was "max"; expected "{16 << 20}"',
             "getCgroupConfig HugePageLimits"),
+        # The pod-level hugepages entries (pod_level_resources.go) the VM's 2 MiB pool runs: the pod cgroup keeps
+        # "max" where the kubelet writes the pod-level hugepages (10Mi) or the containers' (4Mi).
+        **{f"test_pod_level_hugepages_entry[vm-{entry}]": (
+            'value of cgroup "hugetlb.2MB.max" for pod "plr-huge"', f'was "max"; expected "{mib << 20}"',
+            "HugePageLimits") for entry, mib in POD_LEVEL_HUGEPAGE_ENTRIES.items()},
         **{f"test_qos_tiers_leave_huge_pages_unbounded[vm-{qos}]": (
             'value of cgroup "hugetlb.2MB.max" for the node', f'was "max"; expected "{1 << 62}"',
             "setHugePagesUnbounded") for qos in ("burstable", "besteffort")},
