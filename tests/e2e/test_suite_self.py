@@ -49,9 +49,11 @@ OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of po
 # use-case-1 (swap "0" on a pod whose memory request equals its limit, which LimitedSwap also gives 0).
 POD_LEVEL = "suites/upstream/test_pod_level_resources.py"
 POD_LEVEL_HUGEPAGES = "suites/upstream/test_pod_level_hugepages.py"
-# Its entries within 2 MiB pages and the pod cgroup's hugetlb.2MB.max each expects, MiB (upstream's table: the
-# pod-level hugepages-2Mi, or the one container's where the pod names none).
-POD_LEVEL_HUGEPAGE_ENTRIES = {"guaranteed-2Mi": 10, "burstable-2Mi": 10, "burstable-2Mi-containers-only": 4}
+# Its entries within 2 MiB pages and the pod cgroup's hugetlb.2MB.max each expects, MiB (upstream's tables: the
+# pod-level hugepages-2Mi, or the container's where the pod names none); each pod is named by its id in lower case.
+POD_LEVEL_HUGEPAGE_ENTRIES = {"plr-guaranteed-2Mi": 10, "plr-burstable-2Mi": 10, "plr-burstable-2Mi-containers-only": 4,
+                              "hp-pod-2Mi": 6, "hp-pod-and-container-2Mi": 6, "hp-container-2Mi": 4,
+                              "hp-requests-container-2Mi": 4}
 # Pod-level cases whose containers carry a cpu request or inherit a pod-level cpu limit (shares 20..102): their
 # runtime weight differs between the formulas; mixed-pod-memory-limit has no cpu request or limit anywhere in its
 # containers (2 shares → weight 1 in both), and pod cgroups are written by the kubelet with the linear formula.
@@ -139,7 +141,7 @@ CASES = {
         # The pod-level hugepages entries (pod_level_resources.go) the VM's 2 MiB pool runs: the pod cgroup keeps
         # "max" where the kubelet writes the pod-level hugepages (10Mi) or the containers' (4Mi).
         **{f"test_pod_level_hugepages_entry[vm-{entry}]": (
-            'value of cgroup "hugetlb.2MB.max" for pod "plr-huge"', f'was "max"; expected "{mib << 20}"',
+            f'value of cgroup "hugetlb.2MB.max" for pod "{entry.lower()}"', f'was "max"; expected "{mib << 20}"',
             "HugePageLimits") for entry, mib in POD_LEVEL_HUGEPAGE_ENTRIES.items()},
         **{f"test_qos_tiers_leave_huge_pages_unbounded[vm-{qos}]": (
             'value of cgroup "hugetlb.2MB.max" for the node', f'was "max"; expected "{1 << 62}"',
