@@ -292,7 +292,10 @@ class AgentCore:
         return out
 
     def _usage(self, record: PodRecord) -> dict[str, ContainerUsage]:
-        usage = {}
+        """Each container's memory and swap usage for a resize decision; none under `resize-usage=ignore`."""
+        usage: dict[str, ContainerUsage] = {}
+        if self.faults.resize_usage_ignored:
+            return usage
         for c in record.containers:
             if c.kind != PAUSE:
                 usage[c.name] = ContainerUsage(

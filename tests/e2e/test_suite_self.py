@@ -43,6 +43,8 @@ OOM_GROUP = "suites/upstream/test_oom_group.py"
 HUGEPAGES = "suites/upstream/test_hugepages.py"
 ALLOCATABLE = "suites/upstream/test_node_allocatable.py"
 PSI = "suites/upstream/test_psi.py"
+BELOW_USAGE = "suites/upstream/test_resize_below_usage.py"
+SIDECAR_RESIZE = "suites/upstream/test_sidecar_resize.py"
 KUBEPODS_LIMITS = f"{ALLOCATABLE}::test_kubepods_pids_and_hugepages_are_the_allocatable"
 OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of pod "oom-group"', 'was "1"; expected "0"')
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
@@ -160,6 +162,21 @@ CASES = {
     }),
     # A node whose PSI counters carry the kernel's µs (cadvisor divides by 10^6): the stalled hog's memory counter is
     # 10^6 times the seconds, above the kernel total read after it; the names and the pressure files are right.
+    # A node that decides resizes without usage (upstream pod_resize.go "decrease memory limit below usage"): the
+    # decrease to 32Mi below the 48 MiB the container holds is Applied where the kubelet keeps it in progress, at
+    # container and pod level; the slight decrease before it applies either way.
+    "resize-usage-ignored": FaultCase("resize-usage=ignore", (BELOW_USAGE,), {
+        f"test_memory_limit_below_usage_waits[vm-{level}]": (
+            'value of measurement "resize status" for pod', 'was "Applied"; expected "InProgress"',
+            "below usage to 32Mi")
+        for level in ("container", "pod")}),
+    # A node that leaves sidecars out of a resize (upstream pod_resize.go "... + resize initContainers"): the
+    # sidecar keeps its cpu and memory values (and the pod cgroup its share of them) after the resize, so every
+    # entry fails at the sidecar's cgroup; the rollback back to the original values then matches again.
+    "sidecar-resize-ignored": FaultCase("sidecar-resize=ignore", (SIDECAR_RESIZE,), {
+        f"test_sidecar_resize[vm-{policy}-{entry}]": (f'for container "s-{policy}" of pod "resize-sidecar"',)
+        for policy in ("no-restart", "cpu-mem-restart")
+        for entry in ("cpu", "mem", "cpu-mem-same-direction", "cpu-mem-opposite-directions")}),
     "psi-metrics-micro": FaultCase("psi-metrics=micro", (PSI,), {
         "test_kubelet_psi_metrics_follow_the_kernel_counters[vm]": (
             'value of measurement "container_pressure_memory_waiting_seconds_total between the kernel\'s some totals',

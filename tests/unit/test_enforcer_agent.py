@@ -201,6 +201,41 @@ def test_swap_decrease_waits_for_usage(agent: Agent) -> None:
     assert read(agent, cgroup, "memory.swap.max") == str(64 * MI)
 
 
+@pytest.mark.parametrize(("faults", "status", "memory_max"), [((), "InProgress", 96 * MI),
+                                                              (("resize-usage=ignore",), "Applied", 32 * MI)],
+                         ids=["waits", "resize-usage-ignored"])
+def test_memory_decrease_below_usage_waits(tmp_path: Path, faults: tuple[str, ...], status: str,
+                                           memory_max: int) -> None:
+    """A memory limit decreased below memory.current waits and memory.max keeps the old limit; the
+    `resize-usage=ignore` fault decides without usage and writes it at once."""
+    for agent in running_agent(tmp_path, Faults.parse(faults)):
+        doc = pod_manifest(container("m", requests={"memory": "96Mi"}, limits={"memory": "96Mi"}), name="holder")
+        cgroup = containers(agent.run_pod(doc)["status"])["m"]["cgroup"]
+        (agent.tree.dir(cgroup) / "memory.current").write_text(f"{48 * MI}\n")
+        patch = {"spec": {"containers": [{"name": "m", "resources": {"requests": {"memory": "32Mi"},
+                                                                    "limits": {"memory": "32Mi"}}}]}}
+        assert agent.resize("default/holder", patch)["status"] == status
+        assert read(agent, cgroup, "memory.max") == str(memory_max)
+
+
+@pytest.mark.parametrize(("faults", "sidecar_max"), [((), str(64 * MI)), (("sidecar-resize=ignore",), str(32 * MI))],
+                         ids=["resized", "sidecar-resize-ignored"])
+def test_sidecar_resize(tmp_path: Path, faults: tuple[str, ...], sidecar_max: str) -> None:
+    """A resize patch naming a sidecar resizes it with the regular container; `sidecar-resize=ignore` drops the
+    initContainers of the patch, so the sidecar keeps its limit while the regular container is resized."""
+    for agent in running_agent(tmp_path, Faults.parse(faults)):
+        res = {"memory": "32Mi"}
+        doc = pod_manifest(container("c", res, res), name="with-sidecar",
+                           init=[container("s", res, res, command=["sleep", "30"], restartPolicy="Always")])
+        status = containers(agent.run_pod(doc)["status"])
+        bigger = {"requests": {"memory": "64Mi"}, "limits": {"memory": "64Mi"}}
+        patch = {"spec": {"containers": [{"name": "c", "resources": bigger}],
+                          "initContainers": [{"name": "s", "resources": bigger}]}}
+        assert agent.resize("default/with-sidecar", patch)["status"] == "Applied"
+        assert (read(agent, status["c"]["cgroup"], "memory.max"),
+                read(agent, status["s"]["cgroup"], "memory.max")) == (str(64 * MI), sidecar_max)
+
+
 def test_resize_cpu_increase_applied_at_once(agent: Agent) -> None:
     """The article's patch: res-demo cpu limit to one core → cpu.max 100000 100000 at once."""
     hello = containers(agent.run_pod(res_demo())["status"])["hello"]
