@@ -40,7 +40,8 @@ class Backoff:
 # request and limit not equal), whose QoS class the byte does not change; `resize-usage=ignore`: a resize is decided
 # without the containers' usage, so a memory limit decreased below what a container holds is written at once;
 # `sidecar-resize=ignore`: a resize patch's initContainers are dropped, so sidecars keep their resources (and the
-# pod's sums their share) while the regular containers are resized.
+# pod's sums their share) while the regular containers are resized; `oom-reason=ignore`: a container the OOM killer
+# ended is reported with reason Error (no OOMKilled, no OOMKilling event), as by a runtime that misses the OOM event.
 _SWITCHES = {
     "limited-swap=ignore-explicit": "limited_swap_ignores_explicit",
     "limited-swap=ignore-request-limit": "limited_swap_ignores_request_limit",
@@ -51,6 +52,7 @@ _SWITCHES = {
     "psi-metrics=micro": "psi_metrics_micro",
     "resize-usage=ignore": "resize_usage_ignored",
     "sidecar-resize=ignore": "sidecar_resize_ignored",
+    "oom-reason=ignore": "oom_reason_ignored",
 }
 
 
@@ -69,13 +71,14 @@ class Faults:
     psi_metrics_micro: bool = False
     resize_usage_ignored: bool = False
     sidecar_resize_ignored: bool = False
+    oom_reason_ignored: bool = False
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
         """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1),
         `limited-swap=ignore-explicit`, `limited-swap=ignore-request-limit`, `pids-limit=ignore`,
         `single-process-oom-kill=ignore`, `hugetlb=ignore`, `reserved-cgroups=ignore`, `psi-metrics=micro`,
-        `resize-usage=ignore`, `sidecar-resize=ignore`; ValueError otherwise."""
+        `resize-usage=ignore`, `sidecar-resize=ignore`, `oom-reason=ignore`; ValueError otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")

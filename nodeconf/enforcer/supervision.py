@@ -59,6 +59,7 @@ class Supervision(StateFile):
         watch = self.oom_watches.pop(c.cgroup, None)
         oom = max(oom_kill, watch.stop() if watch is not None else 0) > c.oom_kills_at_start
         oom = oom or (isinstance(finished, RuntimeProcess) and finished.oom_killed)
+        oom = oom and not self.faults.oom_reason_ignored
         if isinstance(finished, RuntimeProcess):  # read before the runtime removes the cgroup
             finished.runtime.delete(finished.cid)
         reason = "OOMKilled" if oom else ("Completed" if code == 0 else "Error")

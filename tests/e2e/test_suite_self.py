@@ -45,6 +45,7 @@ ALLOCATABLE = "suites/upstream/test_node_allocatable.py"
 PSI = "suites/upstream/test_psi.py"
 BELOW_USAGE = "suites/upstream/test_resize_below_usage.py"
 SIDECAR_RESIZE = "suites/upstream/test_sidecar_resize.py"
+OOM_INIT = "suites/upstream/test_oom_init.py"
 KUBEPODS_LIMITS = f"{ALLOCATABLE}::test_kubepods_pids_and_hugepages_are_the_allocatable"
 OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of pod "oom-group"', 'was "1"; expected "0"')
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
@@ -177,6 +178,12 @@ CASES = {
         f"test_sidecar_resize[vm-{policy}-{entry}]": (f'for container "s-{policy}" of pod "resize-sidecar"',)
         for policy in ("no-restart", "cpu-mem-restart")
         for entry in ("cpu", "mem", "cpu-mem-same-direction", "cpu-mem-opposite-directions")}),
+    # A node that misses OOM kills in its container statuses (upstream oomkiller_linux_test.go "init container"):
+    # the OOM-killed init container ends with reason Error; its exit code (137) and the rest are right.
+    "oom-reason-ignored": FaultCase("oom-reason=ignore", (OOM_INIT,), {
+        "test_init_container_oom_killed[vm]": (
+            'value of measurement "status reason" for container "init" of pod "oom-init"',
+            'was "Error"; expected "OOMKilled"')}),
     "psi-metrics-micro": FaultCase("psi-metrics=micro", (PSI,), {
         "test_kubelet_psi_metrics_follow_the_kernel_counters[vm]": (
             'value of measurement "container_pressure_memory_waiting_seconds_total between the kernel\'s some totals',

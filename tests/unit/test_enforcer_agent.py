@@ -138,14 +138,27 @@ def test_restart_policy(agent: Agent, policy: str, exit_code: int, expect_restar
 
 def test_oom_kill_in_memory_events_makes_oomkilled_137(agent: Agent) -> None:
     """A SIGKILLed container whose memory.events oom_kill rose is OOMKilled with 137 (runc/containerd)."""
+    _oom_killed_eater(agent)
+    c = containers(agent.status("default/eater"))["eater"]
+    assert (c["exitCode"], c["reason"]) == (137, "OOMKilled")
+    assert any(e["reason"] == "OOMKilling" for e in agent.status("default/eater")["events"])
+
+
+def test_oom_reason_fault_reports_error(tmp_path: Path) -> None:
+    """`oom-reason=ignore`: the same OOM kill is reported with reason Error (the exit code stays 137)."""
+    for faulty in running_agent(tmp_path, Faults.parse(["oom-reason=ignore"])):
+        _oom_killed_eater(faulty)
+        c = containers(faulty.status("default/eater"))["eater"]
+        assert (c["exitCode"], c["reason"]) == (137, "Error")
+
+
+def _oom_killed_eater(agent: Agent) -> None:
+    """A container SIGKILLed after its memory.events oom_kill rose, until its pod (restartPolicy Never) failed."""
     agent.run_pod(pod_manifest(container("eater", command=["sleep", "30"]), name="eater", restartPolicy="Never"))
     c = containers(agent.status("default/eater"))["eater"]
     (agent.tree.dir(c["cgroup"]) / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
     os.kill(c["pid"], signal.SIGKILL)
     tick_until(agent, lambda: agent.status("default/eater")["phase"] == "Failed")
-    c = containers(agent.status("default/eater"))["eater"]
-    assert (c["exitCode"], c["reason"]) == (137, "OOMKilled")
-    assert any(e["reason"] == "OOMKilling" for e in agent.status("default/eater")["events"])
 
 
 def test_sigkill_without_oom_is_error_137(agent: Agent) -> None:
