@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.node import Deploy
+from nodeconf.fixtures.node import Deploy
 from nodeconf.nodes.base import PodStatus
 from nodeconf.semantics.expectation import Expected
 from suites.toolkit.builders import container, pod

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.node import Deploy
+from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import PodHandle
 from suites.toolkit.builders import container, pod
