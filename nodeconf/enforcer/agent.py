@@ -197,6 +197,9 @@ class Agent:
             record = self.pods.record(ref)
             if record.phase in TERMINAL:
                 raise AgentError(f"pod {ref} is {record.phase}; it cannot be resized")
+            spec = patch.get("spec")
+            if self.oracle.faults.sidecar_resize_ignored and isinstance(spec, Mapping):  # init containers keep theirs
+                patch = {**patch, "spec": {k: v for k, v in spec.items() if k != "initContainers"}}
             try:
                 record.desired = patched_pod(record.desired or record.pod, patch)
             except InputError as err:

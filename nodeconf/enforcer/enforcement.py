@@ -102,6 +102,9 @@ class Enforcement:
             record.event(kind, f"Resize{status}", decision.message or status)
 
     def _usage(self, record: PodRecord) -> dict[str, ContainerUsage]:
+        """Each container's memory and swap usage for a resize decision; none under `resize-usage=ignore`."""
+        if self.oracle.faults.resize_usage_ignored:
+            return {}
         tree = self.cgroups.tree
         return {c.name: ContainerUsage(memory=int_or_none(tree.read(live_cgroup(c), "memory.current")),
                                        swap=int_or_none(tree.read(live_cgroup(c), "memory.swap.current")))

@@ -37,7 +37,11 @@ class Backoff:
 # `limited-swap=ignore-request-limit`: on LimitedSwap a container whose memory request equals its limit is computed as
 # if its request were one byte lower, so it gets its request's share of swap (GetContainerSwapBehavior without its
 # request == limit exclusion); only in pods that cannot be Guaranteed (no pod-level resources, the container's cpu
-# request and limit not equal), whose QoS class the byte does not change.
+# request and limit not equal), whose QoS class the byte does not change; `resize-usage=ignore`: a resize is decided
+# without the containers' usage, so a memory limit decreased below what a container holds is written at once;
+# `sidecar-resize=ignore`: a resize patch's initContainers are dropped, so sidecars keep their resources (and the
+# pod's sums their share) while the regular containers are resized; `oom-reason=ignore`: a container the OOM killer
+# ended is reported with reason Error (no OOMKilled, no OOMKilling event), as by a runtime that misses the OOM event.
 _SWITCHES = {
     "limited-swap=ignore-explicit": "limited_swap_ignores_explicit",
     "limited-swap=ignore-request-limit": "limited_swap_ignores_request_limit",
@@ -46,6 +50,9 @@ _SWITCHES = {
     "hugetlb=ignore": "hugetlb_ignored",
     "reserved-cgroups=ignore": "reserved_cgroups_ignored",
     "psi-metrics=micro": "psi_metrics_micro",
+    "resize-usage=ignore": "resize_usage_ignored",
+    "sidecar-resize=ignore": "sidecar_resize_ignored",
+    "oom-reason=ignore": "oom_reason_ignored",
 }
 
 
@@ -62,13 +69,16 @@ class Faults:
     hugetlb_ignored: bool = False
     reserved_cgroups_ignored: bool = False
     psi_metrics_micro: bool = False
+    resize_usage_ignored: bool = False
+    sidecar_resize_ignored: bool = False
+    oom_reason_ignored: bool = False
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
         """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1),
         `limited-swap=ignore-explicit`, `limited-swap=ignore-request-limit`, `pids-limit=ignore`,
-        `single-process-oom-kill=ignore`, `hugetlb=ignore`, `reserved-cgroups=ignore`, `psi-metrics=micro`;
-        ValueError otherwise."""
+        `single-process-oom-kill=ignore`, `hugetlb=ignore`, `reserved-cgroups=ignore`, `psi-metrics=micro`,
+        `resize-usage=ignore`, `sidecar-resize=ignore`, `oom-reason=ignore`; ValueError otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")

@@ -52,6 +52,7 @@ class Supervision:
 
     def _exited(self, record: PodRecord, c: ContainerRecord, now: float) -> None:
         code, oom = self.launcher.reap(c)
+        oom = oom and not self.enforcement.oracle.faults.oom_reason_ignored
         reason = "OOMKilled" if oom else ("Completed" if code == 0 else "Error")
         c.exit_code, c.finished_at = code, time.time()
         terminated = {"exitCode": code, "reason": reason, "startedAt": c.started_at, "finishedAt": c.finished_at}

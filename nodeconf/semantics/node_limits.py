@@ -83,13 +83,30 @@ def qos_hugetlb(node: NodeFacts) -> dict[str, Expected]:
                     "QoS tier unbounded: 1 << 62 (qos_container_manager_linux.go setHugePagesUnbounded)")
 
 
-def container_hugetlb(container: Container, node: NodeFacts) -> dict[str, Expected]:
+# A container that limits no huge pages of a size its pod limits at pod level: the kubelet read sends 0 (the
+# container's own resources only); kubernetes#132543 (after #130577) gives such a container the pod's limit instead.
+POD_LEVEL_PROPAGATED = ("kubernetes#132543: a container without a hugepages limit of a size its pod limits at pod "
+                        "level is given the pod-level limit (propagation after kubernetes#130577)")
+
+
+def container_hugetlb(container: Container, node: NodeFacts, pod_level: Mapping[str, Quantity] | None = None
+                      ) -> dict[str, Expected]:
     """Container hugetlb.<size>.max: the kubelet sends every host size, 0 unless limited
-    (kuberuntime GetHugepageLimitsFromResources); containerd's default config drops them (accepted `max`)."""
+    (kuberuntime GetHugepageLimitsFromResources); containerd's default config drops them (accepted `max`). For a
+    size the container leaves unlimited and its pod limits (`pod_level`: the pod's spec.resources.limits), the
+    pod's limit is accepted too (POD_LEVEL_PROPAGATED)."""
     limits = {size: q.value() for size, _ in node.hugepages
               if (q := container.resources.limit(hugepage_resource(size))) is not None}
     files = _hugetlb(limits, node, "limits.hugepages-<size> via CRI hugepage_limits (GetHugepageLimitsFromResources)")
-    return {name: Expected(e.value, e.rule, {UNLIMITED: CONTAINERD_DROPS_HUGEPAGES}) for name, e in files.items()}
+    inherited = {size: q.value() for size, _ in node.hugepages if size not in limits
+                 and (q := (pod_level or {}).get(hugepage_resource(size))) is not None}
+    own_files = {name for size in inherited for name in (hugetlb_file(size), hugetlb_rsvd_file(size))}
+    propagated = {name: e.value for name, e in _hugetlb(inherited, node, POD_LEVEL_PROPAGATED).items()
+                  if name in own_files}
+    return {name: Expected(e.value, e.rule, {
+        UNLIMITED: CONTAINERD_DROPS_HUGEPAGES,
+        **({propagated[name]: POD_LEVEL_PROPAGATED} if name in propagated else {}),
+    }) for name, e in files.items()}
 
 
 def _enforced(config: KubeletConfig, key: str) -> bool:
@@ -180,8 +197,9 @@ def node_limit_files(pods: Sequence[PodExpectation], kubepods: str, node: NodeFa
             continue
         out[p.cgroup.path] = {"pids.max": pod_pids_max(config), **pod_hugetlb(p.pod, node, profile)}
         by_name = {c.name: c for c in p.pod.all_containers}
+        pod_level = p.pod.resources.limits if p.pod.resources and profile.gate("PodLevelResources") else None
         for c in p.containers:
             out[c.cgroup.path] = {"memory.oom.group": memory.oom_group(config),
-                                  **container_hugetlb(by_name[c.name], node)}
+                                  **container_hugetlb(by_name[c.name], node, pod_level)}
     out.update(reserved_cgroup_files(node, config))
     return out

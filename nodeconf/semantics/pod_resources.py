@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import replace
 from fractions import Fraction
 from typing import TypeVar
 
 from nodeconf.manifest import CPU, MEMORY, SWAP, Container, Pod, Resources
 from nodeconf.quantity import Quantity
+from nodeconf.semantics.hugepages import is_hugepage_resource
 from nodeconf.semantics.profile import Profile
 
-# Resources pod-level `spec.resources` may set (component-helpers resource IsSupportedPodLevelResource).
+# The resources whose pod-level requests and limits decide QoS, cpu and memory (component-helpers resource
+# supportedPodLevelResources); pod-level `spec.resources` may also set huge pages (is_pod_level_resource).
 POD_LEVEL_RESOURCES = (CPU, MEMORY)
 Amounts = dict[str, Fraction]
 T = TypeVar("T")
@@ -31,22 +33,29 @@ def memoised(pod: Pod, key: Hashable, compute: Callable[[], Amounts]) -> Amounts
     return dict(derived(pod, key, compute))
 
 
-def _defaulted(resources: Resources, names: Iterable[str] | None = None) -> Resources:
+def is_pod_level_resource(name: str) -> bool:
+    """component-helpers resource IsSupportedPodLevelResource (read at kubernetes 0085214e): cpu, memory and every
+    `hugepages-<size>` (kubernetes#130577 "Pod Level Hugepage Resources", in every profile nodeconf models)."""
+    return name in POD_LEVEL_RESOURCES or is_hugepage_resource(name)
+
+
+def _defaulted(resources: Resources, names: Callable[[str], bool] | None = None) -> Resources:
     """Requests default to limits where absent; swap never (KEP-5359: requests.swap is refused)."""
     requests = dict(resources.requests)
     for name, limit in resources.limits.items():
-        if name != SWAP and name not in requests and (names is None or name in names):
+        if name != SWAP and name not in requests and (names is None or names(name)):
             requests[name] = limit
     return Resources(requests=requests, limits=resources.limits)
 
 
 def with_api_defaults(pod: Pod) -> Pod:
     """The pod as the API server stores it: a limit alone sets the request (pkg/apis/core/v1/defaults.go
-    SetDefaults_Pod; pod-level cpu/memory too, PodLevelResources)."""
+    SetDefaults_Pod; pod-level cpu, memory and huge pages too, PodLevelResources: upstream's
+    pod_level_resources.go table reads back a pod-level hugepages request equal to the limit it sent alone)."""
 
-    def missing(resources: Resources, names: Iterable[str] | None = None) -> bool:
+    def missing(resources: Resources, names: Callable[[str], bool] | None = None) -> bool:
         return any(
-            name != SWAP and name not in resources.requests and (names is None or name in names)
+            name != SWAP and name not in resources.requests and (names is None or names(name))
             for name in resources.limits
         )
 
@@ -54,11 +63,11 @@ def with_api_defaults(pod: Pod) -> Pod:
         return replace(c, resources=_defaulted(c.resources)) if missing(c.resources) else c
 
     pod_level = pod.resources
-    pod_level_missing = pod_level is not None and missing(pod_level, POD_LEVEL_RESOURCES)
+    pod_level_missing = pod_level is not None and missing(pod_level, is_pod_level_resource)
     if not pod_level_missing and not any(missing(c.resources) for c in pod.all_containers):
         return pod
     if pod_level is not None and pod_level_missing:
-        pod_level = _defaulted(pod_level, POD_LEVEL_RESOURCES)
+        pod_level = _defaulted(pod_level, is_pod_level_resource)
     return replace(
         pod,
         containers=tuple(container(c) for c in pod.containers),
@@ -128,10 +137,11 @@ def _aggregate(pod: Pod, limits: bool) -> Amounts:
 
 
 def _pod_level_override(total: Amounts, declared: Mapping[str, Quantity]) -> None:
-    """Pod-level amounts replace the containers' sum for the resources they name (PodRequests / PodLimits)."""
-    for name in POD_LEVEL_RESOURCES:
-        if name in declared:
-            total[name] = declared[name].amount
+    """Pod-level amounts replace the containers' sum for the supported resources they name, huge pages included
+    (PodRequests / PodLimits applyPodLevelResources)."""
+    for name, q in declared.items():
+        if is_pod_level_resource(name):
+            total[name] = q.amount
 
 
 def pod_requests(pod: Pod, profile: Profile) -> Amounts:
@@ -142,7 +152,7 @@ def pod_requests(pod: Pod, profile: Profile) -> Amounts:
 
 def _requests(pod: Pod, profile: Profile) -> Amounts:
     total = aggregate_containers(pod, limits=False)
-    if pod_level_requests_set(pod, profile) and pod.resources is not None:
+    if profile.gate("PodLevelResources") and pod.resources is not None:
         _pod_level_override(total, pod.resources.requests)
     _add(total, pod.overhead)
     return total
@@ -156,7 +166,7 @@ def pod_limits(pod: Pod, profile: Profile) -> Amounts:
 
 def _limits(pod: Pod, profile: Profile) -> Amounts:
     total = aggregate_containers(pod, limits=True)
-    if pod_level_limits_set(pod, profile) and pod.resources is not None:
+    if profile.gate("PodLevelResources") and pod.resources is not None:
         _pod_level_override(total, pod.resources.limits)
     for name, q in pod.overhead.items():
         if name in total:

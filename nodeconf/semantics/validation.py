@@ -9,7 +9,7 @@ from nodeconf.manifest import CPU, MEMORY, SWAP, Container, Pod, Resources
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.cgroup_paths import is_safe_uid
 from nodeconf.semantics.hugepages import is_hugepage_resource, page_size
-from nodeconf.semantics.pod_resources import POD_LEVEL_RESOURCES, aggregate_containers
+from nodeconf.semantics.pod_resources import aggregate_containers, is_pod_level_resource
 from nodeconf.semantics.profile import Profile
 
 # apimachinery/pkg/util/validation: RFC 1123 label and subdomain.
@@ -48,7 +48,7 @@ def _resource_errors(resources: Resources, path: str, pod_level: bool) -> Iterat
     """ValidateResourceRequirements / validatePodResourceRequirements: names, signs, request ≤ limit."""
     for kind, items in (("limits", resources.limits), ("requests", resources.requests)):
         for name, q in items.items():
-            if pod_level and name not in POD_LEVEL_RESOURCES and name != SWAP:
+            if pod_level and not is_pod_level_resource(name) and name != SWAP:
                 yield f'{path}.{kind}[{name}]: Unsupported value: "{name}": supported values: "cpu", "memory"'
             elif not _known_resource(name):
                 yield f'{path}.{kind}[{name}]: Invalid value: "{name}": must be a standard resource type'
@@ -105,9 +105,9 @@ def _pod_level_errors(pod: Pod, profile: Profile) -> Iterator[str]:
     Requests: the pod-level request must cover the containers' aggregate request (AggregateContainerRequests:
     regular containers and sidecars summed, or the largest init container if bigger). Limits: each regular
     container's own limit must not exceed the pod-level limit; limits are never summed, so containers that
-    each take the whole pod limit are valid, and init containers are not checked by this rule. Upstream sums
-    container limits only for hugepages; nodeconf refuses pod-level hugepages (cpu and memory only, see
-    POD_LEVEL_RESOURCES), so that case never reaches this rule.
+    each take the whole pod limit are valid, and init containers are not checked by this rule. Both rules cover
+    pod-level huge pages too (IsSupportedPodLevelResource, kubernetes#130577): a hugepages request the pod names
+    covers the containers' aggregate, a container's hugepages limit stays within the pod's of that size.
     """
     if pod.resources is None:
         return
@@ -117,14 +117,14 @@ def _pod_level_errors(pod: Pod, profile: Profile) -> Iterator[str]:
     yield from _resource_errors(pod.resources, "spec.resources", pod_level=True)
     requests = pod.resources.requests
     aggregate = aggregate_containers(pod, limits=False)
-    for name in POD_LEVEL_RESOURCES:
-        if name in requests and name in aggregate and requests[name].amount < aggregate[name]:
+    for name in requests:
+        if is_pod_level_resource(name) and name in aggregate and requests[name].amount < aggregate[name]:
             yield (
                 f'spec.resources.requests[{name}]: Invalid value: "{requests[name]}": must be greater than '
                 f"or equal to aggregate container requests of {Quantity.of(aggregate[name])}"
             )
     for i, c in enumerate(pod.containers):
-        for name in POD_LEVEL_RESOURCES:
+        for name in filter(is_pod_level_resource, pod.resources.limits):
             pod_limit, own = pod.resources.limit(name), c.resources.limit(name)
             if pod_limit is not None and own is not None and own > pod_limit:
                 yield (

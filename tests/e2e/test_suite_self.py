@@ -43,11 +43,20 @@ OOM_GROUP = "suites/upstream/test_oom_group.py"
 HUGEPAGES = "suites/upstream/test_hugepages.py"
 ALLOCATABLE = "suites/upstream/test_node_allocatable.py"
 PSI = "suites/upstream/test_psi.py"
+BELOW_USAGE = "suites/upstream/test_resize_below_usage.py"
+SIDECAR_RESIZE = "suites/upstream/test_sidecar_resize.py"
+OOM_INIT = "suites/upstream/test_oom_init.py"
 KUBEPODS_LIMITS = f"{ALLOCATABLE}::test_kubepods_pids_and_hugepages_are_the_allocatable"
 OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of pod "oom-group"', 'was "1"; expected "0"')
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
 # use-case-1 (swap "0" on a pod whose memory request equals its limit, which LimitedSwap also gives 0).
 POD_LEVEL = "suites/upstream/test_pod_level_resources.py"
+POD_LEVEL_HUGEPAGES = "suites/upstream/test_pod_level_hugepages.py"
+# Its entries within 2 MiB pages and the pod cgroup's hugetlb.2MB.max each expects, MiB (upstream's tables: the
+# pod-level hugepages-2Mi, or the container's where the pod names none); each pod is named by its id in lower case.
+POD_LEVEL_HUGEPAGE_ENTRIES = {"plr-guaranteed-2Mi": 10, "plr-burstable-2Mi": 10, "plr-burstable-2Mi-containers-only": 4,
+                              "hp-pod-2Mi": 6, "hp-pod-and-container-2Mi": 6, "hp-container-2Mi": 4,
+                              "hp-requests-container-2Mi": 4}
 # Pod-level cases whose containers carry a cpu request or inherit a pod-level cpu limit (shares 20..102): their
 # runtime weight differs between the formulas; mixed-pod-memory-limit has no cpu request or limit anywhere in its
 # containers (2 shares → weight 1 in both), and pod cgroups are written by the kubelet with the linear formula.
@@ -119,7 +128,7 @@ CASES = {
     # hugepage limits). The pods themselves are admitted and their other values right. kubepods keeps "max" too where
     # the kubelet writes the pool (8 pages of 2 MiB, none reserved); its pids.max is right. The QoS tiers keep "max"
     # where the kubelet writes its unbounded 1 << 62.
-    "hugetlb-ignored": FaultCase("hugetlb=ignore", (HUGEPAGES, KUBEPODS_LIMITS), {
+    "hugetlb-ignored": FaultCase("hugetlb=ignore", (HUGEPAGES, KUBEPODS_LIMITS, POD_LEVEL_HUGEPAGES), {
         "test_unrequested_sizes_are_limited_to_zero[vm-pod]": (
             'value of cgroup "hugetlb.2MB.max" for pod "hugepages"', 'was "max"; expected "0"', "maybeSetHugetlb"),
         "test_requested_size_is_the_limit[vm-pod]": (
@@ -132,6 +141,11 @@ CASES = {
         "test_kubepods_pids_and_hugepages_are_the_allocatable[vm-hugetlb]": (
             'value of cgroup "hugetlb.2MB.max" for the node', f'was "max"; expected "{16 << 20}"',
             "getCgroupConfig HugePageLimits"),
+        # The pod-level hugepages entries (pod_level_resources.go) the VM's 2 MiB pool runs: the pod cgroup keeps
+        # "max" where the kubelet writes the pod-level hugepages (10Mi) or the containers' (4Mi).
+        **{f"test_pod_level_hugepages_entry[vm-{entry}]": (
+            f'value of cgroup "hugetlb.2MB.max" for pod "{entry.lower()}"', f'was "max"; expected "{mib << 20}"',
+            "HugePageLimits") for entry, mib in POD_LEVEL_HUGEPAGE_ENTRIES.items()},
         **{f"test_qos_tiers_leave_huge_pages_unbounded[vm-{qos}]": (
             'value of cgroup "hugetlb.2MB.max" for the node', f'was "max"; expected "{1 << 62}"',
             "setHugePagesUnbounded") for qos in ("burstable", "besteffort")},
@@ -149,6 +163,27 @@ CASES = {
     }),
     # A node whose PSI counters carry the kernel's µs (cadvisor divides by 10^6): the stalled hog's memory counter is
     # 10^6 times the seconds, above the kernel total read after it; the names and the pressure files are right.
+    # A node that decides resizes without usage (upstream pod_resize.go "decrease memory limit below usage"): the
+    # decrease to 32Mi below the 48 MiB the container holds is Applied where the kubelet keeps it in progress, at
+    # container and pod level; the slight decrease before it applies either way.
+    "resize-usage-ignored": FaultCase("resize-usage=ignore", (BELOW_USAGE,), {
+        f"test_memory_limit_below_usage_waits[vm-{level}]": (
+            'value of measurement "resize status" for pod', 'was "Applied"; expected "InProgress"',
+            "below usage to 32Mi")
+        for level in ("container", "pod")}),
+    # A node that leaves sidecars out of a resize (upstream pod_resize.go "... + resize initContainers"): the
+    # sidecar keeps its cpu and memory values (and the pod cgroup its share of them) after the resize, so every
+    # entry fails at the sidecar's cgroup; the rollback back to the original values then matches again.
+    "sidecar-resize-ignored": FaultCase("sidecar-resize=ignore", (SIDECAR_RESIZE,), {
+        f"test_sidecar_resize[vm-{policy}-{entry}]": (f'for container "s-{policy}" of pod "resize-sidecar"',)
+        for policy in ("no-restart", "cpu-mem-restart")
+        for entry in ("cpu", "mem", "cpu-mem-same-direction", "cpu-mem-opposite-directions")}),
+    # A node that misses OOM kills in its container statuses (upstream oomkiller_linux_test.go "init container"):
+    # the OOM-killed init container ends with reason Error; its exit code (137) and the rest are right.
+    "oom-reason-ignored": FaultCase("oom-reason=ignore", (OOM_INIT,), {
+        "test_init_container_oom_killed[vm]": (
+            'value of measurement "status reason" for container "init" of pod "oom-init"',
+            'was "Error"; expected "OOMKilled"')}),
     "psi-metrics-micro": FaultCase("psi-metrics=micro", (PSI,), {
         "test_kubelet_psi_metrics_follow_the_kernel_counters[vm]": (
             'value of measurement "container_pressure_memory_waiting_seconds_total between the kernel\'s some totals',

@@ -138,14 +138,27 @@ def test_restart_policy(agent: Agent, policy: str, exit_code: int, expect_restar
 
 def test_oom_kill_in_memory_events_makes_oomkilled_137(agent: Agent) -> None:
     """A SIGKILLed container whose memory.events oom_kill rose is OOMKilled with 137 (runc/containerd)."""
+    _oom_killed_eater(agent)
+    c = containers(agent.status("default/eater"))["eater"]
+    assert (c["exitCode"], c["reason"]) == (137, "OOMKilled")
+    assert any(e["reason"] == "OOMKilling" for e in agent.status("default/eater")["events"])
+
+
+def test_oom_reason_fault_reports_error(tmp_path: Path) -> None:
+    """`oom-reason=ignore`: the same OOM kill is reported with reason Error (the exit code stays 137)."""
+    for faulty in running_agent(tmp_path, Faults.parse(["oom-reason=ignore"])):
+        _oom_killed_eater(faulty)
+        c = containers(faulty.status("default/eater"))["eater"]
+        assert (c["exitCode"], c["reason"]) == (137, "Error")
+
+
+def _oom_killed_eater(agent: Agent) -> None:
+    """A container SIGKILLed after its memory.events oom_kill rose, until its pod (restartPolicy Never) failed."""
     agent.run_pod(pod_manifest(container("eater", command=["sleep", "30"]), name="eater", restartPolicy="Never"))
     c = containers(agent.status("default/eater"))["eater"]
     (agent.tree.dir(c["cgroup"]) / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
     os.kill(c["pid"], signal.SIGKILL)
     tick_until(agent, lambda: agent.status("default/eater")["phase"] == "Failed")
-    c = containers(agent.status("default/eater"))["eater"]
-    assert (c["exitCode"], c["reason"]) == (137, "OOMKilled")
-    assert any(e["reason"] == "OOMKilling" for e in agent.status("default/eater")["events"])
 
 
 def test_sigkill_without_oom_is_error_137(agent: Agent) -> None:
@@ -199,6 +212,41 @@ def test_swap_decrease_waits_for_usage(agent: Agent) -> None:
     (agent.tree.dir(cgroup) / "memory.swap.current").write_text(f"{10 * MI}\n")
     tick_until(agent, lambda: agent.status("default/swapper")["resize"]["status"] == "Applied")
     assert read(agent, cgroup, "memory.swap.max") == str(64 * MI)
+
+
+@pytest.mark.parametrize(("faults", "status", "memory_max"), [((), "InProgress", 96 * MI),
+                                                              (("resize-usage=ignore",), "Applied", 32 * MI)],
+                         ids=["waits", "resize-usage-ignored"])
+def test_memory_decrease_below_usage_waits(tmp_path: Path, faults: tuple[str, ...], status: str,
+                                           memory_max: int) -> None:
+    """A memory limit decreased below memory.current waits and memory.max keeps the old limit; the
+    `resize-usage=ignore` fault decides without usage and writes it at once."""
+    for agent in running_agent(tmp_path, Faults.parse(faults)):
+        doc = pod_manifest(container("m", requests={"memory": "96Mi"}, limits={"memory": "96Mi"}), name="holder")
+        cgroup = containers(agent.run_pod(doc)["status"])["m"]["cgroup"]
+        (agent.tree.dir(cgroup) / "memory.current").write_text(f"{48 * MI}\n")
+        patch = {"spec": {"containers": [{"name": "m", "resources": {"requests": {"memory": "32Mi"},
+                                                                    "limits": {"memory": "32Mi"}}}]}}
+        assert agent.resize("default/holder", patch)["status"] == status
+        assert read(agent, cgroup, "memory.max") == str(memory_max)
+
+
+@pytest.mark.parametrize(("faults", "sidecar_max"), [((), str(64 * MI)), (("sidecar-resize=ignore",), str(32 * MI))],
+                         ids=["resized", "sidecar-resize-ignored"])
+def test_sidecar_resize(tmp_path: Path, faults: tuple[str, ...], sidecar_max: str) -> None:
+    """A resize patch naming a sidecar resizes it with the regular container; `sidecar-resize=ignore` drops the
+    initContainers of the patch, so the sidecar keeps its limit while the regular container is resized."""
+    for agent in running_agent(tmp_path, Faults.parse(faults)):
+        res = {"memory": "32Mi"}
+        doc = pod_manifest(container("c", res, res), name="with-sidecar",
+                           init=[container("s", res, res, command=["sleep", "30"], restartPolicy="Always")])
+        status = containers(agent.run_pod(doc)["status"])
+        bigger = {"requests": {"memory": "64Mi"}, "limits": {"memory": "64Mi"}}
+        patch = {"spec": {"containers": [{"name": "c", "resources": bigger}],
+                          "initContainers": [{"name": "s", "resources": bigger}]}}
+        assert agent.resize("default/with-sidecar", patch)["status"] == "Applied"
+        assert (read(agent, status["c"]["cgroup"], "memory.max"),
+                read(agent, status["s"]["cgroup"], "memory.max")) == (str(64 * MI), sidecar_max)
 
 
 def test_resize_cpu_increase_applied_at_once(agent: Agent) -> None:

@@ -220,3 +220,47 @@ def test_expect_keeps_node_limits_out_of_the_checked_cgroups() -> None:
     assert result.node_limits[pod_path]["pids.max"].value == "64"
     assert "pids.max" not in result.pods[0].cgroup.files  # type: ignore[union-attr]
     assert "kubepods.slice" in result.node_limits
+
+
+# Upstream test/e2e/common/node/pod_level_resources.go "Burstable QoS pod hugepages, container resources, single page
+# size" (pod 10Mi of hugepages-2Mi at pod level, limit only; c1 4Mi of its own, c2 none).
+PLR_HUGE = {"limits": {"cpu": "100m", "memory": "100Mi", "hugepages-2Mi": "10Mi"},
+            "requests": {"cpu": "100m", "memory": "50Mi"}}
+
+
+def test_pod_level_hugepages_are_the_pod_limit() -> None:
+    """KEP-2837 "Hugepages": the pod cgroup's hugetlb.2MB.max is the pod-level hugepages (its request, defaulted to
+    the limit), not the containers' 4Mi; a container that names none gets 0 (GetHugepageLimitsFromResources) and the
+    pod-level limit is accepted for it (kubernetes#132543); one that names its own keeps it."""
+    p = with_api_defaults(pod(ctr("c1", {"cpu": "20m"}, {"cpu": "50m", "hugepages-2Mi": "4Mi"}), ctr("c2"),
+                              resources=PLR_HUGE))
+    assert p.resources is not None and p.resources.requests["hugepages-2Mi"] == Quantity.parse("10Mi")
+    assert values(node_limits.pod_hugetlb(p, NODE, PROFILE)) == huge(10 * MI)
+    pod_level = p.resources.limits
+    own, none = (node_limits.container_hugetlb(c, NODE, pod_level) for c in p.containers)
+    assert (values(own), values(none)) == (huge(4 * MI), huge(0))
+    assert none["hugetlb.2MB.max"].accepts(str(10 * MI)) and none["hugetlb.2MB.rsvd.max"].accepts(str(10 * MI))
+    assert not own["hugetlb.2MB.max"].accepts(str(10 * MI)) and not none["hugetlb.1GB.max"].accepts(str(10 * MI))
+
+
+def test_pod_level_hugepages_absent_fall_back_to_the_containers() -> None:
+    """"… pod level does not specify hugepages": the pod's hugetlb.2MB.max is the containers' aggregate (4Mi)."""
+    resources = {"limits": {"cpu": "100m", "memory": "100Mi"}, "requests": {"cpu": "100m", "memory": "50Mi"}}
+    p = with_api_defaults(pod(ctr("c1", {"cpu": "20m"}, {"cpu": "50m", "hugepages-2Mi": "4Mi"}), ctr("c2"),
+                              resources=resources))
+    assert values(node_limits.pod_hugetlb(p, NODE, PROFILE)) == huge(4 * MI)
+
+
+def test_pod_level_hugepages_validate_against_the_containers() -> None:
+    """validatePodResourceConsistency for huge pages: a container's hugepages limit above the pod's is refused; one
+    within it is valid (IsSupportedPodLevelResource names hugepages-<size>)."""
+    from nodeconf.semantics.validation import pod_errors
+    ok = with_api_defaults(pod(ctr("c1", {"cpu": "20m"}, {"cpu": "50m", "hugepages-2Mi": "4Mi"}), resources=PLR_HUGE))
+    assert pod_errors(ok, PROFILE) == ()
+    big = with_api_defaults(pod(ctr("c1", {"cpu": "20m"}, {"cpu": "50m", "hugepages-2Mi": "12Mi"}),
+                                resources=PLR_HUGE))
+    assert pod_errors(big, PROFILE) == (
+        'spec.resources.requests[hugepages-2Mi]: Invalid value: "10Mi": must be greater than or equal to aggregate '
+        "container requests of 12Mi",
+        'spec.resources.containers[0][hugepages-2Mi].limits: Invalid value: "12Mi": must be less than or equal to pod '
+        "limits of 10Mi")

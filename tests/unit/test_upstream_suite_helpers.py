@@ -1,5 +1,5 @@
-"""The pure helpers of suites/upstream: upstream's restart rule, the PSI file shape and total, when the runtime makes
-the container huge page limits not applicable."""
+"""The pure helpers of suites/upstream: upstream's restart rule, the PSI file shape and total, when the runtime
+makes the container huge page limits not applicable, the pod-level hugepages entries' applicability and batches."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from suites.upstream.test_node_allocatable import (
     _linear_weight,
     _names,
 )
+from suites.upstream.test_pod_level_hugepages import ENTRIES, batches, not_applicable
 from suites.upstream.test_psi import EXPECTED_SHAPE, shape, total
 
 # cpu.pressure of a cgroup on a 6.1 kernel (both lines; cpu "full" is reported for cgroups since 5.13).
@@ -114,3 +115,22 @@ def test_container_huge_page_limits_are_not_applicable_where_the_runtime_drops_t
     assert (reason == "") == applicable
     if not applicable:
         assert f"{runtime} {version} runs with disable_hugetlb_controller=true" in reason
+MI2, GI1 = 2 << 20, 1 << 30
+HUGETLB = ("cpu", "memory", "hugetlb")
+
+
+def test_hugepages_entries_run_where_upstream_pre_allocates_their_pages() -> None:
+    """The reference VM's pool (eight 2 MiB pages, no 1 GiB page) runs the 2 MiB-only entries and no 1Gi entry;
+    a node without the hugetlb controller none."""
+    pools = {MI2: 16 << 20, GI1: 0}
+    runnable = [i for i, e in ENTRIES.items() if not not_applicable(pools, HUGETLB, e)]
+    assert runnable == [i for i in ENTRIES if "1Gi" not in i] and len(runnable) == 7
+    assert "2 MiB pages only" in not_applicable(pools, HUGETLB, ENTRIES["plr-guaranteed-2Mi-1Gi"])
+    assert "no hugetlb controller" in not_applicable(pools, ("cpu", "memory"), ENTRIES["hp-pod-2Mi"])
+
+
+def test_hugepages_batches_fill_the_pool_in_table_order() -> None:
+    """Eight 2 MiB pages: 10Mi + 6Mi, 10Mi + 6Mi, 4Mi × 3; a pool of 10Mi: 10, 6, 10, 6 + 4, 4 + 4."""
+    two_mi = [i for i in ENTRIES if "1Gi" not in i]
+    assert list(batches({MI2: 16 << 20}, two_mi).values()) == [0, 0, 1, 1, 2, 2, 2]
+    assert list(batches({MI2: 10 << 20}, two_mi).values()) == [0, 1, 2, 3, 3, 4, 4]
