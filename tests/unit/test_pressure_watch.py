@@ -3,26 +3,15 @@ temporary cgroup tree: one request per poll reads them all (issue 31)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from test_nodes_enforced import _count_requests, local_settings
+from test_nodes_enforced import _count_requests, local_node
 
 from nodeconf.manifest import Pod
 from nodeconf.nodes.enforced.node import EnforcedNode
-from nodeconf.nodes.transport.local import LocalTransport
 from suites.toolkit.builders import container, pod_manifest, typed_pod
 from suites.toolkit.pressure import watch_pods_hogs
 
-
-@pytest.fixture
-def local_node(tmp_path: Path) -> Iterator[EnforcedNode]:
-    node = EnforcedNode(LocalTransport(), local_settings(tmp_path), spec="local").start()
-    try:
-        yield node
-    finally:
-        node.close()
+__all__ = ["local_node"]  # the enforced driver's fixture, shared with test_nodes_enforced
 
 
 def _pods(*names: str) -> list[Pod]:
