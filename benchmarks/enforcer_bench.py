@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from nodeconf.loader import load_objects
-from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest import Pod
+from nodeconf.manifest_reader import object_from_dict
 from nodeconf.manifest_writer import pod_to_dict
 from nodeconf.nodes.base import Node
 from nodeconf.nodes.enforced.node import EnforcedNode

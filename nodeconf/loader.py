@@ -16,7 +16,8 @@ import yaml
 
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
-from nodeconf.manifest import LimitRange, Pod, ResourceQuota, object_from_dict
+from nodeconf.manifest import LimitRange, Pod, ResourceQuota
+from nodeconf.manifest_reader import object_from_dict
 from nodeconf.unknown_fields import unknown_config_fields, unknown_manifest_fields
 
 KubeObject = Pod | LimitRange | ResourceQuota

@@ -34,7 +34,8 @@ from nodeconf.enforcer.state_file import LOG_FILE, StateFile
 from nodeconf.enforcer.supervision import Supervision
 from nodeconf.enforcer.wire import ExecDoc
 from nodeconf.errors import InputError
-from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest import Pod
+from nodeconf.manifest_reader import object_from_dict
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.psi import psi_metrics
 

@@ -17,7 +17,8 @@ from nodeconf.enforcer.lifecycle import Faults
 from nodeconf.enforcer.oracle import ContainerUsage, ExpectFn, ResizeDecision, ResizeFn
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict, kubelet_config_to_dict
-from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota, object_from_dict
+from nodeconf.manifest import LimitRange, NamespaceObject, Pod, ResourceQuota
+from nodeconf.manifest_reader import object_from_dict
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.expectation import NodeExpectation
 from nodeconf.semantics.node_limits import reserved_cgroup_paths

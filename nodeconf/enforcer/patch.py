@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodeconf.errors import InputError
-from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest import Pod
+from nodeconf.manifest_reader import object_from_dict
 from nodeconf.manifest_writer import pod_to_dict
 
 

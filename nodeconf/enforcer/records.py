@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodeconf.enforcer.oci_runtime import RuntimeProcess
-from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest import Pod
+from nodeconf.manifest_reader import object_from_dict
 from nodeconf.manifest_writer import pod_to_dict
 
 # Container kinds in start order: the sandbox, init containers one by one, sidecars, then regular ones.

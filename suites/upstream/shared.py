@@ -17,7 +17,8 @@ from nodeconf.fixtures.concurrency import shared_holding
 from nodeconf.fixtures.evidence import attach_manifest
 from nodeconf.fixtures.node import delete_all
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest import Pod
+from nodeconf.manifest_reader import object_from_dict
 from nodeconf.manifest_writer import pod_to_dict
 from nodeconf.nodes.base import Node, NodeError, PodHandle
 from suites.toolkit.checks import Deployed

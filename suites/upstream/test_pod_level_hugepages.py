@@ -32,7 +32,8 @@ from typing import Any
 import pytest
 
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest import Pod
+from nodeconf.manifest_reader import object_from_dict
 from nodeconf.nodes.base import CgroupFiles, Node
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import QosClass

@@ -24,7 +24,8 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest import Pod
+from nodeconf.manifest_reader import object_from_dict
 from nodeconf.nodes.base import Node, PodHandle
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_pod, settled_evidence, wait_until

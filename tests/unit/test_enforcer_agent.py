@@ -27,7 +27,8 @@ from nodeconf.enforcer.agent_error import AgentError
 from nodeconf.enforcer.lifecycle import Faults
 from nodeconf.enforcer.patch import patched_pod
 from nodeconf.errors import InputError
-from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest import Pod
+from nodeconf.manifest_reader import object_from_dict
 from suites.toolkit.builders import container, pod_manifest
 
 BURSTABLE = "kubepods.slice/kubepods-burstable.slice"

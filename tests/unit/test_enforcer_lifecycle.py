@@ -6,7 +6,8 @@ import pytest
 
 from nodeconf.enforcer.lifecycle import Backoff, pod_phase, ready_to_start, restarts, restarts_for_resize
 from nodeconf.enforcer.records import INIT, PAUSE, REGULAR, SIDECAR, ContainerRecord
-from nodeconf.manifest import Pod, object_from_dict
+from nodeconf.manifest import Pod
+from nodeconf.manifest_reader import object_from_dict
 
 
 @pytest.mark.parametrize("restart_count, delay", [(0, 0), (1, 10), (2, 20), (3, 40), (5, 160), (6, 300), (9, 300)])

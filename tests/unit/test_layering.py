@@ -13,8 +13,8 @@ from nodeconf.nodes.enforced.bundle import VENDORED
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = frozenset(
     f"nodeconf.{name}"
-    for name in ("quantity", "errors", "manifest", "manifest_writer", "kubelet_config", "node_facts", "names",
-                 "cgroup_files", "workloads", "node_variant", "str_enum", "unknown_fields")
+    for name in ("quantity", "errors", "manifest", "manifest_reader", "manifest_writer", "kubelet_config",
+                 "node_facts", "names", "cgroup_files", "workloads", "node_variant", "str_enum", "unknown_fields")
 )
 # Standard-library modules that read files, the clock or the process environment: not in the pure layers.
 IMPURE_STDLIB = frozenset(

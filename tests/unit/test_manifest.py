@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from nodeconf.errors import InputError
-from nodeconf.manifest import LimitRange, Pod, ResourceQuota, object_from_dict, replica_pods
+from nodeconf.manifest import LimitRange, Pod, ResourceQuota, replica_pods
+from nodeconf.manifest_reader import object_from_dict
 from nodeconf.manifest_writer import pod_to_dict
 from nodeconf.quantity import Quantity
 

@@ -13,7 +13,8 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from nodeconf.errors import InputError
-from nodeconf.manifest import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, Pod, object_from_dict
+from nodeconf.manifest import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION, Pod
+from nodeconf.manifest_reader import object_from_dict
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.kube.api import dig
 
