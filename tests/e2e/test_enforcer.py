@@ -21,7 +21,8 @@ from nodeconf.loader import load_objects
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import PodHandle
 from nodeconf.nodes.enforced.bundle import REMOTE_DIR, STATE_DIR
-from nodeconf.nodes.enforced.node import EnforcedNode, EnforcedPod, EnforcerSettings
+from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
+from nodeconf.nodes.enforced.pod import EnforcedPod
 from nodeconf.nodes.spec import VmSize
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.profile import profile_for

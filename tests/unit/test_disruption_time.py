@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nodeconf.nodes.enforced.node import pod_status
+from nodeconf.nodes.enforced.pod import pod_status
 from nodeconf.nodes.kube.pods import disruption_time
 
 

@@ -14,13 +14,9 @@ from nodeconf.enforcer.state_file import LOG_FILE
 from nodeconf.enforcer.wire import (
     ALREADY_RUNNING,
     FOREIGN_TREE,
-    ContainerStatusDoc,
     EvidenceBatchDoc,
-    EvidenceDoc,
     NodeStatusDoc,
     Op,
-    PodStatusDoc,
-    ResizeDoc,
     RunDoc,
     facts_from_dict,
 )
@@ -30,8 +26,6 @@ from nodeconf.manifest_writer import namespace_object_to_dict, pod_to_dict
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import (
     CgroupFiles,
-    ContainerEvidence,
-    ContainerState,
     ExecResult,
     Metrics,
     Node,
@@ -39,9 +33,6 @@ from nodeconf.nodes.base import (
     NodeError,
     PodEvidence,
     PodHandle,
-    PodStatus,
-    ResizeStatus,
-    Terminated,
     parse_metrics,
 )
 from nodeconf.nodes.enforced.agent_client import READ_BOUND, AgentClient, Stream, lock_hold
@@ -61,6 +52,7 @@ from nodeconf.nodes.enforced.bundle import (
     launch_argv,
     tree_digest,
 )
+from nodeconf.nodes.enforced.pod import EnforcedPod, cgroup_from_doc, pod_evidence
 from nodeconf.nodes.enforced.runtime_choice import PROBE_TIMEOUT, RuntimeChoice, choose_runtime
 from nodeconf.semantics.expectation import Event
 
@@ -76,95 +68,6 @@ class AgentTransport(Protocol):
     def open_stream(self, argv: Sequence[str], *, timeout: float | None = ...) -> Stream: ...
 
     def close(self) -> None: ...
-
-
-def _container_state(doc: ContainerStatusDoc) -> ContainerState:
-    last = (doc.get("lastState") or {}).get("terminated")
-    return ContainerState(
-        name=doc["name"], state=doc["state"], reason=doc["reason"], exit_code=doc["exitCode"],
-        restart_count=doc["restartCount"],
-        last_terminated=Terminated(last["exitCode"], last["reason"]) if last else None, pid=doc["pid"],
-    )
-
-
-def pod_status(doc: PodStatusDoc) -> PodStatus:
-    """A PodStatus from the agent's status document."""
-    return PodStatus(
-        phase=doc["phase"], qos_class=doc["qosClass"],
-        containers={c["name"]: _container_state(c) for c in doc["containers"] if c["kind"] != "pause"},
-        events=tuple(Event(e["type"], e["reason"], e["message"]) for e in doc["events"]),
-        reason=doc["reason"], message=doc["message"],
-        resize=ResizeStatus(doc["resize"]["status"], doc["resize"]["message"]), disrupted_at=doc.get("disruptedAt"),
-    )
-
-
-def _files(path: str, raw: Mapping[str, str | None]) -> CgroupFiles:
-    return CgroupFiles(path, {k: v for k, v in raw.items() if v is not None})
-
-
-def pod_evidence(doc: EvidenceDoc) -> PodEvidence:
-    """A PodEvidence from the agent's evidence document."""
-    status = doc["status"]
-    cgroups = {path: _files(path, raw) for path, raw in doc["cgroups"].items()}
-    pod_path = status["cgroup"]
-    containers: dict[str, ContainerEvidence] = {}
-    pause = None
-    for c in status["containers"]:
-        key = "POD" if c["kind"] == "pause" else c["name"]
-        procs = doc["processes"][key]
-        where = procs["cgroup"]
-        evidence = ContainerEvidence(
-            name=c["name"], cgroup=cgroups.get(where, CgroupFiles(where, {})),
-            pids=tuple(procs["pids"]),
-            oom_score_adj={int(pid): adj for pid, adj in procs["oomScoreAdj"].items()},
-            scope=cgroups.get(c["cgroup"]) if where != c["cgroup"] else None,
-        )
-        if c["kind"] == "pause":
-            pause = evidence
-        else:
-            containers[c["name"]] = evidence
-    ancestors = {p: f for p, f in cgroups.items() if pod_path.startswith(p + "/")}
-    return PodEvidence(status=pod_status(status), pod_cgroup=cgroups.get(pod_path, CgroupFiles(pod_path, {})),
-                       containers=containers, pause=pause, ancestors=ancestors)
-
-
-class EnforcedPod(PodHandle):
-    def __init__(self, node: EnforcedNode, pod: Pod, admitted: bool, errors: Sequence[str]) -> None:
-        super().__init__(pod, admitted, errors)
-        self.node = node
-
-    def _require_admitted(self) -> None:
-        if not self.admitted:
-            raise NodeError(f"pod {self.pod.ref} was rejected: {'; '.join(self.errors)}")
-
-    def status(self) -> PodStatus:
-        self._require_admitted()
-        return pod_status(self.node.client.call(Op.STATUS, pod=self.pod.ref))
-
-    def evidence(self, extra_files: Sequence[str] = ()) -> PodEvidence:
-        self._require_admitted()
-        return pod_evidence(self.node.client.call(Op.EVIDENCE, pod=self.pod.ref, files=list(extra_files)))
-
-    def resize(self, patch: Mapping[str, Any]) -> ResizeStatus:
-        self._require_admitted()
-        doc: ResizeDoc = self.node.client.call(Op.RESIZE, pod=self.pod.ref, patch=dict(patch))
-        return ResizeStatus(doc["status"], doc["message"])
-
-    def exec(self, container: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
-        self._require_admitted()
-        return ExecResult(**self.node.client.call(Op.EXEC, pod=self.pod.ref, container=container, argv=list(argv),
-                                                  timeout=timeout))
-
-    def logs(self, container: str | None = None) -> str:
-        self._require_admitted()
-        text: str = self.node.client.call(Op.LOGS, pod=self.pod.ref, container=container)["text"]
-        return text
-
-    def delete(self) -> None:
-        """Delete the pod; nothing to do once the node has stopped (the stop removed everything)."""
-        if self.admitted and self.node.running:
-            self.node.client.call(Op.DELETE, pod=self.pod.ref)
-        self.admitted = False
 
 
 @dataclass(frozen=True)
@@ -323,7 +226,7 @@ class EnforcedNode(Node):
 
     def node_cgroups(self, extra_files: Sequence[str] = ()) -> Mapping[str, CgroupFiles]:
         doc = self.client.call(Op.NODE_CGROUPS, files=list(extra_files))
-        return {path: _files(path, raw) for path, raw in doc.items()}
+        return {path: cgroup_from_doc(path, raw) for path, raw in doc.items()}
 
     def exec_in_node_cgroup(self, path: str, argv: Sequence[str], timeout: float = 30.0) -> ExecResult:
         return ExecResult(**self.client.call(Op.EXEC_NODE, cgroup=path, argv=list(argv), timeout=timeout))
