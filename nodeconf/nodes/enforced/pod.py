@@ -4,7 +4,7 @@ documents."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from nodeconf.enforcer.wire import ContainerStatusDoc, EvidenceDoc, Op, PodStatusDoc, ResizeDoc
 from nodeconf.manifest import Pod
@@ -20,10 +20,18 @@ from nodeconf.nodes.base import (
     ResizeStatus,
     Terminated,
 )
+from nodeconf.nodes.enforced.agent_client import AgentClient
 from nodeconf.semantics.expectation import Event
 
-if TYPE_CHECKING:
-    from nodeconf.nodes.enforced.node import EnforcedNode
+
+class AgentNode(Protocol):
+    """What a pod handle needs of its node (an EnforcedNode): the agent's client and whether the agent runs."""
+
+    @property
+    def client(self) -> AgentClient: ...
+
+    @property
+    def running(self) -> bool: ...
 
 
 def _container_state(doc: ContainerStatusDoc) -> ContainerState:
@@ -78,7 +86,7 @@ def pod_evidence(doc: EvidenceDoc) -> PodEvidence:
 
 
 class EnforcedPod(PodHandle):
-    def __init__(self, node: EnforcedNode, pod: Pod, admitted: bool, errors: Sequence[str]) -> None:
+    def __init__(self, node: AgentNode, pod: Pod, admitted: bool, errors: Sequence[str]) -> None:
         super().__init__(pod, admitted, errors)
         self.node = node
 
