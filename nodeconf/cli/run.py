@@ -109,9 +109,9 @@ def check_usage(args: argparse.Namespace) -> RunSettings:
     if args.node:  # a whole-cluster spec (kube?nodes=...) becomes one spec per node, listed once, here
         args.node = expand(args.node)
         settings = settings.with_nodes(run_nodes(args.node, None))
-    preflight_together([(node.spec, node.kubelet_config_path) for node in settings.nodes])
+    preflight_together([(node.spec, node.kubelet_config) for node in settings.nodes])
     for node in settings.nodes:
-        preflight(node.spec, kubelet_config=node.kubelet_config_path, profile=node.profile)
+        preflight(node.spec, kubelet_config=node.kubelet_config, profile=node.profile)
     unknown.warn()  # only once the usage is good: an error stays the only line
     return settings
 

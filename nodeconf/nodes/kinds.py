@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from pathlib import Path
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import Node
@@ -48,17 +47,18 @@ class NodeKind(ABC):
         """The concrete specs a spec stands for, asked once before pytest starts (itself, unless it names many)."""
         return [spec]
 
-    def preflight(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> None:
-        """Refuse (UsageError, one line) what the kind can tell before anything starts (nothing, unless it says)."""
+    def preflight(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> None:
+        """Refuse (UsageError, one line) what the kind can tell before anything starts (nothing, unless it says).
+        `kubelet_config` is the node's, loaded once for the run (run/settings.py); its `source` names the file."""
         return None
 
-    def preflight_together(self, nodes: Sequence[tuple[NodeSpec, Path | None]]) -> None:
+    def preflight_together(self, nodes: Sequence[tuple[NodeSpec, KubeletConfig | None]]) -> None:
         """Refuse (UsageError, one line) what only a run's nodes of this kind together can tell, each spec with its
-        kubelet config file (nothing, unless it says)."""
+        loaded kubelet config (nothing, unless it says)."""
         return None
 
     @abstractmethod
-    def open(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> Node:
+    def open(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> Node:
         """Connect to (or create) the node and return it ready; close() releases everything."""
 
     @abstractmethod

@@ -7,19 +7,19 @@ Source: issue 12 (one spec, opened through one registry); issue 27 item 2 (a rec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
+from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import Node
 from nodeconf.nodes.kinds import node_kind
 from nodeconf.nodes.spec import KINDS, NodeSpec, parse_node_spec
 
 
-def preflight(spec: NodeSpec, *, kubelet_config: Path | None = None, profile: str | None = None) -> None:
+def preflight(spec: NodeSpec, *, kubelet_config: KubeletConfig | None = None, profile: str | None = None) -> None:
     """Refuse (UsageError, one line) what a scheme can tell before anything starts; most schemes have nothing."""
     node_kind(spec.scheme).preflight(spec, kubelet_config=kubelet_config, profile=profile)
 
 
-def preflight_together(nodes: Sequence[tuple[NodeSpec, Path | None]]) -> None:
+def preflight_together(nodes: Sequence[tuple[NodeSpec, KubeletConfig | None]]) -> None:
     """Refuse (UsageError, one line) what only the run's nodes of one scheme together can tell."""
     for scheme in KINDS:
         same = [(spec, kubelet_config) for spec, kubelet_config in nodes if spec.scheme == scheme]
@@ -32,7 +32,7 @@ def expand(specs: Sequence[NodeSpec]) -> list[NodeSpec]:
     return [concrete for spec in specs for concrete in node_kind(spec.scheme).expand(spec)]
 
 
-def open_node(spec: str | NodeSpec, *, kubelet_config: Path | None = None, profile: str | None = None) -> Node:
+def open_node(spec: str | NodeSpec, *, kubelet_config: KubeletConfig | None = None, profile: str | None = None) -> Node:
     """Connect to (or boot) the node a spec names and return it ready; close() releases everything."""
     parsed = parse_node_spec(spec) if isinstance(spec, str) else spec
     return node_kind(parsed.scheme).open(parsed, kubelet_config=kubelet_config, profile=profile)

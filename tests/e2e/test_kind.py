@@ -46,7 +46,7 @@ def clusters() -> list[str]:
 
 def test_kind_node_runs_the_kube_driver_and_is_deleted_afterwards() -> None:
     before = set(clusters())
-    node = open_kind_node(None, kubelet_config_path=None, keep=False, profile=None, progress=print)
+    node = open_kind_node(None, kubelet_config=None, keep=False, profile=None, progress=print)
     try:
         name = node.spec.removeprefix("kube:kind-")
         assert name.startswith("nodeconf-limitedswap-") and name in clusters() and name not in before

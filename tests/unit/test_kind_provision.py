@@ -25,6 +25,7 @@ from nodeconf.infra.kind import provision
 from nodeconf.infra.kind.configs import KIND_DIR, KindConfig, resolve_config
 from nodeconf.infra.kind.provision import open_kind_node
 from nodeconf.infra.vm.state import process_start
+from nodeconf.loader import load_kubelet_config
 from nodeconf.nodes import registry
 from nodeconf.nodes.base import Node, NodeError
 from nodeconf.nodes.kube.api import KubeApiError
@@ -100,7 +101,7 @@ def deleted_names(tools: FakeTools) -> list[str]:
 
 
 def open_default(opener: Opener, progress: list[str] | None = None, **kwargs: Any) -> Node:
-    args: dict[str, Any] = {"kubelet_config_path": None, "keep": False, "profile": None}
+    args: dict[str, Any] = {"kubelet_config": None, "keep": False, "profile": None}
     args.update(kwargs)
     name = args.pop("config", None)
     return open_kind_node(name, progress=(progress if progress is not None else []).append, open_kube=opener, **args)
@@ -175,7 +176,7 @@ def test_the_real_opener_waits_bounded_for_a_ready_node_then_the_cluster_goes(
     monkeypatch.setattr(provision, "wait_ready", lambda context, kubeconfig, timeout: real_wait(
         context, kubeconfig, timeout, sleep=sleep, clock=lambda: now[0]))
     with pytest.raises(NodeError, match=r"context kind-nodeconf-limitedswap-[0-9a-f]{6}: no Ready node within 3 s"):
-        open_kind_node(None, kubelet_config_path=None, keep=False, profile=None, progress=lambda _: None)
+        open_kind_node(None, kubelet_config=None, keep=False, profile=None, progress=lambda _: None)
     assert sleeps == [2.0, 2.0]
     assert tools.calls()[-1][1:3] == ["delete", "cluster"] and tools.clusters() == []
 
@@ -388,7 +389,7 @@ def test_the_matching_profile_is_accepted(tools: FakeTools) -> None:
 ])
 def test_the_config_is_named_or_matches_the_kubelet_config(name: str | None, kubelet_config: Path | None,
                                                            expected: str) -> None:
-    config: KindConfig = resolve_config(name, kubelet_config)
+    config: KindConfig = resolve_config(name, None if kubelet_config is None else load_kubelet_config(kubelet_config))
     assert config.name == expected and config.path == KIND_DIR / f"{expected}.yaml"
     assert config.cluster["kind"] == "Cluster"
 
@@ -396,7 +397,7 @@ def test_the_config_is_named_or_matches_the_kubelet_config(name: str | None, kub
 def test_a_kubelet_config_no_kind_config_gives_is_refused_with_the_reason() -> None:
     source = WORKLOADS / "kep-5359/kubelet-config/workload-controlled-swap.yaml"
     with pytest.raises(InputError) as caught:
-        resolve_config(None, source)
+        resolve_config(None, load_kubelet_config(source))
     error = caught.value
     assert (error.source, error.field) == (str(source), "--kubelet-config")
     assert error.problem.startswith(
@@ -409,7 +410,7 @@ def test_a_kubelet_config_no_kind_config_gives_is_refused_with_the_reason() -> N
 
 OPENER_SCRIPT = """
 from nodeconf.infra.kind.provision import open_kind_node
-open_kind_node(None, kubelet_config_path=None, keep=False, profile=None, progress=print)
+open_kind_node(None, kubelet_config=None, keep=False, profile=None, progress=print)
 """
 
 
@@ -549,7 +550,8 @@ def test_nodeconf_run_kind_refuses_before_pytest_when_kind_is_missing(tmp_path: 
 
 def test_the_registry_opens_a_kind_spec_with_the_runs_kubelet_config(tools: FakeTools,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """open_node(kind spec, kubelet_config=…) reaches open_kind_node with the config and keep the spec names."""
+    """open_node(kind spec, kubelet_config=…) hands open_kind_node the run's loaded kubelet config itself (never
+    a path to read again), with the config and keep the spec names."""
     seen: dict[str, object] = {}
 
     def fake_open(config_name: str | None, **kwargs: object) -> str:
@@ -557,7 +559,8 @@ def test_the_registry_opens_a_kind_spec_with_the_runs_kubelet_config(tools: Fake
         return "node"
 
     monkeypatch.setattr(provision, "open_kind_node", fake_open)
-    opened: object = registry.open_node("kind:noswap?keep=1", kubelet_config=None, profile="1.34")
+    loaded = load_kubelet_config(WORKLOADS / "kep-5359/kubelet-config/no-swap.yaml")
+    opened: object = registry.open_node("kind:noswap?keep=1", kubelet_config=loaded, profile="1.34")
     assert opened == "node"
-    assert (seen["config_name"], seen["keep"], seen["profile"], seen["kubelet_config_path"]) == (
-        "noswap", True, "1.34", None)
+    assert (seen["config_name"], seen["keep"], seen["profile"]) == ("noswap", True, "1.34")
+    assert seen["kubelet_config"] is loaded

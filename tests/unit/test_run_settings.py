@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from kind_fakes import install
 
 from nodeconf.cli import run as run_cli
 from nodeconf.errors import InputError
@@ -20,6 +23,7 @@ from nodeconf.run.settings import run_settings
 pytest_plugins = ("pytester",)
 ROOT = Path(__file__).resolve().parents[2]
 KUBELET_CONFIG = "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\nmaxPods: {}\n"
+NO_SWAP = ROOT / "workloads" / "kep-5359" / "kubelet-config" / "no-swap.yaml"  # infra/kind/noswap.yaml gives it
 
 
 def recorded(declare: Callable[[Callable[..., object]], object]) -> dict[str, dict[str, object]]:
@@ -91,18 +95,12 @@ def test_a_bad_value_is_one_line_naming_its_option(options: dict[str, str], mess
         run_settings(options.get)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
 
-CONFTEST_TAIL = '''
+LEDGER_AND_AUDIT = '''
 import json
 import os
 import sys
 from pathlib import Path
 
-import nodeconf.fixtures.node
-from nodeconf.node_facts import NodeFacts
-
-pytest_plugins = [
-    "nodeconf.fixtures.node", "nodeconf.fixtures.evidence", "nodeconf.fixtures.session", "nodeconf.fixtures.matrix",
-]
 LEDGER = Path(os.environ["FAKE_NODE_LEDGER"])
 
 
@@ -117,6 +115,15 @@ def _audit(event, args):  # every open of a kubelet config file, by this process
 
 
 sys.addaudithook(_audit)
+'''
+
+FAKE_NODE = '''
+import nodeconf.fixtures.node
+from nodeconf.node_facts import NodeFacts
+
+pytest_plugins = [
+    "nodeconf.fixtures.node", "nodeconf.fixtures.evidence", "nodeconf.fixtures.session", "nodeconf.fixtures.matrix",
+]
 
 
 class FakeNode:
@@ -148,13 +155,49 @@ class FakeNode:
         pass
 
 
-nodeconf.fixtures.node.open_node = lambda spec, **_options: FakeNode(spec)
-
-
 def pytest_addoption(parser):
     from nodeconf.run.options import declare_run_options
 
     declare_run_options(parser.getgroup("nodeconf").addoption, pytest=True)
+'''
+
+CONFTEST_TAIL = LEDGER_AND_AUDIT + FAKE_NODE + '''
+nodeconf.fixtures.node.open_node = lambda spec, **_options: FakeNode(spec)
+'''
+
+# A kind node opened by its record (nodeconf/infra/kind/node_kind.py) with the fake kind of kind_fakes.py on PATH;
+# only the kube driver on the cluster is a fake, whose kubelet runs as kind started it (asserted, never configured).
+KIND_CONFTEST_TAIL = LEDGER_AND_AUDIT + FAKE_NODE + '''
+import nodeconf.infra.kind.provision
+import nodeconf.nodes.kube.opener
+
+
+class FakeKubeNode(FakeNode):
+    def __init__(self, context, after_close):
+        super().__init__(context)
+        self.after_close = after_close
+
+    def kubelet_version(self):
+        return "v1.35.0"
+
+    def close(self):
+        for action in self.after_close:
+            action()
+
+
+nodeconf.infra.kind.provision.wait_ready = lambda context, kubeconfig, timeout: None
+nodeconf.nodes.kube.opener.open_node = lambda context, *, config_file, after_close: FakeKubeNode(context, after_close)
+'''
+
+# `nodeconf run`'s own process: the run's settings and each node's preflight (nodeconf/cli/run.py check_usage).
+PREFLIGHT = LEDGER_AND_AUDIT + '''
+import argparse
+
+from nodeconf.cli import run as run_cli
+
+parser = argparse.ArgumentParser()
+run_cli.add_parser(parser.add_subparsers())
+run_cli.check_usage(parser.parse_args(["run", *sys.argv[1:]]))
 '''
 
 CHECKS = '''
@@ -217,3 +260,31 @@ def test_each_matrix_node_is_configured_once_with_its_own_settings(project: pyte
     assert len(reads) == len(set(reads)), f"a process read a file twice: {reads}"
     configured = sorted(event[1:5] for event in events if event[0] == "configure")
     assert configured == [["b", "b.kubelet.yaml", "1.37", 60], ["vm", "a.kubelet.yaml", "1.35", 40]]
+
+
+def test_a_kind_node_reads_the_kubelet_config_once_per_process(pytester: pytest.Pytester,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """`nodeconf run --node kind --kubelet-config FILE`: its own process (settings, preflight of every kind node
+    together and each alone) and pytest's (settings, the kind record opening the node) each read the file once;
+    the kind record picks the cluster config from the loaded kubelet config (NoSwap: infra/kind/noswap.yaml)."""
+    tools = install(pytester.path / "kind")
+    for key, value in tools.env(XDG_CACHE_HOME=str(pytester.path / "xdg"),
+                                FAKE_NODE_LEDGER=str(pytester.path / "ledger.jsonl"), PYTHONPATH=str(ROOT)).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("KIND_EXPERIMENTAL_PROVIDER", raising=False)
+    pytester.makeconftest((ROOT / "suites" / "conftest.py").read_text(encoding="utf-8") + KIND_CONFTEST_TAIL)
+    pytester.makepyfile(test_checks="def test_opened(node):\n    assert node.kubelet_version()\n")
+    (pytester.path / "run.kubelet.yaml").write_text(NO_SWAP.read_text(encoding="utf-8"))
+    options = ("--node", "kind", "--kubelet-config", "run.kubelet.yaml")
+    preflight = subprocess.run([sys.executable, "-c", PREFLIGHT, *options], cwd=pytester.path, capture_output=True,
+                               text=True, timeout=120, check=False)
+    assert preflight.returncode == 0, preflight.stderr
+    events = run(pytester, *options)
+    reads: dict[object, list[object]] = {}
+    for event in events:
+        if event[0] == "read":
+            reads.setdefault(event[-1], []).append(event[1])
+    assert list(reads.values()) == [["run.kubelet.yaml"], ["run.kubelet.yaml"]], reads
+    [create] = [call for call in tools.calls() if call[1:3] == ["create", "cluster"]]
+    assert Path(create[create.index("--config") + 1]).name == "noswap.yaml"
+    assert tools.clusters() == [], "closing the node deleted the cluster"

@@ -79,10 +79,10 @@ class KindConfig:
     kubelet: KubeletConfig
 
 
-def resolve_config(name: str | None, kubelet_config_path: str | Path | None,
-                   directory: Path = KIND_DIR) -> KindConfig:
-    """The config named (a file name under `directory`, `.yaml` optional), else the one giving the kubelet
-    configuration of `kubelet_config_path`, else `limitedswap`; InputError with the reason otherwise."""
+def resolve_config(name: str | None, requested: KubeletConfig | None, directory: Path = KIND_DIR) -> KindConfig:
+    """The config named (a file name under `directory`, `.yaml` optional), else the one giving the `requested`
+    kubelet configuration (the run's, loaded once; its source names the file), else `limitedswap`; InputError with
+    the reason otherwise."""
     configs = kind_configs(directory)
     by_name = {path.stem: path for path in configs}
     if name is not None:
@@ -91,14 +91,11 @@ def resolve_config(name: str | None, kubelet_config_path: str | Path | None,
             raise InputError(f"no kind config {name!r} in {directory} (configs: {', '.join(sorted(by_name))})",
                              field="--node")
         path = by_name[stem]
-    elif kubelet_config_path is not None:
-        from nodeconf.loader import load_kubelet_config
-
-        requested = load_kubelet_config(kubelet_config_path)
+    elif requested is not None:
         matching = [p for p, given in configs.items() if not kubelet_config_differences(requested, given)]
         if not matching:
             raise InputError(f"no kind config gives this kubelet configuration: {kind_advice(requested, directory)}",
-                             source=str(kubelet_config_path), field="--kubelet-config")
+                             source=requested.source, field="--kubelet-config")
         path = matching[0]
     else:
         path = by_name[DEFAULT_CONFIG]

@@ -8,7 +8,6 @@ Source: issue 27 item 2 (a record per node kind; kind's configs and provisioning
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from nodeconf.errors import InputError, NodeSpecError
 from nodeconf.infra.kind.configs import CONFIG_NAME, kind_advice, resolve_config
@@ -44,14 +43,14 @@ class KindKind(NodeKind):
     def short_name(self, spec: NodeSpec) -> str:
         return self.scheme if spec.kind_config is None else f"kind-{spec.kind_config}"
 
-    def preflight(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> None:
+    def preflight(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> None:
         """kind or an engine missing, an unknown config, gates the node image does not know, a --profile the image
         does not run (InputError, one line; nothing created)."""
         from nodeconf.infra.kind.provision import checked_config
 
         checked_config(spec.kind_config, kubelet_config, profile)
 
-    def preflight_together(self, nodes: Sequence[tuple[NodeSpec, Path | None]]) -> None:
+    def preflight_together(self, nodes: Sequence[tuple[NodeSpec, KubeletConfig | None]]) -> None:
         """Two kind nodes of one run resolving to one config: a run tests a config once."""
         seen: dict[str, NodeSpec] = {}
         for spec, kubelet_config in nodes:
@@ -62,11 +61,11 @@ class KindKind(NodeKind):
                                  field="--node")
             seen[config] = spec
 
-    def open(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> Node:
+    def open(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> Node:
         from nodeconf.infra.kind.provision import open_kind_node
         from nodeconf.infra.vm.progress import StepPrinter
 
-        return open_kind_node(spec.kind_config, kubelet_config_path=kubelet_config, keep=spec.option("keep") == "1",
+        return open_kind_node(spec.kind_config, kubelet_config=kubelet_config, keep=spec.option("keep") == "1",
                               profile=profile, progress=StepPrinter("kind"))
 
     def clean(self, spec: NodeSpec, dry_run: bool) -> list[str]:

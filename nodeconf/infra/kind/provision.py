@@ -27,6 +27,7 @@ from nodeconf.errors import InputError
 from nodeconf.infra.kind.configs import KindConfig, resolve_config
 from nodeconf.infra.kind.records import ClusterRecord, read_records
 from nodeconf.infra.kind.versions import check_gates, node_image_version
+from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import Node, NodeError
 from nodeconf.nodes.shield import signals_deferred
 
@@ -256,20 +257,20 @@ def check_profile(profile: str | None, version: tuple[int, int] | None, where: s
                          field="--profile")
 
 
-def checked_config(config_name: str | None, kubelet_config_path: str | Path | None,
+def checked_config(config_name: str | None, kubelet_config: KubeletConfig | None,
                    profile: str | None) -> tuple[KindConfig, tuple[int, int] | None, str]:
     """The config a kind node uses (see `resolve_config`), the Kubernetes version of its node image and where that
     was read; InputError (nothing started) when kind or a container engine is missing, the config is unknown, its
     gates do not fit the node image or --profile names another version than the image runs."""
     require_tools()
-    config = resolve_config(config_name, kubelet_config_path)
+    config = resolve_config(config_name, kubelet_config)
     version, where = node_image_version(config.cluster, run_kind(["kind", "version"], COMMAND_TIMEOUT))
     check_gates(config.kubelet.feature_gates, version, where, str(config.path))
     check_profile(profile, version, where)
     return config, version, where
 
 
-def open_kind_node(config_name: str | None, *, kubelet_config_path: str | Path | None, keep: bool,
+def open_kind_node(config_name: str | None, *, kubelet_config: KubeletConfig | None, keep: bool,
                    profile: str | None, progress: Progress, open_kube: KubeOpener = open_kube_node) -> Node:
     """Create the kind cluster for the config (see `resolve_config`), open the kube driver on it and return the
     node; closing the node deletes the cluster unless `keep`. InputError (nothing started) when kind or a
@@ -278,7 +279,7 @@ def open_kind_node(config_name: str | None, *, kubelet_config_path: str | Path |
 
     Without `profile` the node's kubelet version decides the profile (KubeNode.configure).
     """
-    config, version, where = checked_config(config_name, kubelet_config_path, profile)
+    config, version, where = checked_config(config_name, kubelet_config, profile)
     progress(f"kind config {config.path.name}: {where}"
              + (f" (Kubernetes {version[0]}.{version[1]})" if version else ""))
     cluster = KindCluster(config, progress)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nodeconf.errors import InputError, NodeSpecError
 from nodeconf.infra.vm.sizes import MIN_VM_MEMORY_MIB, size_expected, size_mib
+from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.node_variant import VARIANT_OPTIONS, Variant, parse_variant
 from nodeconf.nodes.base import Node
 from nodeconf.nodes.enforced.node_kinds import ENFORCER_OPTIONS, RUNTIME_OPTION, EnforcedKind
@@ -34,7 +35,7 @@ class VmKind(EnforcedKind):
         """A vendor image's runtime= (cri|direct); a reference VM's runtime= names its variant (vm_size)."""
         return super()._own_runtime(single, shown) if "image" in single else None
 
-    def preflight(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> None:
+    def preflight(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> None:
         """A vendor image that is not qcow2 or raw, or is corrupt, is refused before anything boots (one line)."""
         if spec.vm.image is not None:
             from nodeconf.infra.vm.disk_probe import DiskImageError, inspect_image
@@ -44,7 +45,7 @@ class VmKind(EnforcedKind):
             except DiskImageError as err:
                 raise InputError(str(err), field="--node") from None
 
-    def open(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> Node:
+    def open(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> Node:
         from nodeconf.infra.vm.opener import open_vm_node
 
         return open_vm_node(spec)

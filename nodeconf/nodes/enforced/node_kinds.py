@@ -11,7 +11,6 @@ import os
 import posixpath
 import re
 from abc import abstractmethod
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nodeconf.errors import NodeSpecError
@@ -152,7 +151,7 @@ class LocalKind(MachineKind):
     def machine(self, spec: NodeSpec) -> str | None:
         return "local"
 
-    def open(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> Node:
+    def open(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> Node:
         from nodeconf.nodes.enforced.opener import open_local_node
 
         return open_local_node(spec)
@@ -184,7 +183,7 @@ class SshKind(MachineKind):
         login = _login(spec)
         return f"ssh {login.target.host.lower()}:{login.target.port}"
 
-    def open(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> Node:
+    def open(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> Node:
         from nodeconf.nodes.enforced.opener import open_ssh_node
 
         return open_ssh_node(spec)

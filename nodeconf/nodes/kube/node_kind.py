@@ -7,7 +7,6 @@ Source: issue 27 item 2 (a record per node kind); issue 12 (the kube driver).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from nodeconf.errors import NodeSpecError
 from nodeconf.kubelet_config import KubeletConfig
@@ -44,7 +43,7 @@ class KubeKind(NodeKind):
 
         return expand_kube_spec(spec)
 
-    def open(self, spec: NodeSpec, *, kubelet_config: Path | None, profile: str | None) -> Node:
+    def open(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> Node:
         from nodeconf.nodes.kube.opener import open_kube_node
 
         return open_kube_node(spec)
