@@ -1,6 +1,9 @@
 """Two runs compared: which checks changed verdict, which node facts changed, and for checks failing in both
 whether the mismatch changed. The regression gate for a new node image (issue 33 item 2).
 
+A check's mismatches are the structured rows of its comparison tables (nodeconf.report.comparison), never its
+message: the message is for people and may be worded anew (issue 27 item 4).
+
 Source: issue 33; a check is the same check in both runs when its id is (`module#name[params]`, the JUnit
 classname and name, Allure's fullName with pytest's parameter id).
 """
@@ -11,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodeconf.report.comparison import Mismatch
+
 PASSED, FAILED, BROKEN, SKIPPED = "passed", "failed", "broken", "skipped"
 # Verdict changes, in the order a reader needs them: their ids in summary.json, and how the text says them.
 PASS_TO_FAIL, FAIL_TO_PASS, NEW, GONE, OTHER = "pass_to_fail", "fail_to_pass", "new", "gone", "other"
@@ -18,24 +23,30 @@ KINDS = (PASS_TO_FAIL, FAIL_TO_PASS, NEW, GONE, OTHER)
 KIND_LABELS = {PASS_TO_FAIL: "pass → fail", FAIL_TO_PASS: "fail → pass", NEW: "new", GONE: "gone", OTHER: "other"}
 # environment*.properties entries that change with every run and say nothing about the node or the judge.
 VOLATILE_FACTS = frozenset({"started", "finished", "controller", "command", "position"})
-# The lines of a comparison failure that name one mismatch (suites/toolkit/compare.py mismatch_message).
-MISMATCH_PREFIX = "value of "
+# What makes two runs' mismatches the same: what it is about, whose value, expected and actual (not the cgroup path:
+# it holds the pod's uid, new every run; not the rule: words for people).
+MismatchKey = tuple[str, str, str, str, str]
+
+
+def mismatch_key(mismatch: Mismatch) -> MismatchKey:
+    return (mismatch.about, mismatch.pod, mismatch.container, mismatch.expected, mismatch.actual)
 
 
 @dataclass(frozen=True)
 class CheckVerdict:
-    """One check's outcome in a run: its id, status (passed, failed, broken, skipped) and failure message."""
+    """One check's outcome in a run: its id, status (passed, failed, broken, skipped), failure message (for people,
+    never compared) and the compared values that differ from the oracle (None: the run kept no comparison tables,
+    a junit.xml without Allure results)."""
 
     id: str
     status: str
     message: str = ""
+    mismatches: tuple[Mismatch, ...] | None = None
 
     @property
-    def mismatches(self) -> tuple[str, ...]:
-        """The mismatch lines of a comparison failure, else the message's non-empty lines."""
-        lines = [line.strip() for line in self.message.splitlines() if line.strip()]
-        named = [line for line in lines if line.startswith(MISMATCH_PREFIX)]
-        return tuple(named or lines)
+    def compared(self) -> tuple[MismatchKey, ...] | None:
+        """The mismatches as the diff compares them, in a fixed order."""
+        return None if self.mismatches is None else tuple(sorted(mismatch_key(m) for m in self.mismatches))
 
 
 @dataclass(frozen=True)
@@ -58,11 +69,18 @@ class VerdictChange:
 
 @dataclass(frozen=True)
 class MismatchChange:
-    """A check failing in both runs whose mismatches differ."""
+    """A check failing in both runs whose mismatches differ: the lines, for people, of those only in OLD and only in
+    NEW (the cgroup path left out)."""
 
     id: str
     before: tuple[str, ...]
     after: tuple[str, ...]
+
+    @classmethod
+    def of(cls, check_id: str, before: tuple[Mismatch, ...], after: tuple[Mismatch, ...]) -> MismatchChange:
+        old, new = {mismatch_key(m) for m in before}, {mismatch_key(m) for m in after}
+        return cls(check_id, tuple(m.line(at_path=False) for m in before if mismatch_key(m) not in new),
+                   tuple(m.line(at_path=False) for m in after if mismatch_key(m) not in old))
 
 
 @dataclass(frozen=True)
@@ -120,8 +138,8 @@ class RunDiff:
                 lines.append(f"  {shown:<13} {c.id}")
         for m in self.mismatches:
             lines.append(f"  mismatch      {m.id}")
-            lines += [f"    - {line}" for line in m.before if line not in m.after]
-            lines += [f"    + {line}" for line in m.after if line not in m.before]
+            lines += [f"    - {line}" for line in m.before]
+            lines += [f"    + {line}" for line in m.after]
         lines += [f"  fact          {f.node + ': ' if f.node else ''}{f.key}: {f.before or '(none)'} → "
                   f"{f.after or '(none)'}" for f in self.facts]
         return lines
@@ -147,7 +165,7 @@ def _fact_changes(old: Mapping[str, Mapping[str, str]], new: Mapping[str, Mappin
 
 def compare_runs(old: RunRecord, new: RunRecord) -> RunDiff:
     """What changed from `old` to `new`: verdicts (in `new`'s order, gone ones last), the mismatches of checks
-    failing in both, and the node facts."""
+    failing in both (when both runs kept their comparison tables), and the node facts."""
     verdicts = []
     mismatches = []
     for check_id, after in new.checks.items():
@@ -156,8 +174,9 @@ def compare_runs(old: RunRecord, new: RunRecord) -> RunDiff:
             verdicts.append(VerdictChange(check_id, NEW, "", after.status))
         elif before.status != after.status:
             verdicts.append(VerdictChange(check_id, _kind(before.status, after.status), before.status, after.status))
-        elif after.status == FAILED and before.mismatches != after.mismatches:
-            mismatches.append(MismatchChange(check_id, before.mismatches, after.mismatches))
+        elif (after.status == FAILED and before.mismatches is not None and after.mismatches is not None
+              and before.compared != after.compared):
+            mismatches.append(MismatchChange.of(check_id, before.mismatches, after.mismatches))
     verdicts += [VerdictChange(check_id, GONE, before.status, "") for check_id, before in old.checks.items()
                  if check_id not in new.checks]
     return RunDiff(old.label, new.label, tuple(verdicts), tuple(mismatches), tuple(_fact_changes(old.facts, new.facts)))

@@ -12,12 +12,13 @@ import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from nodeconf.report.allure_json import ReportError, read_bounded, shown
+from nodeconf.report.comparison import mismatches
 from nodeconf.report.properties import read_properties
-from nodeconf.report.results import NODE_ENVIRONMENT_GLOB, load_results
+from nodeconf.report.results import NODE_ENVIRONMENT_GLOB, Check, Status, load_results
 from nodeconf.report.run_diff import BROKEN, FAILED, PASSED, SKIPPED, CheckVerdict, RunRecord
 from nodeconf.report.run_state import read_run_state
 from nodeconf.report.summary import check_id
@@ -117,15 +118,25 @@ def junit_verdicts(path: Path) -> dict[str, CheckVerdict]:
     return verdicts
 
 
+def _allure_checks(source: RunSource) -> tuple[Check, ...]:
+    """The run's checks in its Allure results; none when it has none beside its junit.xml."""
+    if source.allure_dir is None or (source.junit is not None and not _has_results(source.allure_dir)):
+        return ()
+    return load_results(source.allure_dir).checks
+
+
 def read_record(source: RunSource) -> RunRecord:
-    """The run's verdicts (from JUnit when present, else Allure), each node's facts from environment*.properties,
-    and whether the run finished (Allure's run-state marker)."""
+    """The run's verdicts (from JUnit when present, else Allure) with each failed check's mismatches from its
+    comparison tables in the Allure results, each node's facts from environment*.properties, and whether the run
+    finished (Allure's run-state marker)."""
+    allure = _allure_checks(source)
+    compared = {check_id(c): mismatches(c) if c.status is Status.FAILED else () for c in allure}
     if source.junit is not None:
-        checks = junit_verdicts(source.junit)
+        checks = {key: replace(verdict, mismatches=compared.get(key))
+                  for key, verdict in junit_verdicts(source.junit).items()}
     else:
-        assert source.allure_dir is not None
-        results = load_results(source.allure_dir)
-        checks = {check_id(c): CheckVerdict(check_id(c), c.status.value, c.message) for c in results.checks}
+        checks = {check_id(c): CheckVerdict(check_id(c), c.status.value, c.message, compared[check_id(c)])
+                  for c in allure}
     facts: dict[str, dict[str, str]] = {}
     interrupted = ""
     if source.allure_dir is not None:

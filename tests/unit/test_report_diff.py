@@ -10,8 +10,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from comparison_rows import Row
 
 from nodeconf.cli.main import main
+from nodeconf.report.comparison import COMPARISON_MIME, comparison_csv
 from nodeconf.report.properties import write_properties
 from nodeconf.report.run_state import RunState, write_run_state
 
@@ -21,11 +23,20 @@ Checks = dict[str, tuple[str, str]]
 _JUNIT_TAG = {"failed": "failure", "broken": "error", "skipped": "skipped"}
 MISMATCH = ('compared values differ from the oracle\n  value of cgroup "cpu.weight" for container "hello" was "{}"; '
             'expected "35" (rule: runtime formula)')
+# A container cgroup's path as the systemd driver names it: the pod's uid and the container's id differ every run.
+CGROUP = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{}.scope"
+
+
+def weight_row(actual: str, run: str = "1") -> Row:
+    """hello's cpu.weight in the comparison table of a run (`run` tells its pod uid and container id)."""
+    return Row("res-demo", "hello", CGROUP.format(run * 8, run * 12), "cpu.weight", "35", actual, "runtime formula",
+               actual == "35")
 
 
 def write_run(root: Path, checks: Checks, facts: dict[str, str] | None = None, *, junit: bool = True,
-              allure: bool = True) -> Path:
-    """A `reports/` directory: junit.xml and allure-results/ with one result per check and environment.properties."""
+              allure: bool = True, tables: dict[str, list[Row]] | None = None) -> Path:
+    """A `reports/` directory: junit.xml and allure-results/ with one result per check (with its comparison table
+    when `tables` has one, attached as allure-pytest attaches it) and environment.properties."""
     if junit:
         suite = ET.Element("testsuite", {"name": "vm"})
         for name, (status, message) in checks.items():
@@ -43,6 +54,10 @@ def write_run(root: Path, checks: Checks, facts: dict[str, str] | None = None, *
             result = {"uuid": f"u{i}", "historyId": f"h{name}", "name": name,
                       "fullName": f"{MODULE}#{name.partition('[')[0]}", "status": status,
                       "statusDetails": {"message": message}, "labels": [], "start": 1, "stop": 2}
+            if name in (tables or {}):
+                (results / f"u{i}-attachment.csv").write_text(comparison_csv((tables or {})[name]), encoding="utf-8")
+                result["attachments"] = [{"name": "expected vs actual", "source": f"u{i}-attachment.csv",
+                                          "type": COMPARISON_MIME}]
             (results / f"u{i}-result.json").write_text(json.dumps(result), encoding="utf-8")
         write_properties(results / "environment.properties", list((facts or {}).items()))
     return root
@@ -89,17 +104,41 @@ def test_no_regression_exits_0_and_the_same_run_is_no_difference(tmp_path: Path,
 
 def test_a_mismatch_that_changed_in_a_check_failing_in_both(tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The compared values of the checks' tables decide (in another run, the cgroup path has another pod uid);
+    the changed ones are told without their paths."""
     old = write_run(tmp_path / "old", {"test_a[vm]": ("failed", MISMATCH.format("10")),
-                                       "test_b[vm]": ("failed", MISMATCH.format("10"))})
+                                       "test_b[vm]": ("failed", MISMATCH.format("10"))},
+                    tables={"test_a[vm]": [weight_row("10")], "test_b[vm]": [weight_row("10")]})
     new = write_run(tmp_path / "new", {"test_a[vm]": ("failed", MISMATCH.format("12")),
-                                       "test_b[vm]": ("failed", MISMATCH.format("10"))})
+                                       "test_b[vm]": ("failed", MISMATCH.format("10"))},
+                    tables={"test_a[vm]": [weight_row("12", "2")], "test_b[vm]": [weight_row("10", "2")]})
     assert report_diff(old, new) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith(": 1 mismatch changed")
     assert out[1:4] == [
         f"  mismatch      {MODULE}#test_a[vm]",
-        '    - value of cgroup "cpu.weight" for container "hello" was "10"; expected "35" (rule: runtime formula)',
-        '    + value of cgroup "cpu.weight" for container "hello" was "12"; expected "35" (rule: runtime formula)']
+        '    - value of cgroup "cpu.weight" for container "hello" of pod "res-demo" was "10"; expected "35" '
+        '(rule: runtime formula)',
+        '    + value of cgroup "cpu.weight" for container "hello" of pod "res-demo" was "12"; expected "35" '
+        '(rule: runtime formula)']
+    [changed] = json.loads((new / "summary.json").read_text())["diff"]["mismatches"]
+    assert (changed["id"], len(changed["before"]), len(changed["after"])) == (f"{MODULE}#test_a[vm]", 1, 1)
+
+
+@pytest.mark.parametrize("allure", [True, False], ids=["allure-verdicts", "junit-verdicts"])
+def test_a_reworded_failure_message_changes_no_diff_result(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           allure: bool) -> None:
+    """The same compared values failing in both runs, told in other words (a message is for people): no
+    difference, whether the verdicts come from junit.xml (the compared values then from the Allure results beside
+    it) or from the Allure results."""
+    reworded = 'res-demo: 1 of 3 values differ\n  cpu.weight of container "hello" is 10, the oracle says 35'
+    old = write_run(tmp_path / "old", {"test_a[vm]": ("failed", MISMATCH.format("10"))}, junit=not allure,
+                    tables={"test_a[vm]": [weight_row("35"), weight_row("10")]})
+    new = write_run(tmp_path / "new", {"test_a[vm]": ("failed", reworded)}, junit=not allure,
+                    tables={"test_a[vm]": [weight_row("35", "2"), weight_row("10", "2")]})
+    assert report_diff(old, new) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith(": no difference")
+    assert json.loads((new / "summary.json").read_text())["diff"]["mismatches"] == []
 
 
 def test_node_facts_that_changed_and_per_node_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
