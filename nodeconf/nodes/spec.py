@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Self
 from urllib.parse import quote, unquote
 
 from nodeconf.errors import NodeSpecError
@@ -69,16 +69,32 @@ class EnforcerOptions:
 
 
 @dataclass(frozen=True)
+class SpecOptions:
+    """What a node kind's record parsed from a spec (its target and options, beyond name=): a frozen dataclass of the
+    record's own that subclasses this, carried in `NodeSpec.own` and read back typed with `TheirClass.of(spec)`, so
+    a new kind adds no field to NodeSpec."""
+
+    @classmethod
+    def of(cls, spec: NodeSpec) -> Self:
+        """The spec's own parsed options, of this class; TypeError for a spec of a kind that parses other ones."""
+        if not isinstance(spec.own, cls):
+            raise TypeError(f"{spec.scheme} spec {spec.display!r} carries no {cls.__name__}")
+        return spec.own
+
+
+@dataclass(frozen=True)
 class NodeSpec:
-    """A parsed node spec; `display` (also `str()`) is its canonical text, which holds no secret."""
+    """A parsed node spec; `display` (also `str()`) is its canonical text, which holds no secret. `own` holds what
+    its kind's record parsed (a SpecOptions of the record's); ssh, context, vm and enforcer are the fields of the
+    kinds that came before it."""
 
     scheme: str
     options: tuple[tuple[str, str], ...] = ()
     ssh: SshLogin | None = None
     context: str | None = None
-    kind_config: str | None = None
     vm: VmSize = field(default_factory=VmSize)
     enforcer: EnforcerOptions = field(default_factory=EnforcerOptions)
+    own: SpecOptions | None = None
 
     @property
     def display(self) -> str:

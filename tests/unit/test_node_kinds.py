@@ -3,14 +3,17 @@ options, its expansion, its preflight, opening, cleanup and kubelet-config advic
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from nodeconf.errors import NodeSpecError
-from nodeconf.kubelet_config import kubelet_config_from_dict
+from nodeconf.infra.kind.node_kind import KindSpec
+from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
+from nodeconf.nodes.base import Node
 from nodeconf.nodes.kinds import NodeKind, node_kind
-from nodeconf.nodes.spec import KINDS, parse_node_spec
+from nodeconf.nodes.spec import KINDS, NodeSpec, SpecOptions, parse_node_spec, whole_number
 
 # One concrete spec per scheme; none of them names a resource of this machine or a reachable host.
 EXAMPLES = {
@@ -76,3 +79,53 @@ def test_dry_clean_of_a_vm_or_a_local_node_says_what_it_would_do() -> None:
     """Neither touches anything: a VM's leftovers are the cache's, a local dry run names the enforcer's cleanup."""
     assert "cleaned above" in node_kind("vm").clean(parse_node_spec("vm"), dry_run=True)[0]
     assert "would run the enforcer's cleanup" in node_kind("local").clean(parse_node_spec("local"), dry_run=True)[0]
+
+
+@dataclass(frozen=True)
+class ToySpec(SpecOptions):
+    """A new kind's parsed options, of its own record."""
+
+    zone: str
+    slots: int = 1
+
+
+class ToyKind(NodeKind):
+    """`toy://ZONE?slots=N`: a kind written the way README "Adding a node kind" says (record + KINDS line)."""
+
+    scheme, usage, target, options = "toy", "toy://ZONE", "://", ("slots",)
+
+    def parse(self, target: str | None, options: tuple[tuple[str, str], ...], shown: str) -> NodeSpec:
+        slots = whole_number(dict(options), "slots", 1, 8, "", shown)
+        return NodeSpec(self.scheme, options, own=ToySpec(target or "", slots or 1))
+
+    def written(self, spec: NodeSpec) -> str:
+        return f"toy://{ToySpec.of(spec).zone}"
+
+    def short_name(self, spec: NodeSpec) -> str:
+        return f"toy-{ToySpec.of(spec).zone}"
+
+    def open(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> Node:
+        raise NotImplementedError("never opened here")
+
+    def clean(self, spec: NodeSpec, dry_run: bool) -> list[str]:
+        return []
+
+    def advice(self, requested: KubeletConfig) -> str:
+        return "none"
+
+
+TOY = ToyKind()
+
+
+def test_a_new_kind_keeps_its_parsed_options_in_its_own_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kind's target and options, parsed into its own frozen dataclass, ride on NodeSpec.own (no field of
+    NodeSpec's for it) and come back typed by that class, through the spec's canonical text and equality."""
+    monkeypatch.setitem(KINDS, "toy", f"{__name__}:TOY")  # its one line in spec.KINDS
+    spec = parse_node_spec("toy://north?slots=3")
+    assert ToySpec.of(spec) == ToySpec("north", 3)
+    assert (spec.display, spec.name) == ("toy://north?slots=3", "toy-north")
+    assert parse_node_spec(spec.display) == spec and spec != parse_node_spec("toy://south?slots=3")
+    with pytest.raises(NodeSpecError, match="slots must be a whole number 1-8"):
+        parse_node_spec("toy://north?slots=9")
+    with pytest.raises(TypeError, match="toy spec 'toy://north\\?slots=3' carries no KindSpec"):
+        KindSpec.of(spec)

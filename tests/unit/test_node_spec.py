@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from nodeconf.errors import NodeSpecError, UsageError
+from nodeconf.infra.kind.node_kind import KindSpec
 from nodeconf.nodes.enforced.opener import enforcer_settings
 from nodeconf.nodes.spec import EnforcerOptions, NodeSpec, VmSize, chosen_specs, parse_node_spec
 from nodeconf.nodes.ssh_login import SshAuth, SshTarget
@@ -81,8 +82,8 @@ GOOD = [
                                                   enforcer=EnforcerOptions(runtime="direct")), "local",
                  id="local-runtime-direct"),
     pytest.param("vm?image={key}&runtime=cri", None, "vm", id="vm-vendor-image-runtime-cri"),
-    pytest.param("kind", NodeSpec("kind"), "kind", id="kind-matching-the-kubelet-config"),
-    pytest.param("kind:memoryqos?keep=1", NodeSpec("kind", (("keep", "1"),), kind_config="memoryqos"),
+    pytest.param("kind", NodeSpec("kind", own=KindSpec()), "kind", id="kind-matching-the-kubelet-config"),
+    pytest.param("kind:memoryqos?keep=1", NodeSpec("kind", (("keep", "1"),), own=KindSpec("memoryqos", keep=True)),
                  "kind-memoryqos", id="kind-config-kept"),
     pytest.param("ssh://admin@10.0.0.5:2222?key={key}&known_hosts={kh}", None, "ssh-10.0.0.5-2222", id="ssh"),
     pytest.param("ssh://node.example?key={key}&host_key=ssh-ed25519%20AAAAC3Nz+/a=", None, "ssh-node.example-22",

@@ -8,15 +8,25 @@ Source: issue 27 item 2 (a record per node kind; kind's configs and provisioning
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from nodeconf.errors import InputError, NodeSpecError
 from nodeconf.infra.kind.configs import CONFIG_NAME, kind_advice, resolve_config
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import Node
 from nodeconf.nodes.kinds import NodeKind
-from nodeconf.nodes.spec import NodeSpec
+from nodeconf.nodes.spec import NodeSpec, SpecOptions, zero_or_one
 
 KIND_OPTIONS = ("keep",)
+
+
+@dataclass(frozen=True)
+class KindSpec(SpecOptions):
+    """A kind spec parsed: the nodeconf/infra/kind/ config it names (None: the one giving the run's kubelet
+    configuration) and whether its cluster outlives the run (keep=1)."""
+
+    config: str | None = None
+    keep: bool = False
 
 
 class KindKind(NodeKind):
@@ -28,33 +38,34 @@ class KindKind(NodeKind):
     def parse(self, target: str | None, options: tuple[tuple[str, str], ...], shown: str) -> NodeSpec:
         """None for `kind` (the config matching --kubelet-config); the nodeconf/infra/kind/ file name after `kind:`;
         keep=0|1."""
-        keep = dict(options).get("keep", "0")
-        if keep not in ("0", "1"):
-            raise NodeSpecError(f"node spec {shown!r}: keep must be 0 or 1, got {keep!r}")
+        single = dict(options)
+        keep = "keep" in single and zero_or_one(single, "keep", shown)
         if target is not None and not CONFIG_NAME.fullmatch(target):
             raise NodeSpecError(f"node spec {shown!r}: kind: needs a config name of nodeconf/infra/kind/ "
                                 "after the colon "
                                 "(lower case letters, digits, '.', '-'), or plain kind")
-        return NodeSpec(self.scheme, options, kind_config=target)
+        return NodeSpec(self.scheme, options, own=KindSpec(target, keep))
 
     def written(self, spec: NodeSpec) -> str:
-        return self.scheme if spec.kind_config is None else f"kind:{spec.kind_config}"
+        config = KindSpec.of(spec).config
+        return self.scheme if config is None else f"kind:{config}"
 
     def short_name(self, spec: NodeSpec) -> str:
-        return self.scheme if spec.kind_config is None else f"kind-{spec.kind_config}"
+        config = KindSpec.of(spec).config
+        return self.scheme if config is None else f"kind-{config}"
 
     def preflight(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> None:
         """kind or an engine missing, an unknown config, gates the node image does not know, a --profile the image
         does not run (InputError, one line; nothing created)."""
         from nodeconf.infra.kind.provision import checked_config
 
-        checked_config(spec.kind_config, kubelet_config, profile)
+        checked_config(KindSpec.of(spec).config, kubelet_config, profile)
 
     def preflight_together(self, nodes: Sequence[tuple[NodeSpec, KubeletConfig | None]]) -> None:
         """Two kind nodes of one run resolving to one config: a run tests a config once."""
         seen: dict[str, NodeSpec] = {}
         for spec, kubelet_config in nodes:
-            config = resolve_config(spec.kind_config, kubelet_config).name
+            config = resolve_config(KindSpec.of(spec).config, kubelet_config).name
             if config in seen:
                 raise InputError(f"{seen[config].display} and {spec.display} both use the kind config {config}: a "
                                  "run creates one cluster per config; give each kind node its own config",
@@ -65,8 +76,9 @@ class KindKind(NodeKind):
         from nodeconf.infra.kind.provision import open_kind_node
         from nodeconf.infra.vm.progress import StepPrinter
 
-        return open_kind_node(spec.kind_config, kubelet_config=kubelet_config, keep=spec.option("keep") == "1",
-                              profile=profile, progress=StepPrinter("kind"))
+        own = KindSpec.of(spec)
+        return open_kind_node(own.config, kubelet_config=kubelet_config, keep=own.keep, profile=profile,
+                              progress=StepPrinter("kind"))
 
     def clean(self, spec: NodeSpec, dry_run: bool) -> list[str]:
         """The clusters this host's runs recorded and left when killed (nodeconf/infra/kind/records.py)."""
