@@ -85,22 +85,25 @@ class SpecOptions:
 @dataclass(frozen=True)
 class NodeSpec:
     """A parsed node spec; `display` (also `str()`) is its canonical text, which holds no secret. `own` holds what
-    its kind's record parsed (a SpecOptions of the record's); ssh, context, vm and enforcer are the fields of the
-    kinds that came before it."""
+    its kind's record parsed (a SpecOptions of the record's); ssh, vm and enforcer are the fields of the kinds that
+    came before it."""
 
     scheme: str
     options: tuple[tuple[str, str], ...] = ()
     ssh: SshLogin | None = None
-    context: str | None = None
     vm: VmSize = field(default_factory=VmSize)
     enforcer: EnforcerOptions = field(default_factory=EnforcerOptions)
     own: SpecOptions | None = None
 
     @property
+    def written(self) -> str:
+        """Its canonical text before its options (`kube:CONTEXT`), as its kind's record writes it."""
+        return spec_reader(self.scheme).written(self)
+
+    @property
     def display(self) -> str:
-        base = spec_reader(self.scheme).written(self)
         query = "&".join(f"{name}={quote(value, safe='/:=,@+.-_')}" for name, value in self.options)
-        return f"{base}?{query}" if query else base
+        return f"{self.written}?{query}" if query else self.written
 
     @property
     def name(self) -> str:

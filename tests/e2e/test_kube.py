@@ -27,9 +27,8 @@ from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.kube.api import IN_CLUSTER, ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube.configz import KubeletConfigNotApplicable
 from nodeconf.nodes.kube.facts import live_kubelet_config
-from nodeconf.nodes.kube.fanout import expand_kube_spec
 from nodeconf.nodes.kube.node import KubeNode
-from nodeconf.nodes.kube.node_kind import MAX_FANOUT_CEILING
+from nodeconf.nodes.kube.node_kind import KUBE, MAX_FANOUT_CEILING, KubeSpec
 from nodeconf.nodes.kube.opener import open_node
 from nodeconf.nodes.kube.pods import kube_namespace, reader_request, reader_source
 from nodeconf.nodes.registry import open_node as open_spec
@@ -44,7 +43,7 @@ RES_DEMO = Path(__file__).resolve().parents[2] / "workloads" / "requests-limits"
 def wanted_context(config: pytest.Config) -> str | None:
     (spec,) = chosen_specs(config.getoption("--node", default=None))
     if spec.scheme == "kube":
-        return spec.context
+        return KubeSpec.of(spec).context
     return os.environ.get("NODECONF_KUBE_CONTEXT") or None
 
 
@@ -175,7 +174,7 @@ def test_whole_cluster_spec_runs_on_each_ready_linux_node(kube_node: KubeNode) -
     expected = sorted(name for name, os_name, ready in map(typed_node, listed) if os_name == "linux" and ready)
     if len(expected) > MAX_FANOUT_CEILING:
         pytest.skip(f"the cluster has {len(expected)} Ready Linux nodes, more than a whole-cluster run takes")
-    specs = expand_kube_spec(parse_node_spec(f"{base}?nodes=all&max={MAX_FANOUT_CEILING}"))
+    specs = KUBE.expand(parse_node_spec(f"{base}?nodes=all&max={MAX_FANOUT_CEILING}"))
     assert [spec.option("node") for spec in specs] == expected
     assert kube_node.node in expected
     for spec in {specs[0].display: specs[0], specs[-1].display: specs[-1]}.values():  # first and last: each its own

@@ -20,6 +20,7 @@ from test_nodes_kube_facts import node_doc
 from test_nodes_kube_reader import FakeNode
 
 from nodeconf.nodes.kube.node import KubeNode
+from nodeconf.nodes.kube.node_kind import KubeSpec
 from nodeconf.nodes.kube.timeouts import Timeouts
 
 SHAPE_ENV = "NODECONF_TEST_SHAPE"
@@ -51,7 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     `NAME@vX.Y.Z` for the shape with another kubelet); every check ends at its first pod (ReachedTheNode)."""
 
     def opened(spec: Any, **_: Any) -> KubeNode:
-        name, _at, version = (spec.context or os.environ[SHAPE_ENV]).partition("@")
+        name, _at, version = (KubeSpec.of(spec).context or os.environ[SHAPE_ENV]).partition("@")
         shape = next(s for s in SHAPES if s.name == name)
         shape = replace(shape, kubelet_version=version) if version else shape
         return open_shape(shape, Path(tempfile.mkdtemp(prefix=f"nodeconf-shape-{name}-")))

@@ -16,7 +16,8 @@ from kube_node_list import NODES, node_list
 from nodeconf.cli import run as run_cli
 from nodeconf.cli.main import main
 from nodeconf.errors import InputError
-from nodeconf.nodes.kube.fanout import expand_kube_spec, expand_nodes, run_names
+from nodeconf.nodes.kube.fanout import expand_nodes, run_names
+from nodeconf.nodes.kube.node_kind import KUBE, KubeSpec
 from nodeconf.nodes.spec import parse_node_spec
 from nodeconf.run.matrix import parse_matrix
 
@@ -38,11 +39,12 @@ def requests(server: ApiServer) -> list[tuple[str, str, dict[str, list[str]]]]:
 
 def test_all_lists_the_nodes_once_and_keeps_the_ready_linux_ones(server: ApiServer) -> None:
     server.answers[("GET", "/api/v1/nodes")] = (200, node_list())
-    specs = expand_kube_spec(parse_node_spec("kube:local?nodes=all"))
+    specs = KUBE.expand(parse_node_spec("kube:local?nodes=all"))
     assert requests(server) == [("GET", "/api/v1/nodes", {})]  # no labelSelector: every node
     assert [spec.display for spec in specs] == [f"kube:local?node={name}&name={name}" for name in ALL_KEPT]
     first = specs[0]
-    assert (first.context, first.option("node"), first.name) == ("local", "kind-control-plane", "kind-control-plane")
+    assert (KubeSpec.of(first).context, first.option("node"), first.name) == ("local", "kind-control-plane",
+                                                                          "kind-control-plane")
 
 
 @pytest.mark.parametrize(("selector", "sent"), [
@@ -54,14 +56,14 @@ def test_all_lists_the_nodes_once_and_keeps_the_ready_linux_ones(server: ApiServ
 ])
 def test_a_selector_is_sent_as_the_label_selector(server: ApiServer, selector: str, sent: str) -> None:
     server.answers[("GET", "/api/v1/nodes")] = (200, node_list("kind-worker"))  # what the server matched
-    specs = expand_kube_spec(parse_node_spec(f"kube?nodes={selector}"))
+    specs = KUBE.expand(parse_node_spec(f"kube?nodes={selector}"))
     assert requests(server) == [("GET", "/api/v1/nodes", {"labelSelector": [sent]})]
     assert [spec.display for spec in specs] == ["kube?node=kind-worker&name=kind-worker"]  # the current context
 
 
 def test_a_spec_without_nodes_is_not_expanded(server: ApiServer) -> None:
     spec = parse_node_spec("kube:local?node=kind-worker")
-    assert expand_kube_spec(spec) == [spec] and not server.seen
+    assert KUBE.expand(spec) == [spec] and not server.seen
 
 
 @pytest.mark.parametrize(("names", "spec", "problem"), [
@@ -78,7 +80,7 @@ def test_a_spec_without_nodes_is_not_expanded(server: ApiServer) -> None:
 def test_refusals_are_one_line(server: ApiServer, names: tuple[str, ...], spec: str, problem: str) -> None:
     server.answers[("GET", "/api/v1/nodes")] = (200, node_list(*names))
     with pytest.raises(InputError) as err:
-        expand_kube_spec(parse_node_spec(spec))
+        KUBE.expand(parse_node_spec(spec))
     assert (err.value.problem, err.value.field) == (problem, "--node")
 
 
@@ -115,14 +117,14 @@ def test_the_default_cap_is_twenty_nodes() -> None:
 def test_api_errors_are_one_line(server: ApiServer, message: str, answer: tuple[int, Any]) -> None:
     server.answers[("GET", "/api/v1/nodes")] = answer
     with pytest.raises(InputError) as err:
-        expand_kube_spec(parse_node_spec("kube:local?nodes=x%20a"))
+        KUBE.expand(parse_node_spec("kube:local?nodes=x%20a"))
     assert err.value.problem == f"kube:local?nodes=x%20a: cannot list the cluster's nodes: {message}"
 
 
 def test_an_unreachable_cluster_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:1")))
     with pytest.raises(InputError) as err:
-        expand_kube_spec(parse_node_spec("kube:local?nodes=all"))
+        KUBE.expand(parse_node_spec("kube:local?nodes=all"))
     assert err.value.problem.startswith("kube:local?nodes=all: cannot list the cluster's nodes: context local: "
                                         "Kubernetes API at http://127.0.0.1:1 not reachable")
 

@@ -15,6 +15,7 @@ import pytest
 from nodeconf.errors import NodeSpecError, UsageError
 from nodeconf.infra.kind.node_kind import KindSpec
 from nodeconf.nodes.enforced.opener import enforcer_settings
+from nodeconf.nodes.kube.node_kind import KubeSpec
 from nodeconf.nodes.spec import EnforcerOptions, NodeSpec, VmSize, chosen_specs, parse_node_spec
 from nodeconf.nodes.ssh_login import SshAuth, SshTarget
 
@@ -65,17 +66,20 @@ GOOD = [
                                                    python="python3.11")),
                  "local", id="local-options"),
     pytest.param("local?dir={tmp}/fresh&python=" + sys.executable, None, "local", id="local-fresh-dir-and-python"),
-    pytest.param("kube", NodeSpec("kube"), "kube", id="kube-current-context"),
-    pytest.param("kube:kind-nodeconf", NodeSpec("kube", context="kind-nodeconf"), "kube-kind-nodeconf", id="kube"),
+    pytest.param("kube", NodeSpec("kube", own=KubeSpec()), "kube", id="kube-current-context"),
+    pytest.param("kube:kind-nodeconf", NodeSpec("kube", own=KubeSpec("kind-nodeconf")), "kube-kind-nodeconf",
+                 id="kube"),
     pytest.param("kube:arn:aws:eks:eu-west-1:1:cluster/ci",
-                 NodeSpec("kube", context="arn:aws:eks:eu-west-1:1:cluster/ci"),
+                 NodeSpec("kube", own=KubeSpec("arn:aws:eks:eu-west-1:1:cluster/ci")),
                  "kube-arn-aws-eks-eu-west-1-1-cluster-ci", id="kube-context-with-colons"),
-    pytest.param("kube:kind-a?node=kind-worker2", NodeSpec("kube", (("node", "kind-worker2"),), context="kind-a"),
+    pytest.param("kube:kind-a?node=kind-worker2", NodeSpec("kube", (("node", "kind-worker2"),), own=KubeSpec("kind-a")),
                  "kube-kind-a", id="kube-one-node"),
     pytest.param("kube:kind-a?nodes=all&max=50", NodeSpec("kube", (("nodes", "all"), ("max", "50")),
-                                                          context="kind-a"), "kube-kind-a", id="kube-whole-cluster"),
+                                                          own=KubeSpec("kind-a")),
+                 "kube-kind-a", id="kube-whole-cluster"),
     pytest.param("kube?nodes=pool=gpu,zone!=a&name=gpu",
-                 NodeSpec("kube", (("nodes", "pool=gpu,zone!=a"), ("name", "gpu"))), "gpu", id="kube-selector"),
+                 NodeSpec("kube", (("nodes", "pool=gpu,zone!=a"), ("name", "gpu")), own=KubeSpec()), "gpu",
+                 id="kube-selector"),
     pytest.param("vm?debian=trixie&init=systemd&runtime=crun", None, "vm", id="vm-variant"),
     pytest.param("vm?image={key}&uefi=1&memory=4096", None, "vm", id="vm-vendor-image"),
     pytest.param("local?runtime=direct", NodeSpec("local", (("runtime", "direct"),),

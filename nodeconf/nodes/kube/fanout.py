@@ -90,7 +90,7 @@ def run_names(nodes: Sequence[str], prefix: str | None) -> list[str]:
 
 def expand_nodes(spec: NodeSpec, nodes: Sequence[Mapping[str, Any]]) -> list[NodeSpec]:
     """One `kube[:CONTEXT]?node=NAME&name=ID` spec per selected node (the spec's name= prefixes every ID)."""
-    base = "kube" if spec.context is None else f"kube:{spec.context}"
+    base = spec.written
     chosen = selected_nodes(nodes, spec)
     return [parse_node_spec(f"{base}?{NODE_OPTION}={quote(node)}&{NAME_OPTION}={quote(name)}")
             for node, name in zip(chosen, run_names(chosen, spec.option(NAME_OPTION)), strict=True)]
@@ -106,13 +106,13 @@ def _client_api(context: str | None) -> KubeApi:
     return ClientKubeApi(api_client)
 
 
-def expand_kube_spec(spec: NodeSpec) -> list[NodeSpec]:
-    """The spec itself, or for nodes= the specs of the selected nodes (listed once, GET /api/v1/nodes with the
-    labelSelector); InputError (exit 2) when the cluster cannot be listed or nothing fits."""
+def expand_kube_spec(spec: NodeSpec, context: str | None) -> list[NodeSpec]:
+    """The spec itself, or for nodes= the specs of the selected nodes of the context's cluster (listed once, GET
+    /api/v1/nodes with the labelSelector); InputError (exit 2) when the cluster cannot be listed or nothing fits."""
     if spec.option(NODES_OPTION) is None:
         return [spec]
     try:
-        api = _client_api(spec.context)
+        api = _client_api(context)
         try:
             listed = api.list_nodes(label_selector(spec))
         finally:

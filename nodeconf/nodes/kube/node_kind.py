@@ -7,18 +7,34 @@ Source: issue 27 item 2 (a record per node kind); issue 12 (the kube driver).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from nodeconf.errors import NodeSpecError
 from nodeconf.kubelet_config import KubeletConfig
-from nodeconf.nodes.base import Node
+from nodeconf.nodes.base import Node, NodeError
 from nodeconf.nodes.kinds import NodeKind
-from nodeconf.nodes.spec import MAX_OPTION, NODE_OPTION, NODES_OPTION, NodeSpec, whole_number
+from nodeconf.nodes.spec import (
+    MAX_OPTION,
+    NODE_OPTION,
+    NODES_OPTION,
+    NodeSpec,
+    SpecOptions,
+    unexpanded,
+    whole_number,
+)
 
 KUBE_OPTIONS = (NODE_OPTION, NODES_OPTION, MAX_OPTION)
 MAX_FANOUT_CEILING = 200
 MAX_SELECTOR = 1024
 # A Kubernetes Node's name: a DNS-1123 subdomain (apimachinery validation.IsDNS1123Subdomain), at most 253.
 KUBE_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+@dataclass(frozen=True)
+class KubeSpec(SpecOptions):
+    """A kube spec parsed: the kubeconfig context it names (None: the current one)."""
+
+    context: str | None = None
 
 
 class KubeKind(NodeKind):
@@ -29,30 +45,37 @@ class KubeKind(NodeKind):
 
     def parse(self, target: str | None, options: tuple[tuple[str, str], ...], shown: str) -> NodeSpec:
         _selection(dict(options), shown)
-        return NodeSpec(self.scheme, options, context=_context(target, shown))
+        return NodeSpec(self.scheme, options, own=KubeSpec(_context(target, shown)))
 
     def written(self, spec: NodeSpec) -> str:
-        return self.scheme if spec.context is None else f"kube:{spec.context}"
+        context = KubeSpec.of(spec).context
+        return self.scheme if context is None else f"kube:{context}"
 
     def short_name(self, spec: NodeSpec) -> str:
-        return self.scheme if spec.context is None else f"kube-{spec.context}"
+        context = KubeSpec.of(spec).context
+        return self.scheme if context is None else f"kube-{context}"
 
     def expand(self, spec: NodeSpec) -> list[NodeSpec]:
         """For nodes=, one spec per selected node (nodeconf/nodes/kube/fanout.py)."""
         from nodeconf.nodes.kube.fanout import expand_kube_spec
 
-        return expand_kube_spec(spec)
+        return expand_kube_spec(spec, KubeSpec.of(spec).context)
 
     def open(self, spec: NodeSpec, *, kubelet_config: KubeletConfig | None, profile: str | None) -> Node:
-        from nodeconf.nodes.kube.opener import open_kube_node
+        """Through the kubeconfig's context (`kube`, `kube:CONTEXT`), the node named by `node=` if given; a
+        whole-cluster spec (`nodes=`) is expanded by `nodeconf run` before any node opens."""
+        from nodeconf.nodes.kube.opener import open_node
 
-        return open_kube_node(spec)
+        refusal = unexpanded(spec)
+        if refusal:
+            raise NodeError(refusal)
+        return open_node(KubeSpec.of(spec).context, node=spec.option(NODE_OPTION))
 
     def clean(self, spec: NodeSpec, dry_run: bool) -> list[str]:
         """The namespaces of nodeconf runs that are over (their lease lapsed; nodeconf/nodes/kube/stale.py)."""
         from nodeconf.nodes.kube.stale import clean_cluster
 
-        context, verdicts = clean_cluster(spec.context, dry_run)
+        context, verdicts = clean_cluster(KubeSpec.of(spec).context, dry_run)
         done = "; would be deleted" if dry_run else "; deleted"
         return [f"kube {context}: namespace {verdict.namespace}: {verdict.why}{done if verdict.delete else ''}"
                 for verdict in verdicts]

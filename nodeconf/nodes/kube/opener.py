@@ -1,6 +1,6 @@
 """Open a `kube` node: connect with a kubeconfig context, choose a Ready Linux node, start the run.
 
-Source: issue 12 (each scheme's opener beside its driver, taking the parsed NodeSpec).
+Source: issue 12 (each scheme's opener beside its driver); the kube record (node_kind.py) opens a spec through it.
 """
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from nodeconf.nodes.base import Node, NodeError
+from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.kube.api import ClientKubeApi, KubeApiError, dig, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube.facts import node_name
 from nodeconf.nodes.kube.node import DEFAULT_HELPER_IMAGE, DEFAULT_WORKLOAD_IMAGE, DOCKER_HUB, KubeNode
-from nodeconf.nodes.spec import NODE_OPTION, NodeSpec, unexpanded
 
 ENV_NODE = "NODECONF_KUBE_NODE"
 ENV_HELPER_IMAGE = "NODECONF_KUBE_HELPER_IMAGE"
@@ -114,11 +113,3 @@ def open_node(context: str | None = None, *, node: str | None = None, config_fil
         raise
     return kube_node.start()
 
-
-def open_kube_node(spec: NodeSpec) -> Node:
-    """A node of a Kubernetes cluster, through the kubeconfig's context (`kube`, `kube:CONTEXT`), the one named by
-    `node=` if given; a whole-cluster spec (`nodes=`) is expanded by `nodeconf run` before any node opens."""
-    refusal = unexpanded(spec)
-    if refusal:
-        raise NodeError(refusal)
-    return open_node(spec.context, node=spec.option(NODE_OPTION))
