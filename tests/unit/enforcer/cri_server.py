@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 
 Handler = Callable[[bytes, Any], bytes]
 
@@ -33,3 +34,10 @@ def cri_server(path: Path) -> Iterator[tuple[str, dict[str, Handler]]]:
         yield str(path), handlers
     finally:
         srv.stop(grace=None)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, dict[str, Handler]]]:
+    """A grpcio server on a unix socket whose methods (full names) answer with the handlers the test sets."""
+    with cri_server(tmp_path / "cri.sock") as served:
+        yield served

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -53,3 +55,24 @@ def tick_until(agent: Agent, condition: Callable[[], bool], timeout: float = 10.
         assert time.monotonic() < deadline, "condition not reached in time"
         agent.tick()
         time.sleep(0.02)
+
+
+FOREIGN_SCOPE = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podX.slice/cri-containerd-foreign.scope"
+
+
+def snapshot(top: Path) -> dict[str, str]:
+    """Every file below top with its content and every directory (as "<dir>"), to show nothing changed."""
+    return {str(p.relative_to(top)): "<dir>" if p.is_dir() else p.read_text() for p in sorted(top.rglob("*"))}
+
+
+def foreign_tree(root: Path, path: str = FOREIGN_SCOPE) -> Path:
+    """A kubelet's cgroups (no nodeconf mark) with a canary file standing for its processes."""
+    scope = root / path
+    scope.mkdir(parents=True)
+    (scope / "cgroup.procs").write_text("4242\n")
+    return scope
+
+
+def run_enforcer(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "nodeconf.enforcer", *args], capture_output=True, text=True,
+                          timeout=60, check=False)

@@ -19,11 +19,10 @@ from nodeconf.enforcer.cri.images import OWNER_LABEL
 from nodeconf.enforcer.cri.proto import encode
 from nodeconf.enforcer.cri.runtime import SANDBOX_LINE, TOKEN_FILE, CriRuntime
 from nodeconf.enforcer.ownership import MARKER_FILE
-from tests.unit.enforcer.cri_server import Handler
-from tests.unit.enforcer.test_cri_wire import server
+from tests.unit.enforcer.cri_server import Handler, server
 
 api = pytest.importorskip("cri_api.v1.api_pb2")
-__all__ = ["server"]  # the grpcio runtime fixture, shared with the wire tests
+__all__ = ["server"]  # the grpcio runtime fixture (tests.unit.enforcer.cri_server)
 POD_SLICE = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234_5678.slice"
 POD_PATH = "kubepods/burstable/pod1234-5678"
 FILES = {"cpu.max": "50000 100000", "memory.max": "268435456", "memory.swap.max": "0", "memory.min": "0",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,9 @@ from nodeconf.enforcer.cri.proto import DecodeError, Field, Schema, decode, enco
 
 api = pytest.importorskip("cri_api.v1.api_pb2")
 grpc = pytest.importorskip("grpc")
-from tests.unit.enforcer.cri_server import Handler, cri_server  # noqa: E402  (needs grpc)
+from tests.unit.enforcer.cri_server import Handler, server  # noqa: E402  (needs grpc)
+
+__all__ = ["server"]  # the grpcio runtime fixture (tests.unit.enforcer.cri_server)
 
 RESOURCES = {"cpu_period": 100000, "cpu_quota": 50000, "cpu_shares": 512, "memory_limit_in_bytes": 1 << 30,
              "oom_score_adj": -997, "hugepage_limits": [{"page_size": "2MB", "limit": 4 << 20}],
@@ -104,13 +105,6 @@ def test_packed_repeated_scalars_are_read() -> None:
 def test_broken_bytes_are_a_decode_error(data: bytes) -> None:
     with pytest.raises(DecodeError):
         decode(m.CONTAINER_ID, data)
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[str, dict[str, Handler]]]:
-    """A grpcio server on a unix socket whose methods (full names) answer with the handlers the test sets."""
-    with cri_server(tmp_path / "cri.sock") as served:
-        yield served
 
 
 def test_a_unary_call_carries_our_request_and_their_response(server: tuple[str, dict[str, Handler]]) -> None:

@@ -20,7 +20,7 @@ from nodeconf.enforcer.systemd_tree import SystemdTree
 from nodeconf.semantics.hugepages import hugetlb_file, hugetlb_rsvd_file
 from suites.toolkit.builders import container, pod_manifest
 from tests.unit.enforcer.enforcer_support import ARTICLE_NODE, make_agent, res_demo, running_agent
-from tests.unit.enforcer.test_enforcer_systemd_tree import OWNER, FakeSystemd
+from tests.unit.enforcer.fake_systemd import OWNER, FakeSystemd
 
 CONFIG: dict[str, Any] = {"kind": "KubeletConfiguration", "podPidsLimit": 24, "singleProcessOOMKill": True}
 

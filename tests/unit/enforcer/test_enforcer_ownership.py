@@ -9,7 +9,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,23 +26,15 @@ from nodeconf.enforcer.ownership import (
     process_start,
 )
 from nodeconf.enforcer.wire import FOREIGN_TREE
-from tests.unit.enforcer.enforcer_support import make_agent, res_demo
+from tests.unit.enforcer.enforcer_support import (
+    foreign_tree,
+    make_agent,
+    res_demo,
+    run_enforcer,
+    snapshot,
+)
 
 POD = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podx.slice"
-FOREIGN_SCOPE = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podX.slice/cri-containerd-foreign.scope"
-
-
-def snapshot(top: Path) -> dict[str, str]:
-    """Every file below top with its content and every directory (as "<dir>"), to show nothing changed."""
-    return {str(p.relative_to(top)): "<dir>" if p.is_dir() else p.read_text() for p in sorted(top.rglob("*"))}
-
-
-def foreign_tree(root: Path, path: str = FOREIGN_SCOPE) -> Path:
-    """A kubelet's cgroups (no nodeconf mark) with a canary file standing for its processes."""
-    scope = root / path
-    scope.mkdir(parents=True)
-    (scope / "cgroup.procs").write_text("4242\n")
-    return scope
 
 
 @pytest.fixture
@@ -128,11 +119,6 @@ def test_a_foreign_cgroup_appearing_under_a_pod_is_not_written(tmp_path: Path) -
     finally:
         agent.shutdown()
     assert (scope / "cgroup.procs").read_text() == "4242\n"
-
-
-def run_enforcer(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "nodeconf.enforcer", *args], capture_output=True, text=True,
-                          timeout=60, check=False)
 
 
 def test_serve_on_a_foreign_node_exits_with_one_line_and_writes_nothing(tmp_path: Path) -> None:

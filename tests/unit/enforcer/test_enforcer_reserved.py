@@ -20,7 +20,7 @@ from nodeconf.enforcer.agent_error import AgentError
 from nodeconf.enforcer.lifecycle import Faults
 from nodeconf.enforcer.ownership import MARKER_FILE
 from tests.unit.enforcer.enforcer_support import ARTICLE_NODE, make_agent, running_agent
-from tests.unit.enforcer.test_enforcer_systemd_tree import OWNER, systemd_agent
+from tests.unit.enforcer.fake_systemd import OWNER, systemd_agent
 
 MI = 1 << 20
 SYSTEM = {"cpu.weight": "4", "memory.max": str(100 * MI), "pids.max": "1000"}

@@ -16,7 +16,7 @@ import pytest
 
 from nodeconf.enforcer.ownership import foreign_message, process_start
 from nodeconf.enforcer.wire import FOREIGN_TREE
-from tests.unit.enforcer.test_enforcer_ownership import foreign_tree, run_enforcer, snapshot
+from tests.unit.enforcer.enforcer_support import foreign_tree, run_enforcer, snapshot
 
 PID_FILE = "agent.pid"
 

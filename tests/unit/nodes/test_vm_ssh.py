@@ -26,7 +26,7 @@ from nodeconf.nodes.spec import parse_node_spec
 from nodeconf.nodes.ssh_login import SshAuth, SshLogin, SshTarget
 from nodeconf.nodes.transport.base import CommandError, CommandResult, TransportError
 from nodeconf.nodes.transport.ssh import HostKeyError, SshTransport, parse_public_key, tar_tree
-from tests.unit.nodes.enforced.test_nodes_enforced import local_settings
+from tests.unit.nodes.enforced.local import local_settings
 
 
 class _CommandServer(paramiko.ServerInterface):

@@ -14,7 +14,7 @@ from nodeconf.report.html import render_html
 from nodeconf.report.node_display import neutral_paths, scope
 from nodeconf.report.results import load_results
 from nodeconf.semantics.documents import ARTICLE, POST
-from tests.unit.report.test_report_citations import UNSHIPPED
+from tests.unit.report.documents import UNSHIPPED
 
 RULE_ROW = ("pod,container,cgroup_path,file,expected,actual,rule,ok\n"
             "res-demo,hello,kubepods.slice/c.scope,cpu.weight,35,10,"

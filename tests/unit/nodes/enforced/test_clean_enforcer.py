@@ -17,7 +17,7 @@ from nodeconf.nodes.leftovers import clean_enforcer
 from nodeconf.nodes.transport.local import LocalTransport
 from suites.toolkit.builders import typed_pod
 from tests.unit.enforcer.enforcer_support import res_demo
-from tests.unit.nodes.enforced.test_nodes_enforced import local_settings
+from tests.unit.nodes.enforced.local import local_settings
 
 
 def alive(pid: int) -> bool:

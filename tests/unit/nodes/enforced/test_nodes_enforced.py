@@ -8,7 +8,6 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from nodeconf.enforcer.server import answer
 from nodeconf.enforcer.wire import Op
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
+from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.transport.local import LocalTransport
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.expectation import QosClass
@@ -26,22 +25,9 @@ from nodeconf.semantics.profile import profile_for
 from suites.toolkit.builders import container, pod_manifest, typed_pod
 from suites.toolkit.checks import SettledPods, check_pod
 from tests.unit.enforcer.enforcer_support import res_demo
+from tests.unit.nodes.enforced.local import count_requests, local_node, local_settings
 
-
-def local_settings(tmp_path: Path, faults: tuple[str, ...] = ()) -> EnforcerSettings:
-    (tmp_path / "cgroup").mkdir(exist_ok=True)
-    return EnforcerSettings(cgroup_root=str(tmp_path / "cgroup"), remote_dir=str(tmp_path / "opt"),
-                            state_dir=str(tmp_path / "state"), python=sys.executable, backoff=0.1, faults=faults,
-                            stand_in=True)
-
-
-@pytest.fixture
-def local_node(tmp_path: Path) -> Iterator[EnforcedNode]:
-    node = EnforcedNode(LocalTransport(), local_settings(tmp_path), spec="local").start()
-    try:
-        yield node
-    finally:
-        node.close()
+__all__ = ["local_node"]  # the enforced driver on this host (tests.unit.nodes.enforced.local)
 
 
 def test_pod_evidence_matches_the_oracle(local_node: EnforcedNode) -> None:
@@ -149,19 +135,6 @@ def test_a_hung_agent_log_is_read_from_its_file_once(tmp_path: Path, local_node:
     client.failed = ""
 
 
-def _count_requests(node: EnforcedNode, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The ops the driver sends from now on, in order."""
-    sent: list[str] = []
-    call = node.client.call
-
-    def counted(op: Op, **args: object) -> object:
-        sent.append(op.value)
-        return call(op, **args)
-
-    monkeypatch.setattr(node.client, "call", counted)
-    return sent
-
-
 def test_evidence_of_many_pods_is_one_request(local_node: EnforcedNode, monkeypatch: pytest.MonkeyPatch) -> None:
     """evidence_batch answers each pod's evidence document as `evidence` does, for all pods in one round trip
     (issue 31); a rejected pod among them is answered as its own evidence() answers (NodeError)."""
@@ -169,7 +142,7 @@ def test_evidence_of_many_pods_is_one_request(local_node: EnforcedNode, monkeypa
     second = local_node.run(typed_pod(pod_manifest(container("c", requests={"cpu": "100m"}), name="other")))
     settled = SettledPods(local_node, [first, second])
     one_by_one = [settled.of(first), settled.of(second)]
-    sent = _count_requests(local_node, monkeypatch)
+    sent = count_requests(local_node, monkeypatch)
     together = local_node.evidence_of([first, second])
     assert sent == ["evidence_batch"]
     for alone, batched in zip(one_by_one, together, strict=True):
@@ -190,7 +163,7 @@ def test_check_pod_on_a_settled_pod_is_one_request(local_node: EnforcedNode, mon
     handle = local_node.run(typed_pod(res_demo()))
     SettledPods(local_node, [handle]).of(handle)
     expected = expect([handle.pod], local_node.facts(), KubeletConfig(), profile_for("1.38")).pod("res-demo")
-    sent = _count_requests(local_node, monkeypatch)
+    sent = count_requests(local_node, monkeypatch)
     # The verdict is not this test's subject: on this host the agent may not lower the pause process's
     # oom_score_adj to -998 (unprivileged containers), which check_pod reports after its one read.
     with contextlib.suppress(AssertionError):

@@ -20,7 +20,7 @@ from nodeconf.nodes.enforced.bundle import MARKER_FILE
 from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.transport.base import CommandResult
 from nodeconf.nodes.transport.local import LocalTransport
-from tests.unit.nodes.enforced.test_nodes_enforced import local_settings
+from tests.unit.nodes.enforced.local import local_settings
 
 
 def trap(path: Path, canary: Path) -> None:

@@ -22,7 +22,7 @@ from nodeconf.nodes.enforced.agent_client import ANSWER_BOUNDS, EXEC_MARGIN, REA
 from nodeconf.nodes.enforced.bundle import MARKER_FILE
 from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.transport.local import LocalTransport
-from tests.unit.nodes.enforced.test_nodes_enforced import local_settings
+from tests.unit.nodes.enforced.local import local_settings
 
 
 def canary(directory: Path) -> Path:

@@ -22,9 +22,8 @@ from nodeconf.nodes.transport.base import CommandResult
 from nodeconf.nodes.transport.local import LocalTransport
 from nodeconf.run.matrix import run_nodes
 from suites.toolkit.builders import typed_pod
-from tests.unit.enforcer.enforcer_support import res_demo
-from tests.unit.enforcer.test_enforcer_ownership import run_enforcer
-from tests.unit.nodes.enforced.test_nodes_enforced import local_settings
+from tests.unit.enforcer.enforcer_support import res_demo, run_enforcer
+from tests.unit.nodes.enforced.local import local_settings
 
 
 @pytest.fixture

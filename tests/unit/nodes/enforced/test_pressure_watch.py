@@ -9,9 +9,9 @@ from nodeconf.manifest import Pod
 from nodeconf.nodes.enforced.node import EnforcedNode
 from suites.toolkit.builders import container, pod_manifest, typed_pod
 from suites.toolkit.pressure import watch_pods_hogs
-from tests.unit.nodes.enforced.test_nodes_enforced import _count_requests, local_node
+from tests.unit.nodes.enforced.local import count_requests, local_node
 
-__all__ = ["local_node"]  # the enforced driver's fixture, shared with test_nodes_enforced
+__all__ = ["local_node"]  # the enforced driver on this host (tests.unit.nodes.enforced.local)
 
 
 def _pods(*names: str) -> list[Pod]:
@@ -24,7 +24,7 @@ def test_pods_watched_together_cost_one_request_per_poll(local_node: EnforcedNod
     handles = [local_node.run(p) for p in _pods("w1", "w2", "w3")]
     for h in handles:
         h.wait_running()
-    sent = _count_requests(local_node, monkeypatch)
+    sent = count_requests(local_node, monkeypatch)
     watched = watch_pods_hogs(local_node, handles, ["c"], 0)
     assert [w.evidence.status.container("c").running for w in watched] == [True, True, True]
     assert sent == ["evidence_batch"]

@@ -24,7 +24,7 @@ from nodeconf.nodes.enforced.runtime_choice import AUTO, CRI, UNIMPLEMENTED, Run
 from nodeconf.nodes.transport.base import CommandResult
 from nodeconf.nodes.transport.local import LocalTransport
 from nodeconf.report.node_display import fact_rows, scope
-from tests.unit.nodes.enforced.test_nodes_enforced import local_settings
+from tests.unit.nodes.enforced.local import local_settings
 
 api = pytest.importorskip("cri_api.v1.api_pb2")
 grpc = pytest.importorskip("grpc")

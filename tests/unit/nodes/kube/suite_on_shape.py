@@ -17,10 +17,8 @@ import pytest
 from nodeconf.nodes.kube.node import KubeNode
 from nodeconf.nodes.kube.timeouts import Timeouts
 from tests.unit.nodes.kube import kube_schema
+from tests.unit.nodes.kube.fakes import NODE, FakeClock, FakeKube, FakeNode, node_doc
 from tests.unit.nodes.kube.kube_shapes import SHAPES, Shape
-from tests.unit.nodes.kube.test_nodes_kube import NODE, FakeClock, FakeKube
-from tests.unit.nodes.kube.test_nodes_kube_facts import node_doc
-from tests.unit.nodes.kube.test_nodes_kube_reader import FakeNode
 
 SHAPE_ENV = "NODECONF_TEST_SHAPE"
 OUT_ENV = "NODECONF_TEST_SHAPE_OUT"  # where the checks' outcomes are written (JSON)

@@ -14,7 +14,7 @@ import pytest
 
 from nodeconf.cli.main import main
 from tests.unit.nodes.kube.kube_api_server import ApiServer, write_kubeconfig
-from tests.unit.nodes.kube.test_nodes_kube_cluster import allowed, permission, rbac_docs
+from tests.unit.nodes.kube.rbac import allowed, permission, rbac_docs
 
 OURS = {"app.kubernetes.io/managed-by": "nodeconf"}
 

@@ -15,17 +15,17 @@ from nodeconf.nodes.kube.api import ClientKubeApi, KubeApiError
 from nodeconf.nodes.kube.lease import EXPIRES
 from nodeconf.nodes.kube.node import KubeNode
 from nodeconf.nodes.kube.stale import judge
-from tests.unit.nodes.kube.kube_api_server import ApiServer
-from tests.unit.nodes.kube.test_nodes_kube import (
+from tests.unit.nodes.kube.fakes import (
     BASE_NS,
     DEFAULT_NS,
     RES_DEMO,
     SERVER_TIME,
     FakeClock,
     FakeKube,
+    FakeNode,
     make_node,
 )
-from tests.unit.nodes.kube.test_nodes_kube_reader import FakeNode
+from tests.unit.nodes.kube.kube_api_server import ApiServer
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import yaml
 
 from nodeconf.nodes.kube.api import KubeApiError
 from nodeconf.nodes.kube.opener import open_node
-from tests.unit.nodes.kube.test_nodes_kube_api import kubeconfig
+from tests.unit.nodes.kube.fakes import kubeconfig
 
 
 def closed_port() -> int:

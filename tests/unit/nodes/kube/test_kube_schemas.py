@@ -14,11 +14,10 @@ import pytest
 
 from nodeconf.nodes.kube.api import ClientKubeApi, load_kube_context
 from tests.unit.nodes.kube import kube_schema
+from tests.unit.nodes.kube.fakes import FakeKube, FakeNode
 from tests.unit.nodes.kube.kube_api_server import ApiServer, write_kubeconfig
 from tests.unit.nodes.kube.kube_shapes import SHAPES
 from tests.unit.nodes.kube.suite_on_shape import open_shape
-from tests.unit.nodes.kube.test_nodes_kube import FakeKube
-from tests.unit.nodes.kube.test_nodes_kube_reader import FakeNode
 
 POD: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "n"},
                        "spec": {"restartPolicy": "Never",

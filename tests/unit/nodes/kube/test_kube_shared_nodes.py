@@ -18,9 +18,9 @@ from nodeconf.nodes.kube.opener import choose_node
 from nodeconf.nodes.kube.pods import HELPER_NAME, node_tolerations
 from nodeconf.nodes.spec import parse_node_spec
 from nodeconf.quantity import Quantity
+from tests.unit.nodes.kube.fakes import RES_DEMO
 from tests.unit.nodes.kube.kube_shapes import SHAPES
 from tests.unit.nodes.kube.suite_on_shape import open_shape, shape_node_doc
-from tests.unit.nodes.kube.test_nodes_kube import RES_DEMO
 
 EKS = next(s for s in SHAPES if s.name == "eks-al2023")
 # Taints as a provider sets them: a dedicated node group (NoSchedule), a node being drained (NoExecute, the node

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes.client.exceptions import ApiException
 
 from nodeconf.nodes.base import NodeError
@@ -25,24 +23,7 @@ from nodeconf.nodes.kube.api import (
 )
 from nodeconf.nodes.registry import open_node as open_any_node
 from nodeconf.nodes.spec import parse_node_spec as parse_spec
-
-# Nothing listens on port 1: connections are refused at once.
-UNREACHABLE = "https://127.0.0.1:1"
-
-
-def kubeconfig(tmp_path: Path, current: str | None = "kind-a", contexts: Sequence[str] = ("kind-a", "kind-b")) -> str:
-    doc: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": c, "cluster": {"server": UNREACHABLE, "insecure-skip-tls-verify": True}}
-                     for c in contexts],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": c, "context": {"cluster": c, "user": "u"}} for c in contexts],
-    }
-    if current:
-        doc["current-context"] = current
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
+from tests.unit.nodes.kube.fakes import UNREACHABLE, kubeconfig
 
 
 @pytest.mark.parametrize(("context", "chosen"), [(None, "kind-a"), ("kind-b", "kind-b")])

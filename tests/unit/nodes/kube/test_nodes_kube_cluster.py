@@ -29,7 +29,7 @@ from nodeconf.nodes.kube.opener import choose_node
 from nodeconf.nodes.kube.others import OTHERS_NAMESPACE
 from nodeconf.nodes.kube.pods import HELPER_NAME
 from suites.toolkit.kubelet import Oracle
-from tests.unit.nodes.kube.test_nodes_kube import (
+from tests.unit.nodes.kube.fakes import (
     BASE_NS,
     DEFAULT_NS,
     NODE,
@@ -37,14 +37,13 @@ from tests.unit.nodes.kube.test_nodes_kube import (
     RESIZE,
     FakeClock,
     FakeKube,
+    FakeNode,
     ctr,
+    kubeconfig,
     make_node,
 )
-from tests.unit.nodes.kube.test_nodes_kube_api import kubeconfig
-from tests.unit.nodes.kube.test_nodes_kube_reader import FakeNode
+from tests.unit.nodes.kube.rbac import allowed, permission, rbac_docs
 
-REPO = Path(__file__).resolve().parents[4]
-RBAC = REPO / "nodeconf" / "infra" / "kube" / "rbac.yaml"
 MIRROR = {"kubernetes.io/config.source": "file", "kubernetes.io/config.mirror": "0123abcd",
           "kubernetes.io/config.hash": "0123abcd"}
 
@@ -388,9 +387,6 @@ def test_a_cgroup_v1_node_is_skipped_and_left_clean(fake: FakeKube, clock: FakeC
 
 # --- the RBAC manifest ---------------------------------------------------------------------------------------
 
-def rbac_docs() -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(RBAC.read_text()) if d]
-
 
 def test_rbac_manifest_is_valid_for_the_kubernetes_models() -> None:
     """Each document builds the client's model (required fields present, types right) and serializes back to the
@@ -443,30 +439,6 @@ def recorded_requests() -> list[tuple[str, str]]:
     api.patch_pod_resize("ns", "p", {"spec": {}})
     api.pod_log("ns", "p", "c", False)
     return seen
-
-
-def permission(method: str, path: str) -> tuple[str, str]:
-    """(resource[/subresource], verb) for a core/v1 request (the API server's request info resolver:
-    staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go)."""
-    if not path.startswith("/api/v1/"):
-        return path, method.lower()
-    parts = path.removeprefix("/api/v1/").split("/")
-    if parts[0] == "namespaces" and len(parts) >= 3:
-        parts = parts[2:]
-    resource = parts[0] + (f"/{parts[2]}" if len(parts) >= 3 else "")
-    verb = {"POST": "create", "DELETE": "delete", "PATCH": "patch", "PUT": "update"}.get(method)
-    return resource, verb or ("get" if len(parts) >= 2 else "list")
-
-
-def allowed(rules: list[dict[str, Any]], resource: str, verb: str) -> bool:
-    for rule in rules:
-        if resource.startswith("/"):
-            if resource in rule.get("nonResourceURLs", ()) and verb in rule["verbs"]:
-                return True
-        elif set(rule.get("apiGroups", ())) & {"", "security.openshift.io"} and resource in rule["resources"] \
-                and verb in rule["verbs"]:
-            return True
-    return False
 
 
 def test_the_cluster_role_grants_every_request_the_driver_makes() -> None:

@@ -23,21 +23,7 @@ from nodeconf.nodes.kube.facts import (
     node_facts,
 )
 from nodeconf.resources import SOURCE_DIR
-
-
-def node_doc(**overrides: Any) -> dict[str, Any]:
-    """A kind node as `kubectl get node -o json` shows it (trimmed)."""
-    info = {"kernelVersion": "6.1.0-28-amd64", "kubeletVersion": "v1.34.2",
-            "containerRuntimeVersion": "containerd://2.1.1", "swap": {"capacity": 4294967296}}
-    info.update(overrides.pop("nodeInfo", {}))
-    doc: dict[str, Any] = {
-        "metadata": {"name": "kind-control-plane"},
-        "spec": {"providerID": "kind://docker/kind/kind-control-plane"},
-        "status": {"capacity": {"cpu": "2", "memory": "3479660Ki", "pods": "110"}, "nodeInfo": info},
-    }
-    doc["status"].update(overrides)
-    return doc
-
+from tests.unit.nodes.kube.fakes import CONFIGZ, node_doc
 
 PROBE = {"pageSize": 4096, "meminfo": "MemTotal:  8148820 kB\nSwapTotal:  1048576 kB\nHugePages_Total:  0\n",
          "kernelRelease": "6.1.0-28-amd64",
@@ -101,17 +87,6 @@ def test_unreadable_kubelet_version() -> None:
 def test_kind_nodes_are_recognised_by_provider_id() -> None:
     assert is_kind_node(node_doc())
     assert not is_kind_node({**node_doc(), "spec": {"providerID": "aws:///eu-west-1a/i-0abc"}})
-
-
-# A trimmed /configz answer of a kind 1.34 kubelet (the kubelet serialises its whole, defaulted config).
-CONFIGZ = {"kubeletconfig": {
-    "enableServer": True, "cgroupRoot": "/kubelet", "cgroupDriver": "systemd", "cpuCFSQuota": True,
-    "cpuCFSQuotaPeriod": "100ms", "evictionHard": {"imagefs.available": "0%", "nodefs.available": "0%",
-                                                  "nodefs.inodesFree": "0%", "memory.available": "100Mi"},
-    "featureGates": {"MemoryQoS": True}, "failSwapOn": False, "memorySwap": {"swapBehavior": "LimitedSwap"},
-    "memoryThrottlingFactor": 0.9, "enforceNodeAllocatable": ["pods"], "kubeReserved": {},
-    "systemReserved": {}, "singleProcessOOMKill": False,
-}}
 
 
 def test_live_config_from_configz() -> None:

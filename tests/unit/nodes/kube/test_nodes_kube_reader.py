@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from nodeconf.nodes.kube import reader as kube_reader
 from nodeconf.nodes.kube.reader import (
-    Host,
     ReaderError,
     answer,
     is_container_leaf,
@@ -20,39 +18,10 @@ from nodeconf.nodes.kube.reader import (
     qos_leaf_name,
     unified_path,
 )
+from tests.unit.nodes.kube.fakes import CID_APP, CID_SANDBOX, CID_SIDE, FakeNode, Layout
 
 UID = "0f6a3c1e-2b4d-4e8f-9a1b-3c5d7e9f1a2b"
 UID_ = UID.replace("-", "_")
-CID_APP = "a" * 64
-CID_SIDE = "b" * 64
-CID_SANDBOX = "c" * 64
-HELPER_CID = "d" * 64
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where one runtime/driver combination puts kubepods, a Burstable pod and its containers.
-
-    `sub` is crun's sub-cgroup of a systemd scope (crun cgroup-systemd.c, `run.oci.systemd.subgroup`),
-    `conmon` CRI-O's monitor cgroup next to the containers (cri-o conmon_cgroup "pod"), `pause` False for a
-    CRI-O pod without an infra container (drop_infra_ctr).
-    """
-
-    kubepods: str
-    burstable: str
-    besteffort: str
-    pod: str
-    leaf: str  # format string with {cid}
-    sub: str = ""
-    conmon: str = ""
-    pause: bool = True
-
-    def scope(self, cid: str) -> str:
-        return f"{self.pod}/{self.leaf.format(cid=cid)}"
-
-    def container(self, cid: str) -> str:
-        """The cgroup holding the container's processes and OCI resources."""
-        return f"{self.scope(cid)}/{self.sub}" if self.sub else self.scope(cid)
 
 
 SYSTEMD = Layout(
@@ -114,60 +83,6 @@ LAYOUTS = [pytest.param(SYSTEMD, id="containerd-runc-systemd"), pytest.param(CGR
            pytest.param(KIND, id="kind-nested"), pytest.param(CRIO, id="crio-runc-systemd"),
            pytest.param(CONTAINERD_CRUN, id="containerd-crun-systemd"), pytest.param(CRIO_CRUN, id="crio-crun-systemd"),
            pytest.param(CRIO_CGROUPFS, id="crio-cgroupfs")]
-
-
-class FakeNode:
-    """A /proc and a cgroup2 mount under tmp_path, filled process by process."""
-
-    def __init__(self, root: Path) -> None:
-        self.proc = root / "proc"
-        self.cgroup = root / "cgroup"
-        self.proc.mkdir()
-        self.cgroup.mkdir()
-        (self.proc / "meminfo").write_text("MemTotal:       8148820 kB\nSwapTotal:      4194300 kB\n")
-
-    @property
-    def host(self) -> Host:
-        return Host(str(self.proc), str(self.cgroup))
-
-    def cgroup_dir(self, path: str, **files: str) -> Path:
-        directory = self.cgroup / path
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, value in files.items():
-            (directory / name.replace("_", ".")).write_text(value + "\n")
-        return directory
-
-    def process(self, pid: int | str, path: str, oom_score_adj: int = 0, v1_lines: str = "") -> None:
-        pid_dir = self.proc / str(pid)
-        pid_dir.mkdir()
-        (pid_dir / "cgroup").write_text(f"{v1_lines}0::/{path}\n")
-        (pid_dir / "oom_score_adj").write_text(f"{oom_score_adj}\n")
-        procs = self.cgroup_dir(path) / "cgroup.procs"
-        old = procs.read_text() if procs.exists() else ""
-        if str(pid).isdigit():
-            procs.write_text(f"{old}{pid}\n")
-
-    def pod(self, layout: Layout) -> None:
-        """A Burstable pod: pause, an app container (two processes), a sidecar; the helper pod BestEffort."""
-        for level in (layout.kubepods, layout.burstable, layout.besteffort):
-            self.cgroup_dir(level, cpu_weight="100", memory_min="0", cgroup_controllers="cpu memory pids")
-        self.cgroup_dir(layout.pod, cpu_weight="10", memory_max="max", memory_low="0")
-        if layout.sub:  # crun: the scope carries systemd's view (swap as memory+swap), the sub-cgroup the OCI one
-            self.cgroup_dir(layout.scope(CID_APP), cpu_weight="35", memory_max="134217728",
-                            memory_swap_max="134217728")
-        self.cgroup_dir(layout.container(CID_APP), cpu_weight="35", memory_max="134217728", memory_swap_max="0")
-        self.cgroup_dir(layout.container(CID_SIDE), cpu_weight="1", memory_max="max")
-        if layout.pause:
-            self.process(101, layout.container(CID_SANDBOX), -998)
-        if layout.conmon:
-            self.process(105, f"{layout.pod}/{layout.conmon.format(cid=CID_APP)}", -1000)
-            self.process(106, f"{layout.pod}/{layout.conmon.format(cid=CID_SIDE)}", -1000)
-        self.process(102, layout.container(CID_APP), 963)
-        self.process(103, layout.container(CID_APP), 963)
-        self.process(104, layout.container(CID_SIDE), 999)
-        helper = f"{layout.besteffort}/{layout.leaf.format(cid=HELPER_CID)}"
-        self.process(200, helper, 1000)
-        self.process("self", helper)
 
 
 @pytest.fixture
