@@ -1,0 +1,55 @@
+"""benchmarks/suites_bench.py: the checks of a JUnit file and the run's figures (checks per second, the share of
+the slowest checks in the wall time)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import suites_bench  # noqa: E402
+
+JUNIT = """<?xml version="1.0"?><testsuites><testsuite name="nodeconf">
+<testcase classname="suites.swap.test_pressure" name="test_a[vm]" time="30.0"/>
+<testcase classname="suites.swap.test_pressure" name="test_b[vm]" time="10.0"><failure message="x"/></testcase>
+<testcase classname="suites.upstream.test_psi" name="test_c[vm]" time="5.0"><skipped/></testcase>
+<testcase classname="suites.upstream.test_psi" name="test_d[vm]" time="5.0"><error message="y"/></testcase>
+</testsuite></testsuites>"""
+
+
+def test_figures_of_a_run(tmp_path: Path) -> None:
+    (tmp_path / "junit.xml").write_text(JUNIT)
+    checks = suites_bench.junit_checks(tmp_path / "junit.xml")
+    assert [(c.suite, c.name, c.outcome) for c in checks] == [
+        ("swap", "test_a[vm]", "passed"), ("swap", "test_b[vm]", "failure"), ("upstream", "test_c[vm]", "skipped"),
+        ("upstream", "test_d[vm]", "error")]
+    result = suites_bench.summary("vm", 80.0, 1, checks, 2, ((3.0, 2.0, 1.0), (4.0, 2.5, 1.0)))
+    assert (result["checks"], result["checks_per_second"], result["wall_seconds"]) == (4, 0.05, 80.0)
+    assert result["slowest_share"] == 0.5  # (30 + 10) s of 80 s
+    assert [s["test"] for s in result["slowest"]] == ["test_a[vm]", "test_b[vm]"]
+    assert result["suites"] == {"swap": {"checks": 2, "seconds": 40.0}, "upstream": {"checks": 2, "seconds": 10.0}}
+    assert result["outcomes"] == {"passed": 1, "failure": 1, "skipped": 1, "error": 1}
+    assert result["load_average"] == {"before": [3.0, 2.0, 1.0], "after": [4.0, 2.5, 1.0]}
+    assert result["first_check_seconds"] == 30.0  # the first check's setup holds the node's start
+
+
+def test_variants_run_one_after_the_other(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`--variant default --variant systemd-runc`: the default VM, then the systemd + runc one, each reported."""
+    (tmp_path / "junit.xml").write_text(JUNIT)
+    nodes: list[str] = []
+
+    def run(node: str, extra: list[str]) -> tuple[float, int, list[suites_bench.Check]]:
+        nodes.append(node)
+        return 80.0, 0, suites_bench.junit_checks(tmp_path / "junit.xml")
+
+    monkeypatch.setattr(suites_bench, "run", run)
+    assert suites_bench.main(["--variant", "default", "--variant", "systemd-runc"]) == 0
+    assert nodes == ["vm", "vm?init=systemd&runtime=runc"]
+    out = capsys.readouterr().out
+    assert "4 checks in 80.0 s on vm (exit 0), 0.05 checks/s" in out
+    assert "4 checks in 80.0 s on vm?init=systemd&runtime=runc (exit 0)" in out

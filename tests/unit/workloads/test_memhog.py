@@ -1,0 +1,59 @@
+"""workloads/programs/memhog.py --reclaim: room below the tightest limit, reclaim requests, and "swap full"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.unit.workloads.workload_programs import load_program
+
+MIB = 2**20
+memhog = load_program("memhog")
+
+
+def cgroup(path: Path, **files: str) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    for name, value in files.items():
+        (path / name.replace("_", ".")).write_text(value + "\n")
+    return path
+
+
+def test_room_is_the_least_over_the_cgroups_that_set_a_limit(tmp_path: Path) -> None:
+    pod = cgroup(tmp_path / "pod", memory_max=str(64 * MIB), memory_current=str(60 * MIB))
+    own = cgroup(tmp_path / "pod" / "c", memory_max="max", memory_current=str(50 * MIB))
+    assert memhog.room([own, pod], "memory.max", "memory.current") == 4 * MIB
+    assert memhog.room([own], "memory.max", "memory.current") is None
+
+
+def test_make_room_asks_reclaim_for_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = cgroup(tmp_path / "c", memory_max=str(32 * MIB), memory_current=str(30 * MIB),
+                 memory_swap_max=str(16 * MIB), memory_swap_current="0", memory_reclaim="")
+    written: list[str] = []
+
+    def reclaim(self: Path, text: str) -> int:
+        written.append(text)
+        with open(own / "memory.current", "w") as current:  # the kernel reclaimed
+            current.write(str(20 * MIB))
+        return len(text)
+
+    monkeypatch.setattr(Path, "write_text", reclaim)
+    assert memhog.make_room([own], MIB) is True
+    # 32 - 30 = 2 MiB free; 1 MiB plus 4 MiB headroom wanted: 3 MiB asked for
+    assert written == [str(3 * MIB)]
+
+
+def test_make_room_reports_swap_full(tmp_path: Path) -> None:
+    own = cgroup(tmp_path / "c", memory_max=str(32 * MIB), memory_current=str(31 * MIB),
+                 memory_swap_max=str(16 * MIB), memory_swap_current=str(16 * MIB))
+    assert memhog.make_room([own], MIB) is False
+
+
+def test_reclaim_without_its_cgroup_in_view_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A container without the node's cgroup tree: exit 2 with the path, not a silent race with the OOM killer."""
+    monkeypatch.setattr(memhog, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(memhog, "cgroup_dirs", lambda: [tmp_path / "pod" / "c", tmp_path / "pod", tmp_path])
+    assert memhog.main(["8", "--reclaim"]) == 2
+    assert capsys.readouterr().err == f"memhog: --reclaim needs {tmp_path}/pod/c/memory.reclaim, which this " \
+                                      "process cannot see\n"
