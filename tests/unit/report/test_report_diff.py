@@ -10,12 +10,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from comparison_rows import Row
 
 from nodeconf.cli.main import main
 from nodeconf.report.comparison import COMPARISON_MIME, comparison_csv
 from nodeconf.report.properties import write_properties
 from nodeconf.report.run_state import RunState, write_run_state
+from tests.unit.report.comparison_rows import Row
 
 MODULE = "suites.resources.test_res_demo"
 # check name -> (status, message); junit's element for each non-passed status.

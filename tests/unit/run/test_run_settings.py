@@ -13,12 +13,12 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from kind_fakes import install
 
 from nodeconf.cli import run as run_cli
 from nodeconf.errors import InputError
 from nodeconf.run.options import RUN_OPTIONS
 from nodeconf.run.settings import run_settings
+from tests.unit.infra.kind.kind_fakes import install
 
 pytest_plugins = ("pytester",)
 ROOT = Path(__file__).resolve().parents[3]
