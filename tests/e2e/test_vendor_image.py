@@ -57,8 +57,8 @@ def vendor_disk() -> Path:
 
 @pytest.fixture(scope="module")
 def node(vendor_disk: Path) -> Iterator[EnforcedNode]:
-    before = vendor_disk.stat()
     """`vm?image=DISK` with no runtime= option: the driver probes the node and chooses its runtime."""
+    before = vendor_disk.stat()
     settings = dataclasses.replace(enforcer_settings(parse_node_spec(f"vm?image={vendor_disk}")), backoff=2.0)
     enforced = open_image_node(vendor_disk, memory_mib=2048, swap_mib=512, settings=settings)
     try:
