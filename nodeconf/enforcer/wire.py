@@ -152,6 +152,8 @@ class ContainerStatusDoc(TypedDict):
     restartCount: int
     lastState: LastStateDoc
     pid: int | None
+    resources: NotRequired[dict[str, dict[str, str]]]  # a spec container's status.resources (not the pause one's)
+    allocatedResources: NotRequired[dict[str, str]]  # and its status.allocatedResources
 
 
 class ResizeDoc(TypedDict):

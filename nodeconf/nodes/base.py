@@ -84,6 +84,10 @@ class ContainerState:
     restart_count: int = 0
     last_terminated: Terminated | None = None
     pid: int | None = None
+    # status.resources (requests and limits the container runs with) and status.allocatedResources, as the node
+    # reports them; None when it reports none.
+    resources: Mapping[str, Mapping[str, str]] | None = None
+    allocated_resources: Mapping[str, str] | None = None
 
     @property
     def running(self) -> bool:

@@ -209,3 +209,24 @@ def decide_resize(current: Pod, desired: Pod, usage: Mapping[str, ContainerUsage
     if waiting is not None:
         return ResizeDecision(ResizeStatus.IN_PROGRESS, waiting)
     return ResizeDecision(ResizeStatus.APPLIED, "", _files(desired, node, config, profile))
+
+
+# kubelet pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses (read at kubernetes@001a80e975): with
+# InPlacePodVerticalScaling (beta and on in 1.34, GA and locked on from 1.35) a container's status.allocatedResources
+# is its allocated spec's requests, and its status.resources start from the allocated requests and limits, the cpu
+# and memory values replaced by those the runtime reports it runs with, equal to them once the allocation is
+# actuated. Neither reads InPlacePodVerticalScalingAllocatedStatus: the kubelet reports the field whatever that gate
+# says (the gate's documentation: "Enables the allocatedResources field in the container status").
+STATUS_RESOURCES_RULE = "kubelet kubelet_pods.go convertToAPIContainerStatuses (status.resources, allocatedResources)"
+
+
+def status_resources(container: Container) -> dict[str, dict[str, str]]:
+    """A container's status.resources once its allocation is actuated: its requests and limits, as allocated."""
+    own = container.resources
+    return {k: {name: str(q) for name, q in v.items()}
+            for k, v in (("requests", own.requests), ("limits", own.limits)) if v}
+
+
+def allocated_resources(container: Container) -> dict[str, str]:
+    """A container's status.allocatedResources: the requests of its allocated spec."""
+    return {name: str(q) for name, q in container.resources.requests.items()}

@@ -176,6 +176,23 @@ def test_profile_selected_at_collection(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*SKIPPED*needs profile >= 1.38, this run uses profile 1.36*"])
 
 
+@pytest.mark.parametrize(("args", "outcome", "gated"), [
+    pytest.param((), {"passed": 1, "deselected": 1}, False, id="default-run-leaves-it-out"),
+    pytest.param(("-m", "resize_gates"), {"passed": 1, "deselected": 1}, True, id="marker-selects-it"),
+    pytest.param(("-m", "not resize_gates"), {"passed": 1, "deselected": 1}, False, id="marker-excludes-it"),
+    pytest.param(("suites/test_example.py",), {"passed": 2}, True, id="module-named"),
+    pytest.param(("suites/test_example.py::test_gated",), {"passed": 1}, True, id="node-id-named"),
+    pytest.param(("suites",), {"passed": 1, "deselected": 1}, False, id="directory-named"),
+])
+def test_opt_in_checks_run_only_when_asked_for(pytester: pytest.Pytester, args: tuple[str, ...],
+                                                outcome: dict[str, int], gated: bool) -> None:
+    _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.resize_gates\ndef test_gated():\n    print('GATED')\n\n"
+                     "@pytest.mark.kep5359\ndef test_plain():\n    pass\n")
+    result = pytester.runpytest("-p", "nodeconf.fixtures.markers", "-s", *args)
+    result.assert_outcomes(**outcome)
+    assert ("GATED" in result.stdout.str()) == gated
+
+
 @pytest.mark.parametrize(("swap", "outcome"), [(0, {"skipped": 1}), (1 << 30, {"passed": 1})],
                          ids=["no-swap-skips", "swap-runs"])
 def test_needs_swap_asks_the_node(pytester: pytest.Pytester, swap: int, outcome: dict[str, int]) -> None:

@@ -40,6 +40,7 @@ def _container_state(doc: ContainerStatusDoc) -> ContainerState:
         name=doc["name"], state=doc["state"], reason=doc["reason"], exit_code=doc["exitCode"],
         restart_count=doc["restartCount"],
         last_terminated=Terminated(last["exitCode"], last["reason"]) if last else None, pid=doc["pid"],
+        resources=doc.get("resources"), allocated_resources=doc.get("allocatedResources"),
     )
 
 

@@ -183,7 +183,21 @@ def container_state(status: Mapping[str, Any]) -> ContainerState:
         exit_code=detail.get("exitCode") if kind == "terminated" else None,
         restart_count=int(status.get("restartCount") or 0),
         last_terminated=Terminated(int(last.get("exitCode", 0)), str(last.get("reason") or "")) if last else None,
+        resources=_resource_doc(status.get("resources")),
+        allocated_resources=_quantities(status.get("allocatedResources")),
     )
+
+
+def _quantities(doc: object) -> dict[str, str] | None:
+    """A core/v1 ResourceList as names → quantity texts; None when absent."""
+    return {str(k): str(v) for k, v in doc.items()} if isinstance(doc, Mapping) else None
+
+
+def _resource_doc(doc: object) -> dict[str, dict[str, str]] | None:
+    """A core/v1 ResourceRequirements' requests and limits (None when the status has no resources)."""
+    if not isinstance(doc, Mapping):
+        return None
+    return {k: q for k in ("requests", "limits") if (q := _quantities(doc.get(k)))}
 
 
 def container_states(pod_obj: Mapping[str, Any]) -> dict[str, ContainerState]:
