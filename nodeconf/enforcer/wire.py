@@ -174,6 +174,7 @@ class PodStatusDoc(TypedDict):
     events: list[EventDoc]
     resize: ResizeDoc
     disruptedAt: NotRequired[float | None]  # absent in a state file written before it existed
+    allocatedResources: NotRequired[dict[str, str]]  # the pod's status.allocatedResources (`status` answers only)
 
 
 class ProcessesDoc(TypedDict):

@@ -114,6 +114,8 @@ class PodStatus:
     # When the node disrupted the pod (evicted it), seconds since the epoch: the kubelet's DisruptionTarget
     # condition lastTransitionTime (KEP-3329); None while the pod was not disrupted.
     disrupted_at: float | None = None
+    # The pod's status.allocatedResources (cpu and memory), None when the node reports none.
+    allocated_resources: Mapping[str, str] | None = None
 
     def container(self, name: str) -> ContainerState:
         try:

@@ -10,6 +10,7 @@ from fractions import Fraction
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, Pod
 from nodeconf.node_facts import NodeFacts
+from nodeconf.quantity import Quantity
 from nodeconf.semantics import cpu, memory, memory_qos, swap
 from nodeconf.semantics.allocatable import allocatable_cpu_milli, allocatable_memory
 from nodeconf.semantics.expectation import Expected
@@ -230,3 +231,15 @@ def status_resources(container: Container) -> dict[str, dict[str, str]]:
 def allocated_resources(container: Container) -> dict[str, str]:
     """A container's status.allocatedResources: the requests of its allocated spec."""
     return {name: str(q) for name, q in container.resources.requests.items()}
+
+
+# kubelet_pods.go convertStatusToAPIStatus (same commit): with InPlacePodLevelResourcesVerticalScaling the pod's
+# status.allocatedResources is resourcehelper.PodRequests of the allocated pod: the pod-level requests where set,
+# else the containers' aggregate (pod_resources.pod_requests).
+POD_ALLOCATED_RULE = "kubelet kubelet_pods.go convertStatusToAPIStatus (pod status.allocatedResources = PodRequests)"
+
+
+def pod_allocated_resources(pod: Pod, profile: Profile) -> dict[str, str]:
+    """The pod's status.allocatedResources (cpu and memory) for its allocated spec."""
+    requests = pod_requests(pod, profile)
+    return {name: str(Quantity.of(requests[name])) for name in (CPU, MEMORY) if name in requests}

@@ -44,14 +44,17 @@ class Ctr:
 
 
 @dataclass(frozen=True)
-class GateCase:
-    """One upstream resize test: `id` names nodeconf's check, `name` is upstream's It text before the gates."""
+class ResizeCase:
+    """One upstream resize test of one pod: `id` names nodeconf's check, `name` is upstream's It text (before the
+    gates, for pod_resize_test.go's)."""
 
     id: str
     name: str
     containers: tuple[Ctr, ...]
     patch: Mapping[str, Res]  # per container, the requests and limits the patch string sets ("" = left out)
     restarts: Mapping[str, int]  # upstream's expected RestartCount after the resize, per container (0 when absent)
+    pod_res: Res | None = None  # pod-level spec.resources as created (pod_level_resources_resize.go)
+    pod_patch: Res | None = None  # and as the patch sets them
 
     def resized(self) -> tuple[Ctr, ...]:
         """The containers after the patch: a strategic merge patch sets the keys it names, keeps the others."""
@@ -62,9 +65,12 @@ class GateCase:
                                           p.mem_req or c.res.mem_req, p.mem_lim or c.res.mem_lim)))
         return tuple(out)
 
-    def pod(self, name: str, containers: tuple[Ctr, ...] | None = None) -> Pod:
-        """The test's pod (MakePodWithResizableContainers: busybox, one container per entry)."""
-        return make_pod(name, [container(c.name, c.res, c.policy) for c in containers or self.containers])
+    def pod(self, name: str, resized: bool = False) -> Pod:
+        """The test's pod as created or as resized (MakePodWithResizableContainers: busybox, one container per
+        entry; pod-level resources where the test sets them)."""
+        containers = self.resized() if resized else self.containers
+        pod_res = (self.pod_patch or self.pod_res) if resized else self.pod_res
+        return make_pod(name, [container(c.name, c.res, c.policy) for c in containers], pod_res)
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,7 @@ class Gates:
     def id(self) -> str:
         return f"allocated={str(self.allocated_status).lower()},exclusive={str(self.exclusive_cpus).lower()}"
 
-    def case_text(self, case: GateCase) -> str:
+    def case_text(self, case: ResizeCase) -> str:
         """The Ginkgo text of `case` under these gates (the policy "none" title is empty)."""
         return (f"Pod InPlace Resize Container / {case.name} ({ALLOCATED_STATUS}="
                 f"{str(self.allocated_status).lower()}, {EXCLUSIVE_CPUS}={str(self.exclusive_cpus).lower()})")
@@ -99,21 +105,21 @@ _G3 = "Guaranteed QoS pod, three containers (c1, c2, c3) - "
 
 
 def _one(id_: str, name: str, res: Res, patch: Res, policy: Mapping[str, str] = NO_POLICY,
-         restarts: int = 0) -> GateCase:
-    return GateCase(id_, name, (Ctr("c1", res, policy),), {"c1": patch}, {"c1": restarts} if restarts else {})
+         restarts: int = 0) -> ResizeCase:
+    return ResizeCase(id_, name, (Ctr("c1", res, policy),), {"c1": patch}, {"c1": restarts} if restarts else {})
 
 
 _THREE_BURSTABLE = (Res("100m", "200m", "100Mi", "200Mi"), Res("200m", "300m", "200Mi", "300Mi"),
                     Res("300m", "400m", "300Mi", "400Mi"))
 
-CASES: tuple[GateCase, ...] = (
+CASES: tuple[ResizeCase, ...] = (
     _one("g-increase-cpu-mem", _G1 + "increase CPU & memory", g("100m", "200Mi"), g("200m", "400Mi"), NO_RESTART),
     _one("g-decrease-cpu-mem", _G1 + "decrease CPU & memory", g("300m", "500Mi"), g("100m", "250Mi"), NO_RESTART),
     _one("g-increase-cpu-decrease-mem", _G1 + "increase CPU & decrease memory", g("100m", "200Mi"),
          g("200m", "100Mi")),
     _one("g-decrease-cpu-increase-mem", _G1 + "decrease CPU & increase memory", g("100m", "200Mi"),
          g("50m", "300Mi")),
-    GateCase("g3-cpu-mem", _G3 + "increase: CPU (c1,c3), memory (c2) ; decrease: CPU (c2), memory (c1,c3)",
+    ResizeCase("g3-cpu-mem", _G3 + "increase: CPU (c1,c3), memory (c2) ; decrease: CPU (c2), memory (c1,c3)",
              (Ctr("c1", g("100m", "100Mi"), NO_RESTART), Ctr("c2", g("200m", "200Mi"), NO_RESTART),
               Ctr("c3", g("300m", "300Mi"), NO_RESTART)),
              {"c1": g("140m", "50Mi"), "c2": g("150m", "240Mi"), "c3": g("340m", "250Mi")}, {}),
@@ -156,30 +162,30 @@ CASES: tuple[GateCase, ...] = (
     _one("b-decrease-cpu-restart-mem-no-restart", "Burstable QoS pod, one container - decrease CPU "
          "(RestartContainer) & memory (NotRequired)", Res("100m", "200m", "200Mi", "400Mi"),
          Res("50m", "100m", "100Mi", "200Mi"), CPU_RESTART, restarts=1),
-    GateCase("b3-no-net-change", _B3 + "increase c1 resources, no change for c2, decrease c3 resources (no net "
+    ResizeCase("b3-no-net-change", _B3 + "increase c1 resources, no change for c2, decrease c3 resources (no net "
              "change for pod)",
              (Ctr("c1", _THREE_BURSTABLE[0], NO_RESTART), Ctr("c2", _THREE_BURSTABLE[1], MEM_RESTART),
               Ctr("c3", _THREE_BURSTABLE[2], NO_RESTART)),
              {"c1": Res("150m", "250m", "150Mi", "250Mi"), "c3": Res("250m", "350m", "250Mi", "350Mi")}, {}),
-    GateCase("b3-net-increase", _B3 + "decrease c1 resources, increase c2 resources, no change for c3 (net "
+    ResizeCase("b3-net-increase", _B3 + "decrease c1 resources, increase c2 resources, no change for c3 (net "
              "increase for pod)",
              (Ctr("c1", _THREE_BURSTABLE[0], NO_RESTART), Ctr("c2", _THREE_BURSTABLE[1], MEM_RESTART),
               Ctr("c3", _THREE_BURSTABLE[2], NO_RESTART)),
              {"c1": Res("50m", "150m", "50Mi", "150Mi"), "c2": Res("350m", "450m", "350Mi", "450Mi")}, {"c2": 1}),
-    GateCase("b3-net-decrease", _B3 + "no change for c1, increase c2 resources, decrease c3 (net decrease for pod)",
+    ResizeCase("b3-net-decrease", _B3 + "no change for c1, increase c2 resources, decrease c3 (net decrease for pod)",
              (Ctr("c1", _THREE_BURSTABLE[0], BOTH_RESTART), Ctr("c2", _THREE_BURSTABLE[1], CPU_RESTART),
               Ctr("c3", _THREE_BURSTABLE[2], MEM_RESTART)),
              {"c2": Res("250m", "350m", "250Mi", "350Mi"), "c3": Res("100m", "200m", "100Mi", "200Mi")},
              {"c2": 1, "c3": 1}),
     _one("g-increase-cpu-mem-integer", _G1 + "increase CPU & memory, with integer CPU requests", g("2", "200Mi"),
          g("4", "400Mi"), NO_RESTART),
-    GateCase("b3-integer-net-decrease", _B3 + "no change for c1, decrease c2 resources, decrease c3 (net decrease "
+    ResizeCase("b3-integer-net-decrease", _B3 + "no change for c1, decrease c2 resources, decrease c3 (net decrease "
              "for pod)",
              (Ctr("c1", _THREE_BURSTABLE[0], BOTH_RESTART), Ctr("c2", Res("4", "4", "200Mi", "300Mi"), CPU_RESTART),
               Ctr("c3", _THREE_BURSTABLE[2], MEM_RESTART)),
              {"c2": Res("1", "1", "150Mi", "250Mi"), "c3": Res("100m", "200m", "100Mi", "200Mi")},
              {"c2": 1, "c3": 1}),
-    GateCase("b3-integer-net-increase", _B3 + "no change for c1, increase c2 resources, decrease c3 (net increase "
+    ResizeCase("b3-integer-net-increase", _B3 + "no change for c1, increase c2 resources, decrease c3 (net increase "
              "for pod)",
              (Ctr("c1", _THREE_BURSTABLE[0], BOTH_RESTART), Ctr("c2", Res("2", "2", "200Mi", "300Mi"), CPU_RESTART),
               Ctr("c3", _THREE_BURSTABLE[2], MEM_RESTART)),
@@ -191,11 +197,11 @@ CASES: tuple[GateCase, ...] = (
          g("2", "200Mi"), g("4", "100Mi")),
     _one("g-increase-cpu-no-restart-mem-restart-integer", _G1 + "increase CPU (NotRequired) & memory "
          "(RestartContainer), with integer CPU requests", g("2", "200Mi"), g("4", "400Mi"), MEM_RESTART, restarts=1),
-    GateCase("g3-cpu-mem-and", _G3 + "increase CPU (c1,c3) and memory (c2) ; decrease CPU (c2) and memory (c1,c3)",
+    ResizeCase("g3-cpu-mem-and", _G3 + "increase CPU (c1,c3) and memory (c2) ; decrease CPU (c2) and memory (c1,c3)",
              (Ctr("c1", g("100m", "100Mi"), NO_RESTART), Ctr("c2", g("200m", "200Mi"), NO_RESTART),
               Ctr("c3", g("300m", "300Mi"), NO_RESTART)),
              {"c1": g("140m", "50Mi"), "c2": g("150m", "240Mi"), "c3": g("340m", "250Mi")}, {}),
-    GateCase("g3-cpu-mem-integer", _G3 + "increase CPU (c1,c3) and memory (c2) ; decrease CPU (c2) and memory "
+    ResizeCase("g3-cpu-mem-integer", _G3 + "increase CPU (c1,c3) and memory (c2) ; decrease CPU (c2) and memory "
              "(c1,c3), with integer CPU requests",
              (Ctr("c1", g("2", "100Mi"), NO_RESTART), Ctr("c2", g("4", "200Mi"), NO_RESTART),
               Ctr("c3", g("2", "300Mi"), NO_RESTART)),

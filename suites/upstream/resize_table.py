@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from suites.upstream.resize_gate_table import (
+    BOTH_RESTART,
+    CPU_RESTART,
+    MEM_RESTART,
+    NO_RESTART,
+    Ctr,
+    ResizeCase,
+    g,
+)
 from suites.upstream.shared import POLICIES, Res
 
 # pod_resize.go constants.
@@ -80,6 +89,13 @@ BURSTABLE_CASES = upstream_cases(
     UPSTREAM_BURSTABLE)
 POD_LEVEL_CASES = upstream_cases(
     "PLR Pod InPlace Resize / PLR guaranteed qos - 1 container with resize policy", UPSTREAM_POD_LEVEL)
+# pod_level_resources_resize.go's container-level entries leave the pod-level resources out (desiredPodCPU == "" →
+# no spec.resources): the same pods, resizes and constants as pod_resize.go's tables.
+PLR_GUARANTEED_CASES = upstream_cases(
+    "PLR Pod InPlace Resize / PLR guaranteed qos - 1 container with resize policy", UPSTREAM_GUARANTEED)
+PLR_BURSTABLE_CASES = upstream_cases(
+    "PLR Pod InPlace Resize / PLR pod-level burstable pods - 1 container with all requests & limits set and resize "
+    "policy", UPSTREAM_BURSTABLE)
 
 
 def expect_restart(policy: str, before: Res, after: Res) -> int:
@@ -96,3 +112,65 @@ def expect_pod_level_restart(policy: str, own: Res | None, before: Res, after: R
     if own is not None:
         return 0
     return expect_restart(policy, before, after)
+
+
+def _plus(value: str, step: int) -> str:
+    """upstream offsetCPU / offsetMemory: `value` ("NNm" or "NNMi") raised by 2 units per index step."""
+    unit = "Mi" if value.endswith("Mi") else "m"
+    return f"{int(value.removesuffix(unit)) + 2 * step}{unit}"
+
+
+def _offset(i: int, cpu: str, mem: str) -> Res:
+    """Container i's Guaranteed values (offsetCPU(i, cpu), offsetMemory(i, mem))."""
+    return g(_plus(cpu, i), _plus(mem, i))
+
+
+def _pod_level(res: Res) -> Res:
+    """doBurstablePodLevelResizeTests' pod-level resources: each value offset by index 30 (+60m, +60Mi)."""
+    return Res(_plus(res.cpu_req, 30), _plus(res.cpu_lim, 30), _plus(res.mem_req, 30), _plus(res.mem_lim, 30))
+
+
+_THREE = tuple(Ctr(f"c{i + 1}", _offset(i, CPU, MEM)) for i in range(3))  # makeGuaranteedContainers(3), no policy
+_MULTI = "guaranteed pods with multiple containers"
+# "guaranteed pods with multiple containers": the same three Its in both files (pod-level resources left out).
+MULTI_CONTAINER = (
+    ResizeCase("net-increase", "3 containers - increase cpu & mem on c1, c2, decrease cpu & mem on c3 - net increase "
+               "[MinimumKubeletVersion:1.34]", _THREE,
+               {"c1": _offset(0, CPU_UP, MEM_UP), "c2": _offset(1, CPU_UP, MEM_UP),
+                "c3": _offset(2, CPU_DOWN, MEM_DOWN)}, {}),
+    ResizeCase("net-decrease", "3 containers - increase cpu & mem on c1, decrease cpu & mem on c2, c3 - net decrease "
+               "[MinimumKubeletVersion:1.34]", _THREE,
+               {"c1": _offset(0, CPU_UP, MEM_UP), "c2": _offset(1, CPU_DOWN, MEM_DOWN),
+                "c3": _offset(2, CPU_DOWN, MEM_DOWN)}, {}),
+    ResizeCase("various", "3 containers - increase: CPU (c1,c3), memory (c2, c3) ; decrease: CPU (c2) "
+               "[MinimumKubeletVersion:1.34]", _THREE,
+               {"c1": _offset(0, CPU_UP, MEM), "c2": _offset(1, CPU_DOWN, MEM_UP), "c3": _offset(2, CPU_UP, MEM_UP)},
+               {}),
+)
+MULTI_CONTAINER_CASES = {
+    RESIZE_TEST: f"Pod InPlace Resize Container / {_MULTI}",
+    PLR_RESIZE_TEST: f"PLR Pod InPlace Resize / pod-level {_MULTI}",
+}
+
+# pod_level_resources_resize.go "PLR pod-level burstable pods" pod-level entries: the container keeps its values,
+# the pod-level resources (offset 30 from the entry's values) move; one pod of one container per policy.
+PLR_BURSTABLE_POD_LEVEL: Mapping[str, Res] = {
+    "pod-level cpu requests": Res(CPU_UP, CPU_LIM, MEM, MEM_LIM),
+    "pod-level cpu limits": Res(CPU, CPU_UP_LIM, MEM, MEM_LIM),
+    "pod-level mem requests": Res(CPU, CPU_LIM, MEM_UP, MEM_LIM),
+    "pod-level mem limits": Res(CPU, CPU_LIM, MEM, MEM_UP_LIM),
+    "pod-level all resources in the same direction": Res(CPU_UP, CPU_UP_LIM, MEM_UP, MEM_UP_LIM),
+    "pod-level cpu & mem in opposite directions": Res(CPU_UP, CPU_UP_LIM, MEM_DOWN, MEM_DOWN_LIM),
+    "pod-level requests & limits in opposite directions": Res(CPU_DOWN, CPU_UP_LIM, MEM_UP, MEM_DOWN_LIM),
+}
+# makeBurstableContainers sets both resizePolicy entries; the subtree's entries, by nodeconf's policy ids.
+_EXPLICIT_POLICIES = {"no-restart": NO_RESTART, "cpu-restart": CPU_RESTART, "mem-restart": MEM_RESTART,
+                      "cpu-mem-restart": BOTH_RESTART}
+_PLR_BURSTABLE = ("PLR Pod InPlace Resize / PLR pod-level burstable pods - 1 container with all requests & limits "
+                  "set and resize policy")
+PLR_BURSTABLE_POD_LEVEL_CASES = tuple(
+    ResizeCase(f"plr-{entry.removeprefix('pod-level ').replace(' & ', '-').replace(' ', '-')}-{policy}",
+               f"{_PLR_BURSTABLE} / {UPSTREAM_POLICIES[policy]} / resizing / {entry}",
+               (Ctr("c1", BURSTABLE_ORIGINAL, _EXPLICIT_POLICIES[policy]),), {}, {},
+               _pod_level(BURSTABLE_ORIGINAL), _pod_level(desired))
+    for policy in POLICIES for entry, desired in PLR_BURSTABLE_POD_LEVEL.items())

@@ -4,8 +4,9 @@ resizePolicy, container and pod level; the status, the restart counts and the fi
 Source: upstream test/e2e/common/node/pod_resize.go ("guaranteed qos - 1 container with resize policy",
 "burstable pods - 1 container with all requests & limits set and resize policy": each "resizing" entry under each
 policy entry, then doPatchAndRollback) and test/e2e/common/node/pod_level_resources_resize.go ("PLR guaranteed qos"
-pod-level entries). The status and every cgroup value come from the oracle (decide_resize, expect); the restart
-counts are the upstream tests' own expectRestart rule.
+pod-level entries; its container-level entries leave the pod-level resources out, so they are pod_resize.go's). The
+status and every cgroup value come from the oracle (decide_resize, expect); the restart counts are the upstream
+tests' own expectRestart rule.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from suites.upstream.resize_table import (
     GUARANTEED,
     GUARANTEED_CASES,
     GUARANTEED_ORIGINAL,
+    PLR_BURSTABLE_CASES,
+    PLR_GUARANTEED_CASES,
     PLR_ORIGINAL,
     PLR_RESIZE_TEST,
     PLR_WITH_CONTAINERS,
@@ -116,6 +119,7 @@ def _container_case(oracle: Oracle, pod: Resizable, original: Res, desired: Res,
 
 
 @mirrors(RESIZE_TEST, *GUARANTEED_CASES)
+@mirrors(PLR_RESIZE_TEST, *PLR_GUARANTEED_CASES)
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("entry", list(GUARANTEED))
 def test_guaranteedresize_step(oracle: Oracle, guaranteed: Resizable, entry: str, policy: str) -> None:
@@ -125,6 +129,7 @@ def test_guaranteedresize_step(oracle: Oracle, guaranteed: Resizable, entry: str
 
 
 @mirrors(RESIZE_TEST, *BURSTABLE_CASES)
+@mirrors(PLR_RESIZE_TEST, *PLR_BURSTABLE_CASES)
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("entry", list(BURSTABLE))
 def test_burstableresize_step(oracle: Oracle, burstable: Resizable, entry: str, policy: str) -> None:

@@ -270,6 +270,7 @@ def test_status_reports_resources_and_allocation_after_a_resize(agent: Agent) ->
     assert hello["resources"] == {"requests": {"cpu": "300m", "memory": "128Mi"},
                                   "limits": {"cpu": "1", "memory": "128Mi"}}
     assert hello["allocatedResources"] == {"cpu": "300m", "memory": "128Mi"}
+    assert agent.status("default/res-demo")["allocatedResources"] == {"cpu": "300m", "memory": "128Mi"}, "pod's"
 
 
 @pytest.mark.parametrize(("policy", "restarts"), [("NotRequired", 0), ("RestartContainer", 1)])

@@ -178,15 +178,15 @@ def test_profile_selected_at_collection(pytester: pytest.Pytester) -> None:
 
 @pytest.mark.parametrize(("args", "outcome", "gated"), [
     pytest.param((), {"passed": 1, "deselected": 1}, False, id="default-run-leaves-it-out"),
-    pytest.param(("-m", "resize_gates"), {"passed": 1, "deselected": 1}, True, id="marker-selects-it"),
-    pytest.param(("-m", "not resize_gates"), {"passed": 1, "deselected": 1}, False, id="marker-excludes-it"),
+    pytest.param(("-m", "resize_extended"), {"passed": 1, "deselected": 1}, True, id="marker-selects-it"),
+    pytest.param(("-m", "not resize_extended"), {"passed": 1, "deselected": 1}, False, id="marker-excludes-it"),
     pytest.param(("suites/test_example.py",), {"passed": 2}, True, id="module-named"),
     pytest.param(("suites/test_example.py::test_gated",), {"passed": 1}, True, id="node-id-named"),
     pytest.param(("suites",), {"passed": 1, "deselected": 1}, False, id="directory-named"),
 ])
 def test_opt_in_checks_run_only_when_asked_for(pytester: pytest.Pytester, args: tuple[str, ...],
                                                 outcome: dict[str, int], gated: bool) -> None:
-    _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.resize_gates\ndef test_gated():\n    print('GATED')\n\n"
+    _suite(pytester, "@pytest.mark.kep5359\n@pytest.mark.resize_extended\ndef test_gated():\n    print('GATED')\n\n"
                      "@pytest.mark.kep5359\ndef test_plain():\n    pass\n")
     result = pytester.runpytest("-p", "nodeconf.fixtures.markers", "-s", *args)
     result.assert_outcomes(**outcome)

@@ -52,6 +52,7 @@ def pod_status(doc: PodStatusDoc) -> PodStatus:
         events=tuple(Event(e["type"], e["reason"], e["message"]) for e in doc["events"]),
         reason=doc["reason"], message=doc["message"],
         resize=ResizeStatus(doc["resize"]["status"], doc["resize"]["message"]), disrupted_at=doc.get("disruptedAt"),
+        allocated_resources=doc.get("allocatedResources"),
     )
 
 
