@@ -151,6 +151,13 @@ MULTI_CONTAINER_CASES = {
     RESIZE_TEST: f"Pod InPlace Resize Container / {_MULTI}",
     PLR_RESIZE_TEST: f"PLR Pod InPlace Resize / pod-level {_MULTI}",
 }
+# "burstable pods - extended / resize with equivalents", the same It in both files: cpu 2m/10m to 1m/5m.
+EQUIVALENTS = ResizeCase("equivalents", "resize with equivalents [MinimumKubeletVersion:1.34]",
+                         (Ctr("c1", Res(cpu_req="2m", cpu_lim="10m")),), {"c1": Res("1m", "5m")}, {})
+EQUIVALENTS_CASES = {
+    RESIZE_TEST: "Pod InPlace Resize Container / burstable pods - extended",
+    PLR_RESIZE_TEST: "PLR Pod InPlace Resize / burstable pods - extended",
+}
 
 # pod_level_resources_resize.go "PLR pod-level burstable pods" pod-level entries: the container keeps its values,
 # the pod-level resources (offset 30 from the entry's values) move; one pod of one container per policy.

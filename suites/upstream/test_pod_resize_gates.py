@@ -16,7 +16,7 @@ same under all four; those checks run under the newest profile that has both gat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import pytest
@@ -36,6 +36,8 @@ from suites.toolkit.resize import decision
 from suites.upstream.resize_gate_table import ALLOCATED_STATUS, CASES, FILE, GATE_SETTINGS, Gates, ResizeCase
 from suites.upstream.resize_steps import Resizable, resize_step
 from suites.upstream.resize_table import (
+    EQUIVALENTS,
+    EQUIVALENTS_CASES,
     MULTI_CONTAINER,
     MULTI_CONTAINER_CASES,
     PLR_BURSTABLE_POD_LEVEL_CASES,
@@ -148,13 +150,18 @@ def test_resize_under_gates(node: Node, oracle: Oracle, base_config: KubeletConf
     _drive(replace(oracle, version=version), kubelet, deploy, case, RESIZE, f" under {gates.id}")
 
 
-@pytest.mark.parametrize("case", [pytest.param(case, id=case.id, marks=[
-    pytest.mark.upstream_e2e(file=file, case=f"{describe} / {case.name}") for file, describe in
-    MULTI_CONTAINER_CASES.items()]) for case in MULTI_CONTAINER])
-def test_guaranteed_multi_container_resize(oracle: Oracle, kubelet: Kubelet, deploy: Deploy,
-                                           case: ResizeCase) -> None:
-    """pod_resize.go's and pod_level_resources_resize.go's "guaranteed pods with multiple containers": three
-    containers resized in one patch (doPatchAndRollback), on the session's base kubelet config."""
+def _in_both_files(cases: Sequence[ResizeCase], describes: Mapping[str, str]) -> list[object]:
+    return [pytest.param(case, id=case.id, marks=[pytest.mark.upstream_e2e(file=file, case=f"{describe} / {case.name}")
+                                                  for file, describe in describes.items()]) for case in cases]
+
+
+@pytest.mark.parametrize("case", [*_in_both_files(MULTI_CONTAINER, MULTI_CONTAINER_CASES),
+                                  *_in_both_files([EQUIVALENTS], EQUIVALENTS_CASES)])
+def test_common_node_resize(oracle: Oracle, kubelet: Kubelet, deploy: Deploy, case: ResizeCase) -> None:
+    """The Its pod_resize.go and pod_level_resources_resize.go share (pod-level resources left out): "guaranteed
+    pods with multiple containers" (three containers resized in one patch) and "burstable pods - extended / resize
+    with equivalents" (cpu 2m/10m to 1m/5m, at or below the kubelet's minimum shares and quota), on the session's
+    base kubelet config (doPatchAndRollback)."""
     _drive(oracle, kubelet, deploy, case, MULTI_RESIZE, "")
 
 
