@@ -55,6 +55,7 @@ class ResizeCase:
     restarts: Mapping[str, int]  # upstream's expected RestartCount after the resize, per container (0 when absent)
     pod_res: Res | None = None  # pod-level spec.resources as created (pod_level_resources_resize.go)
     pod_patch: Res | None = None  # and as the patch sets them
+    rollback: bool = True  # whether the test rolls the resize back (doRollback)
 
     def resized(self) -> tuple[Ctr, ...]:
         """The containers after the patch: a strategic merge patch sets the keys it names, keeps the others."""

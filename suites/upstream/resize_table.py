@@ -181,3 +181,19 @@ PLR_BURSTABLE_POD_LEVEL_CASES = tuple(
                (Ctr("c1", BURSTABLE_ORIGINAL, _EXPLICIT_POLICIES[policy]),), {}, {},
                _pod_level(BURSTABLE_ORIGINAL), _pod_level(desired))
     for policy in POLICIES for entry, desired in PLR_BURSTABLE_POD_LEVEL.items())
+
+# pod_level_resources_resize.go "burstable pods - pod-level resources": pod-level cpu moved with equivalents, or
+# set where the pod had less (limits added, requests and limits added, beside a container without resources).
+_PLR_POD_LEVEL = "PLR Pod InPlace Resize / burstable pods - pod-level resources"
+_SMALL = (Ctr("c1", Res(cpu_req="2m", cpu_lim="10m")),)
+PLR_POD_LEVEL_ADDED_CASES = (
+    ResizeCase("plr-equivalents", f"{_PLR_POD_LEVEL} / pod-level resize with equivalents", _SMALL, {}, {},
+               Res(cpu_req="4m", cpu_lim="20m"), Res(cpu_req="5m", cpu_lim="25m")),
+    ResizeCase("plr-limits-add", f"{_PLR_POD_LEVEL} / pod-level resize with limits add", _SMALL, {}, {},
+               Res(cpu_req="4m", cpu_lim="10m"), Res(cpu_req="5m", cpu_lim="25m"), rollback=False),
+    ResizeCase("plr-requests-limits-add", f"{_PLR_POD_LEVEL} / pod-level resize with requests and limits add",
+               _SMALL, {}, {}, None, Res(cpu_req="5m", cpu_lim="25m"), rollback=False),
+    ResizeCase("plr-no-container-resources", f"{_PLR_POD_LEVEL} / pod-level resize with no container requests and "
+               "limits", (Ctr("c1", Res()),), {}, {}, Res(cpu_req="4m", mem_req="10m"),
+               Res(cpu_req="5m", mem_req="25m"), rollback=False),
+)
