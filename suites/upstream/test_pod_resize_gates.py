@@ -55,7 +55,7 @@ pytestmark = [
 RESIZE = "upstream test/e2e_node/pod_resize_test.go patchAndVerify (oracle: decide_resize)"
 MULTI_RESIZE = "upstream test/e2e/common/node/pod_resize.go doPatchAndRollback (oracle: decide_resize)"
 PLR_RESIZE = "upstream test/e2e/common/node/pod_level_resources_resize.go doPatchAndRollbackPLR (oracle: decide_resize)"
-RESTART = "upstream pod_resize_test.go expected RestartCount (rollback: the same containers restart again)"
+RESTART = "the upstream test's expected RestartCount (rollback: the same containers restart again)"
 STATUS = f"upstream VerifyPodStatusResources; {STATUS_RESOURCES_RULE}"
 NEWEST_WITH_GATES = "1.35"  # AllocatedStatus: deprecated in 1.33, removed in 1.36 (semantics/profile.py)
 
@@ -75,9 +75,10 @@ def _resources_text(doc: Mapping[str, Mapping[str, str]]) -> str:
 
 def status_rows(name: str, status: PodStatus, pod: Pod, step: str) -> list[ComparedValue]:
     """Each container's status.resources against the test's resources (VerifyPodStatusResources), its
-    status.allocatedResources against their requests, and the pod's status.allocatedResources against the pod-level
-    requests or the containers' sum (pod_level_resources_resize.go VerifyPodLevelStatus), each where the node reports
-    the field (an API server drops a container's with its own InPlacePodVerticalScalingAllocatedStatus off)."""
+    status.allocatedResources against their requests, and, for a pod with pod-level resources, its
+    status.allocatedResources against the pod-level requests (pod_level_resources_resize.go VerifyPodLevelStatus),
+    each where the node reports the field (an API server drops a container's with its own
+    InPlacePodVerticalScalingAllocatedStatus off)."""
     rows = []
     for c in pod.containers:
         got = status.container(c.name)
@@ -139,7 +140,7 @@ def _drive(judge: Oracle, kubelet: Kubelet, deploy: Deploy, case: ResizeCase, ru
         rollback = _body({c.name: c.res for c in case.containers}, case.pod_res if case.pod_patch else None)
         rows += resize_step(judge, running, pod, rollback, case.restarts, rule, RESTART, "after rollback")
         rows += status_rows(name, handle.status(), pod, "after rollback")
-    assert_matches(f"pod {pod.ref} resize {case.id} and rollback{what}", rows)
+    assert_matches(f"pod {pod.ref} resize {case.id}{' and rollback' if case.rollback else ''}{what}", rows)
 
 
 @pytest.mark.parametrize(("case", "gates"), _cases())
