@@ -122,7 +122,7 @@ def _container_case(oracle: Oracle, pod: Resizable, original: Res, desired: Res,
 @mirrors(PLR_RESIZE_TEST, *PLR_GUARANTEED_CASES)
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("entry", list(GUARANTEED))
-def test_guaranteedresize_step(oracle: Oracle, guaranteed: Resizable, entry: str, policy: str) -> None:
+def test_guaranteed_resize(oracle: Oracle, guaranteed: Resizable, entry: str, policy: str) -> None:
     """"guaranteed qos - 1 container with resize policy [policy] resizing [entry]": requests == limits move
     together; Applied at once, restarts per policy, cgroup values of container and pod as the oracle says."""
     _container_case(oracle, guaranteed, GUARANTEED_ORIGINAL, GUARANTEED[entry], policy, entry)
@@ -132,7 +132,7 @@ def test_guaranteedresize_step(oracle: Oracle, guaranteed: Resizable, entry: str
 @mirrors(PLR_RESIZE_TEST, *PLR_BURSTABLE_CASES)
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("entry", list(BURSTABLE))
-def test_burstableresize_step(oracle: Oracle, burstable: Resizable, entry: str, policy: str) -> None:
+def test_burstable_resize(oracle: Oracle, burstable: Resizable, entry: str, policy: str) -> None:
     """"burstable pods - 1 container with all requests & limits set and resize policy [policy] resizing [entry]":
     requests and limits move separately; restarts per policy, cgroup values (Memory QoS included) as the oracle says."""
     _container_case(oracle, burstable, BURSTABLE_ORIGINAL, BURSTABLE[entry], policy, entry)
@@ -140,7 +140,7 @@ def test_burstableresize_step(oracle: Oracle, burstable: Resizable, entry: str, 
 
 @mirrors(PLR_RESIZE_TEST, *POD_LEVEL_CASES)
 @pytest.mark.parametrize("entry", list(POD_LEVEL))
-def test_pod_levelresize_step(oracle: Oracle, pod_level: Resizable, pod_level_only: Resizable, entry: str) -> None:
+def test_pod_level_resize(oracle: Oracle, pod_level: Resizable, pod_level_only: Resizable, entry: str) -> None:
     """"PLR guaranteed qos - 1 container with resize policy resizing [entry]": spec.resources resized and rolled
     back on a pod with one container per policy; containers with values of their own keep running, the others
     restart per policy; pod and container cgroup values as the oracle says."""
