@@ -151,10 +151,20 @@ MULTI_CONTAINER_CASES = {
     RESIZE_TEST: f"Pod InPlace Resize Container / {_MULTI}",
     PLR_RESIZE_TEST: f"PLR Pod InPlace Resize / pod-level {_MULTI}",
 }
-# "burstable pods - extended / resize with equivalents", the same It in both files: cpu 2m/10m to 1m/5m.
-EQUIVALENTS = ResizeCase("equivalents", "resize with equivalents [MinimumKubeletVersion:1.34]",
-                         (Ctr("c1", Res(cpu_req="2m", cpu_lim="10m")),), {"c1": Res("1m", "5m")}, {})
-EQUIVALENTS_CASES = {
+# "burstable pods - extended": the same two Its in both files. Five containers (the It says six) gaining limits or
+# requests, not rolled back; cpu 2m/10m to 1m/5m, rolled back.
+BURSTABLE_EXTENDED = (
+    ResizeCase("gaining-limits-and-requests", "6 containers - various operations performed (including adding limits "
+               "and requests) [MinimumKubeletVersion:1.34]",
+               (Ctr("c1", Res(cpu_req=CPU)), Ctr("c2", Res(mem_req=MEM)), Ctr("c3", Res(cpu_req=CPU, mem_req=MEM)),
+                Ctr("c4", Res(cpu_req=CPU)), Ctr("c5", Res(mem_req=MEM))),
+               {"c1": Res(cpu_req=CPU_UP, cpu_lim=CPU_UP_LIM), "c2": Res(mem_req=MEM_DOWN, mem_lim=MEM_UP_LIM),
+                "c3": Res(cpu_req=CPU, mem_req=MEM_DOWN), "c4": Res(cpu_req=CPU_DOWN, mem_req=MEM),
+                "c5": Res(cpu_req=CPU, mem_req=MEM_UP)}, {}, rollback=False),
+    ResizeCase("equivalents", "resize with equivalents [MinimumKubeletVersion:1.34]",
+               (Ctr("c1", Res(cpu_req="2m", cpu_lim="10m")),), {"c1": Res("1m", "5m")}, {}),
+)
+BURSTABLE_EXTENDED_CASES = {
     RESIZE_TEST: "Pod InPlace Resize Container / burstable pods - extended",
     PLR_RESIZE_TEST: "PLR Pod InPlace Resize / burstable pods - extended",
 }

@@ -36,8 +36,8 @@ from suites.toolkit.resize import decision
 from suites.upstream.resize_gate_table import ALLOCATED_STATUS, CASES, FILE, GATE_SETTINGS, Gates, ResizeCase
 from suites.upstream.resize_steps import Resizable, resize_step
 from suites.upstream.resize_table import (
-    EQUIVALENTS,
-    EQUIVALENTS_CASES,
+    BURSTABLE_EXTENDED,
+    BURSTABLE_EXTENDED_CASES,
     MULTI_CONTAINER,
     MULTI_CONTAINER_CASES,
     PLR_BURSTABLE_POD_LEVEL_CASES,
@@ -159,12 +159,12 @@ def _in_both_files(cases: Sequence[ResizeCase], describes: Mapping[str, str]) ->
 
 
 @pytest.mark.parametrize("case", [*_in_both_files(MULTI_CONTAINER, MULTI_CONTAINER_CASES),
-                                  *_in_both_files([EQUIVALENTS], EQUIVALENTS_CASES)])
+                                  *_in_both_files(BURSTABLE_EXTENDED, BURSTABLE_EXTENDED_CASES)])
 def test_common_node_resize(oracle: Oracle, kubelet: Kubelet, deploy: Deploy, case: ResizeCase) -> None:
     """The Its pod_resize.go and pod_level_resources_resize.go share (pod-level resources left out): "guaranteed
-    pods with multiple containers" (three containers resized in one patch) and "burstable pods - extended / resize
-    with equivalents" (cpu 2m/10m to 1m/5m, at or below the kubelet's minimum shares and quota), on the session's
-    base kubelet config (doPatchAndRollback)."""
+    pods with multiple containers" (three containers resized in one patch) and "burstable pods - extended"
+    (containers gaining limits or requests; cpu 2m/10m to 1m/5m, at or below the kubelet's minimum shares and quota),
+    on the session's base kubelet config (doPatchAndRollback)."""
     _drive(oracle, kubelet, deploy, case, MULTI_RESIZE, "")
 
 
