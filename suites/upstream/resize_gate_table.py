@@ -41,6 +41,7 @@ class Ctr:
     name: str
     res: Res
     policy: Mapping[str, str] = field(default_factory=dict)
+    sidecar: bool = False  # a restartable init container (restartPolicy Always)
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,9 @@ class ResizeCase:
         entry; pod-level resources where the test sets them)."""
         containers = self.resized() if resized else self.containers
         pod_res = (self.pod_patch or self.pod_res) if resized else self.pod_res
-        return make_pod(name, [container(c.name, c.res, c.policy) for c in containers], pod_res)
+        return make_pod(name, [container(c.name, c.res, c.policy) for c in containers if not c.sidecar], pod_res,
+                        [{**container(c.name, c.res, c.policy), "restartPolicy": "Always"}
+                         for c in containers if c.sidecar])
 
 
 @dataclass(frozen=True)

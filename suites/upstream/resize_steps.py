@@ -41,7 +41,7 @@ class Resizable:
     @classmethod
     def running(cls, handle: PodHandle, deployed: PodExpectation, pod: Pod, kubelet: Kubelet) -> Resizable:
         """A pod just deployed: every container started with its spec."""
-        return cls(handle, deployed, pod, pod, kubelet, {c.name: pod for c in pod.containers})
+        return cls(handle, deployed, pod, pod, kubelet, {c.name: pod for c in pod.all_containers})
 
 
 def _restart_counts(pod: Resizable) -> dict[str, int]:

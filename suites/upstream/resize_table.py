@@ -207,3 +207,35 @@ PLR_POD_LEVEL_ADDED_CASES = (
                "limits", (Ctr("c1", Res()),), {}, {}, Res(cpu_req="4m", mem_req="10m"),
                Res(cpu_req="5m", mem_req="25m"), rollback=False),
 )
+
+# pod_level_resources_resize.go "PLR guaranteed qos" pod-level entries under the "+ resize initContainers" policies:
+# c1 and its sidecar c1-init (makeGuaranteedContainers with an init container) hold originalCPU / originalMem, or
+# nothing for the "only pod-level" entries; the pod-level values (offset 30) move; a container without values of its
+# own restarts per its policy when the pod-level value of that resource changes (expectRestart).
+# entry → (container cpu and memory kept, desired pod-level cpu and memory before the offset)
+PLR_SIDECAR_POD_LEVEL: Mapping[str, tuple[bool, str, str]] = {
+    "pod-level cpu": (True, CPU_UP, MEM),
+    "pod-level mem": (True, CPU, _plus(MEM_UP, 10)),
+    "only pod-level cpu": (False, CPU_UP, MEM),
+    "only pod-level mem": (False, CPU, MEM_UP),
+    "pod-level cpu & mem in the same direction": (True, CPU_UP, MEM_UP),
+    "pod-level cpu & mem in opposite directions": (True, CPU_UP, MEM_DOWN),
+}
+_WITH_SIDECAR = {"no-restart": ("no restart + resize initContainers", NO_RESTART),
+                 "cpu-mem-restart": ("cpu & mem restart + resize initContainers", BOTH_RESTART)}
+
+
+def _sidecar_case(policy: str, entry: str) -> ResizeCase:
+    own, pod_cpu, pod_mem = PLR_SIDECAR_POD_LEVEL[entry]
+    text, resize_policy = _WITH_SIDECAR[policy]
+    res = g(CPU, MEM) if own else Res()
+    restart = int(not own and resize_policy is BOTH_RESTART and (pod_cpu != CPU or pod_mem != MEM))
+    return ResizeCase(
+        f"plr-sidecar-{entry.replace(' & ', '-').replace(' ', '-')}-{policy}",
+        f"PLR Pod InPlace Resize / PLR guaranteed qos - 1 container with resize policy / {text} / resizing / {entry}",
+        (Ctr("c1", res, resize_policy), Ctr("c1-init", res, resize_policy, sidecar=True)), {},
+        {"c1": restart, "c1-init": restart} if restart else {},
+        g(_plus(CPU, 30), _plus(MEM, 30)), g(_plus(pod_cpu, 30), _plus(pod_mem, 30)))
+
+
+PLR_SIDECAR_POD_LEVEL_CASES = tuple(_sidecar_case(p, e) for p in _WITH_SIDECAR for e in PLR_SIDECAR_POD_LEVEL)

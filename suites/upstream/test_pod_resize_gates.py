@@ -43,6 +43,7 @@ from suites.upstream.resize_table import (
     PLR_BURSTABLE_POD_LEVEL_CASES,
     PLR_POD_LEVEL_ADDED_CASES,
     PLR_RESIZE_TEST,
+    PLR_SIDECAR_POD_LEVEL_CASES,
 )
 from suites.upstream.shared import Res
 
@@ -80,7 +81,7 @@ def status_rows(name: str, status: PodStatus, pod: Pod, step: str) -> list[Compa
     each where the node reports the field (an API server drops a container's with its own
     InPlacePodVerticalScalingAllocatedStatus off)."""
     rows = []
-    for c in pod.containers:
+    for c in pod.all_containers:
         got = status.container(c.name)
         want = _resources_doc(c.resources.requests, c.resources.limits)
         rows.append(compare_value(name, c.name, "(status)", f"status.resources {step}",
@@ -101,10 +102,15 @@ def _resources_doc(requests: Mapping[str, Quantity], limits: Mapping[str, Quanti
     return {k: {n: str(q) for n, q in v.items()} for k, v in (("requests", requests), ("limits", limits)) if v}
 
 
-def _body(resources: Mapping[str, Res], pod_res: Res | None = None) -> dict[str, object]:
-    """A resize patch setting these requests and limits per container and at pod level (the test's patch; its
-    rollback, ResizeContainerPatch / MakeResizePatch, names the original values)."""
-    spec: dict[str, object] = {"containers": [{"name": n, "resources": r.doc()} for n, r in resources.items()]}
+def _body(case: ResizeCase, resources: Mapping[str, Res], pod_res: Res | None = None) -> dict[str, object]:
+    """A resize patch setting these requests and limits per container (a sidecar's under initContainers) and at pod
+    level (the test's patch; its rollback, ResizeContainerPatch / MakeResizePatch, names the original values)."""
+    sidecars = {c.name for c in case.containers if c.sidecar}
+    spec: dict[str, object] = {}
+    for key, names in (("containers", [n for n in resources if n not in sidecars]),
+                       ("initContainers", [n for n in resources if n in sidecars])):
+        if names:
+            spec[key] = [{"name": n, "resources": resources[n].doc()} for n in names]
     if pod_res is not None:
         spec["resources"] = pod_res.doc()
     return {"spec": spec}
@@ -133,11 +139,11 @@ def _drive(judge: Oracle, kubelet: Kubelet, deploy: Deploy, case: ResizeCase, ru
     check_pod(handle, deployed.expected(name))
     assert_matches(f"pod {pod.ref} as created", status_rows(name, handle.status(), pod, "as created"))
     running = Resizable.running(handle, deployed.expected(name), pod, kubelet)
-    rows = resize_step(judge, running, resized, _body(case.patch, case.pod_patch), case.restarts, rule, RESTART,
+    rows = resize_step(judge, running, resized, _body(case, case.patch, case.pod_patch), case.restarts, rule, RESTART,
                        "after resize")
     rows += status_rows(name, handle.status(), resized, "after resize")
     if case.rollback:
-        rollback = _body({c.name: c.res for c in case.containers}, case.pod_res if case.pod_patch else None)
+        rollback = _body(case, {c.name: c.res for c in case.containers}, case.pod_res if case.pod_patch else None)
         rows += resize_step(judge, running, pod, rollback, case.restarts, rule, RESTART, "after rollback")
         rows += status_rows(name, handle.status(), pod, "after rollback")
     assert_matches(f"pod {pod.ref} resize {case.id}{' and rollback' if case.rollback else ''}{what}", rows)
@@ -174,4 +180,13 @@ def test_burstable_pod_level_resize(oracle: Oracle, kubelet: Kubelet, deploy: De
     """pod_level_resources_resize.go's "PLR pod-level burstable pods" pod-level entries and "burstable pods -
     pod-level resources": Burstable containers keep their values while the pod-level resources move or are added
     (doPatchAndRollbackPLR, rolled back where upstream does), no restart."""
+    _drive(oracle, kubelet, deploy, case, PLR_RESIZE, "")
+
+
+@pytest.mark.parametrize("case", [pytest.param(case, id=case.id, marks=pytest.mark.upstream_e2e(
+    file=PLR_RESIZE_TEST, case=case.name)) for case in PLR_SIDECAR_POD_LEVEL_CASES])
+def test_pod_level_resize_with_sidecar(oracle: Oracle, kubelet: Kubelet, deploy: Deploy, case: ResizeCase) -> None:
+    """pod_level_resources_resize.go's "PLR guaranteed qos" pod-level entries under the "+ resize initContainers"
+    policies: a container and its sidecar under pod-level resources that move; the two restart, per their policy,
+    where they have no value of their own for the resource that moved (doPatchAndRollbackPLR)."""
     _drive(oracle, kubelet, deploy, case, PLR_RESIZE, "")
