@@ -27,7 +27,7 @@ PROFILE_VERSION = re.compile(r"\d+\.\d+")  # what --profile and a matrix entry a
 # InPlacePodVerticalScalingAllocatedStatus: alpha in 1.32, deprecated and off from 1.33, "remove in 1.36"
 # (pkg/features/kube_features.go); upstream's newer node resize e2e ("Pod InPlace Resize Container Basic Cases")
 # no longer sets it, so it exists through 1.35 here. It changes nothing the kubelet does: the kubelet reports a
-# container's allocatedResources whatever its value (semantics/resize.py status_allocated).
+# container's allocatedResources whatever its value (semantics/resize.py allocated_resources).
 _GATE_DEFAULTS: Mapping[str, Mapping[str, bool]] = {
     "1.34": {"MemoryQoS": False, "PodLevelResources": True, "InPlacePodVerticalScalingAllocatedStatus": False},
     "1.35": {"MemoryQoS": False, "PodLevelResources": True, "InPlacePodVerticalScalingAllocatedStatus": False},
