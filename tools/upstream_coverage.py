@@ -81,6 +81,13 @@ class _Items:
     def __init__(self) -> None:
         self.items: list[pytest.Item] = []
 
+    def pytest_configure(self, config: pytest.Config) -> None:
+        """Select every check, the opt-in ones (markers.OPT_IN_MARKERS) included."""
+        from nodeconf.fixtures.markers import OPT_IN_MARKERS  # loaded as pytest's plugin by then
+
+        names = " or ".join(OPT_IN_MARKERS)
+        config.option.markexpr = f"{names} or not ({names})"
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         self.items = list(items)
@@ -113,11 +120,12 @@ def mirrors_of(items: Iterable[pytest.Item]) -> dict[tuple[str, str], list[str]]
 
 
 def collect_items(suites: Path = ROOT / "suites") -> list[pytest.Item]:
-    """The suites' checks as pytest collects them (nothing runs, no node is opened)."""
+    """The suites' checks as pytest collects them, opt-in ones included (nothing runs, no node is opened)."""
     plugin = _Items()
     output = io.StringIO()
+    argv = ["--collect-only", "-q", "-p", "no:cacheprovider", str(suites)]
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", str(suites)], plugins=[plugin])
+        code = pytest.main(argv, plugins=[plugin])
     if code != pytest.ExitCode.OK:
         raise RuntimeError(f"collecting {suites} failed ({code}):\n{output.getvalue()}")
     return plugin.items

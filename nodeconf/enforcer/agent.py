@@ -38,6 +38,7 @@ from nodeconf.manifest import Pod
 from nodeconf.manifest_reader import object_from_dict
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.psi import psi_metrics
+from nodeconf.semantics.resize import pod_allocated_resources
 
 
 class Agent:
@@ -155,8 +156,11 @@ class Agent:
             return {"admitted": True, "errors": [], "status": record.to_dict()}
 
     def status(self, ref: str) -> dict[str, Any]:
+        """The pod's record with its status.allocatedResources as the kubelet reports them."""
         with self.lock:
-            return self.pods.record(ref).to_dict()
+            record = self.pods.record(ref)
+            allocated = pod_allocated_resources(record.pod, self.oracle.profile())
+            return {**record.to_dict(), "allocatedResources": allocated}
 
     def pods_status(self) -> dict[str, Any]:
         with self.lock:

@@ -10,6 +10,7 @@ from nodeconf.enforcer.oci_runtime import RuntimeProcess
 from nodeconf.manifest import Pod
 from nodeconf.manifest_reader import object_from_dict
 from nodeconf.manifest_writer import pod_to_dict
+from nodeconf.semantics.resize import allocated_resources, status_resources
 
 # Container kinds in start order: the sandbox, init containers one by one, sidecars, then regular ones.
 PAUSE, INIT, SIDECAR, REGULAR = "pause", "init", "sidecar", "regular"
@@ -90,12 +91,23 @@ class PodRecord:
     def to_dict(self) -> dict[str, Any]:
         return {
             "pod": pod_to_dict(self.pod), "qosClass": self.qos_class, "cgroup": self.cgroup,
-            "containers": [c.to_dict() for c in self.containers], "phase": self.phase,
+            "containers": [self._status_of(c) for c in self.containers], "phase": self.phase,
             "reason": self.reason, "message": self.message, "events": list(self.events),
             "resize": {"status": self.resize_status, "message": self.resize_message,
                        "desired": pod_to_dict(self.desired) if self.desired is not None else None},
             "disruptedAt": self.disrupted_at,
         }
+
+    def _status_of(self, c: ContainerRecord) -> dict[str, Any]:
+        """A container's document with, for a container of the spec, the resources it runs with and the ones
+        allocated to it, as the kubelet reports them (semantics.resize.STATUS_RESOURCES_RULE); the enforcer
+        actuates an allocation as it accepts it, so both come from the pod's current spec."""
+        doc = c.to_dict()
+        spec = next((s for s in self.pod.all_containers if s.name == c.name), None) if c.kind != PAUSE else None
+        if spec is not None:
+            doc["resources"] = status_resources(spec)
+            doc["allocatedResources"] = allocated_resources(spec)
+        return doc
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> PodRecord:

@@ -152,6 +152,8 @@ class ContainerStatusDoc(TypedDict):
     restartCount: int
     lastState: LastStateDoc
     pid: int | None
+    resources: NotRequired[dict[str, dict[str, str]]]  # a spec container's status.resources (not the pause one's)
+    allocatedResources: NotRequired[dict[str, str]]  # and its status.allocatedResources
 
 
 class ResizeDoc(TypedDict):
@@ -172,6 +174,7 @@ class PodStatusDoc(TypedDict):
     events: list[EventDoc]
     resize: ResizeDoc
     disruptedAt: NotRequired[float | None]  # absent in a state file written before it existed
+    allocatedResources: NotRequired[dict[str, str]]  # the pod's status.allocatedResources (`status` answers only)
 
 
 class ProcessesDoc(TypedDict):

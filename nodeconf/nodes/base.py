@@ -84,6 +84,10 @@ class ContainerState:
     restart_count: int = 0
     last_terminated: Terminated | None = None
     pid: int | None = None
+    # status.resources (requests and limits the container runs with) and status.allocatedResources, as the node
+    # reports them; None when it reports none.
+    resources: Mapping[str, Mapping[str, str]] | None = None
+    allocated_resources: Mapping[str, str] | None = None
 
     @property
     def running(self) -> bool:
@@ -110,6 +114,8 @@ class PodStatus:
     # When the node disrupted the pod (evicted it), seconds since the epoch: the kubelet's DisruptionTarget
     # condition lastTransitionTime (KEP-3329); None while the pod was not disrupted.
     disrupted_at: float | None = None
+    # The pod's status.allocatedResources (cpu and memory), None when the node reports none.
+    allocated_resources: Mapping[str, str] | None = None
 
     def container(self, name: str) -> ContainerState:
         try:

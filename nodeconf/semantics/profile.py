@@ -24,9 +24,13 @@ PROFILE_VERSION = re.compile(r"\d+\.\d+")  # what --profile and a matrix entry a
 # NodeSwap is GA since 1.34 and has no gate here.
 # PodLevelResources: beta and on since 1.34 (requests/limits article); PodLevelResourcesFixKubeletQOSClass
 # exists from 1.36 and is on from 1.37 (kubernetes#137150).
+# InPlacePodVerticalScalingAllocatedStatus: alpha in 1.32, deprecated and off from 1.33, "remove in 1.36"
+# (pkg/features/kube_features.go); upstream's newer node resize e2e ("Pod InPlace Resize Container Basic Cases")
+# no longer sets it, so it exists through 1.35 here. It changes nothing the kubelet does: the kubelet reports a
+# container's allocatedResources whatever its value (semantics/resize.py allocated_resources).
 _GATE_DEFAULTS: Mapping[str, Mapping[str, bool]] = {
-    "1.34": {"MemoryQoS": False, "PodLevelResources": True},
-    "1.35": {"MemoryQoS": False, "PodLevelResources": True},
+    "1.34": {"MemoryQoS": False, "PodLevelResources": True, "InPlacePodVerticalScalingAllocatedStatus": False},
+    "1.35": {"MemoryQoS": False, "PodLevelResources": True, "InPlacePodVerticalScalingAllocatedStatus": False},
     "1.36": {"MemoryQoS": False, "PodLevelResources": True, "PodLevelResourcesFixKubeletQOSClass": False},
     "1.37": {"MemoryQoS": True, "PodLevelResources": True, "PodLevelResourcesFixKubeletQOSClass": True},
     "1.38": {
@@ -40,7 +44,15 @@ _GATE_DEFAULTS: Mapping[str, Mapping[str, bool]] = {
 # Gates every profile knows, with their default. CustomCPUCFSQuotaPeriod: alpha and off; kubelet validation refuses
 # a non-default cpuCFSQuotaPeriod without it (pkg/kubelet/apis/config/validation). KubeletPSI: alpha in 1.33, beta
 # and on from 1.34 (pkg/features/kube_features.go), so on in every supported profile.
-_EVERY_VERSION: Mapping[str, bool] = {"CustomCPUCFSQuotaPeriod": False, "KubeletPSI": True}
+# InPlacePodVerticalScalingExclusiveCPUs: alpha and off since 1.32 (kube_features.go; upstream's newest node resize
+# e2e still switches it). The kubelet reads it only where the CPU manager's policy is static (allocation manager
+# canResizePod: "Resize is infeasible for Guaranteed Pods alongside CPU Manager static policy" unless the gate is on;
+# cpumanager policy_static.go), a policy nodeconf does not model, so it changes nothing the oracle decides.
+_EVERY_VERSION: Mapping[str, bool] = {
+    "CustomCPUCFSQuotaPeriod": False,
+    "KubeletPSI": True,
+    "InPlacePodVerticalScalingExclusiveCPUs": False,
+}
 
 # memoryThrottlingFactor when the kubelet config leaves it out: 0.9 through 1.36 (v1beta1
 # DefaultMemoryThrottlingFactor; Memory QoS v1.36 post), null from 1.37 = no memory.high (v1.37 Memory QoS blog).

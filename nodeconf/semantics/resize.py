@@ -10,6 +10,7 @@ from fractions import Fraction
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, Pod
 from nodeconf.node_facts import NodeFacts
+from nodeconf.quantity import Quantity
 from nodeconf.semantics import cpu, memory, memory_qos, swap
 from nodeconf.semantics.allocatable import allocatable_cpu_milli, allocatable_memory
 from nodeconf.semantics.expectation import Expected
@@ -209,3 +210,36 @@ def decide_resize(current: Pod, desired: Pod, usage: Mapping[str, ContainerUsage
     if waiting is not None:
         return ResizeDecision(ResizeStatus.IN_PROGRESS, waiting)
     return ResizeDecision(ResizeStatus.APPLIED, "", _files(desired, node, config, profile))
+
+
+# kubelet pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses (read at kubernetes@001a80e975): with
+# InPlacePodVerticalScaling (beta and on in 1.34, GA and locked on from 1.35) a container's status.allocatedResources
+# is its allocated spec's requests, and its status.resources start from the allocated requests and limits, the cpu
+# and memory values replaced by those the runtime reports it runs with, equal to them once the allocation is
+# actuated. Neither reads InPlacePodVerticalScalingAllocatedStatus: the kubelet reports the field whatever that gate
+# says (the gate's documentation: "Enables the allocatedResources field in the container status").
+STATUS_RESOURCES_RULE = "kubelet kubelet_pods.go convertToAPIContainerStatuses (status.resources, allocatedResources)"
+
+
+def status_resources(container: Container) -> dict[str, dict[str, str]]:
+    """A container's status.resources once its allocation is actuated: its requests and limits, as allocated."""
+    own = container.resources
+    return {k: {name: str(q) for name, q in v.items()}
+            for k, v in (("requests", own.requests), ("limits", own.limits)) if v}
+
+
+def allocated_resources(container: Container) -> dict[str, str]:
+    """A container's status.allocatedResources: the requests of its allocated spec."""
+    return {name: str(q) for name, q in container.resources.requests.items()}
+
+
+# kubelet_pods.go convertStatusToAPIStatus (same commit): with InPlacePodLevelResourcesVerticalScaling the pod's
+# status.allocatedResources is resourcehelper.PodRequests of the allocated pod: the pod-level requests where set,
+# else the containers' aggregate (pod_resources.pod_requests).
+POD_ALLOCATED_RULE = "kubelet kubelet_pods.go convertStatusToAPIStatus (pod status.allocatedResources = PodRequests)"
+
+
+def pod_allocated_resources(pod: Pod, profile: Profile) -> dict[str, str]:
+    """The pod's status.allocatedResources (cpu and memory) for its allocated spec."""
+    requests = pod_requests(pod, profile)
+    return {name: str(Quantity.of(requests[name])) for name in (CPU, MEMORY) if name in requests}

@@ -59,9 +59,12 @@ def container(name: str, res: Res | None = None, policy: Mapping[str, str] | Non
     return out
 
 
-def make_pod(name: str, containers: Sequence[dict[str, Any]], pod_res: Res | None = None) -> Pod:
-    """A pod of these containers, with pod-level `spec.resources` when given (KEP-2837)."""
+def make_pod(name: str, containers: Sequence[dict[str, Any]], pod_res: Res | None = None,
+             init_containers: Sequence[dict[str, Any]] = ()) -> Pod:
+    """A pod of these containers (and init containers), with pod-level `spec.resources` when given (KEP-2837)."""
     spec: dict[str, Any] = {"containers": list(containers)}
+    if init_containers:
+        spec["initContainers"] = list(init_containers)
     if pod_res is not None:
         spec["resources"] = pod_res.doc()
     obj = object_from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec},

@@ -4,29 +4,25 @@ resizePolicy, container and pod level; the status, the restart counts and the fi
 Source: upstream test/e2e/common/node/pod_resize.go ("guaranteed qos - 1 container with resize policy",
 "burstable pods - 1 container with all requests & limits set and resize policy": each "resizing" entry under each
 policy entry, then doPatchAndRollback) and test/e2e/common/node/pod_level_resources_resize.go ("PLR guaranteed qos"
-pod-level entries). The status and every cgroup value come from the oracle (decide_resize, expect); the restart
-counts are the upstream tests' own expectRestart rule.
+pod-level entries; its container-level entries leave the pod-level resources out, so they are pod_resize.go's). The
+status and every cgroup value come from the oracle (decide_resize, expect); the restart counts are the upstream
+tests' own expectRestart rule.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
 
 import pytest
 
 from nodeconf.fixtures.markers import mirrors
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
-from nodeconf.manifest_writer import pod_to_dict
-from nodeconf.nodes.base import Node, PodHandle
-from nodeconf.semantics.expectation import Expected, PodExpectation
-from nodeconf.semantics.oom import oom_score_adj_after_resize
-from suites.toolkit.checks import check_pod, settled_evidence, wait_until
-from suites.toolkit.compare import ComparedValue, assert_matches, compare_pod, compare_value
-from suites.toolkit.kubelet import Applied, Kubelet, Oracle
-from suites.toolkit.resize import decision, status_rows
+from nodeconf.nodes.base import Node
+from suites.toolkit.checks import check_pod
+from suites.toolkit.compare import assert_matches
+from suites.toolkit.kubelet import Applied, Oracle
+from suites.upstream.resize_steps import Resizable, resize_step, restore
 from suites.upstream.resize_table import (
     BURSTABLE,
     BURSTABLE_CASES,
@@ -34,6 +30,8 @@ from suites.upstream.resize_table import (
     GUARANTEED,
     GUARANTEED_CASES,
     GUARANTEED_ORIGINAL,
+    PLR_BURSTABLE_CASES,
+    PLR_GUARANTEED_CASES,
     PLR_ORIGINAL,
     PLR_RESIZE_TEST,
     PLR_WITH_CONTAINERS,
@@ -54,21 +52,6 @@ PLR_RESIZE = "upstream test/e2e/common/node/pod_level_resources_resize.go doPatc
 RESTART = "upstream pod_resize.go expectRestart: RestartContainer and that resource's requests or limits changed"
 PLR_RESTART = ("upstream pod_level_resources_resize.go expectRestart: a pod-level change restarts, per its policy, "
                "a container without values of its own")
-RESTART_WAIT = 15.0
-
-
-@dataclass
-class Resizable:
-    """A module's running pod, the oracle's expectation for its first deployment, the spec the node last applied
-    (restored before a check if one left it), and per container the spec it last started with (None once a restore
-    after a failed check left that unknown)."""
-
-    handle: PodHandle
-    deployed: PodExpectation
-    original: Pod
-    current: Pod
-    kubelet: Kubelet
-    started: dict[str, Pod | None] = field(default_factory=dict)
 
 
 def table_pod(name: str, own: Mapping[str, Res | None], pod_res: Res | None = None) -> Pod:
@@ -81,7 +64,7 @@ def _module_pod(node: Node, oracle: Oracle, base: KubeletConfig, applied: Applie
     with shared_deployment(node, oracle, kubelet, [pod]) as deployed:
         handle = deployed.handle(pod.name)
         handle.wait_running()  # its first deployment is judged by test_table_pod_deployed, a check of its own
-        yield Resizable(handle, deployed.expected(pod.name), pod, pod, kubelet, dict.fromkeys(POLICIES, pod))
+        yield Resizable.running(handle, deployed.expected(pod.name), pod, kubelet)
 
 
 @pytest.fixture(scope="module")
@@ -119,73 +102,6 @@ def test_table_pod_deployed(request: pytest.FixtureRequest, table: str) -> None:
     check_pod(pod.handle, pod.deployed)
 
 
-def _restart_counts(handle: PodHandle) -> dict[str, int]:
-    status = handle.status()
-    return {name: status.container(name).restart_count for name in POLICIES}
-
-
-def _oom_after_resize(oracle: Oracle, pod: Resizable, resized: PodExpectation,
-                      restarted: Mapping[str, bool]) -> PodExpectation:
-    """The resized pod's expectation with each container's oom_score_adj as the oracle gives it after an in-place
-    resize (the value it started with unless it restarted); the started spec recorded for the restarted ones."""
-    containers = []
-    for want in resized.containers:
-        started = pod.started.get(want.name)
-        if started is not None:
-            at_start = oracle.expect([started], pod.kubelet.config).pods[0].container(want.name).oom_score_adj
-            want = replace(want, oom_score_adj=oom_score_adj_after_resize(at_start, want.oom_score_adj,
-                                                                          restarted[want.name]))
-        containers.append(want)
-    for name, again in restarted.items():
-        if again:
-            pod.started[name] = resized.pod
-    return replace(resized, containers=tuple(containers))
-
-
-def _resize(oracle: Oracle, pod: Resizable, desired: Pod, body: dict[str, object], restarts: Mapping[str, int],
-            rule: str, restart_rule: str, step: str) -> list[ComparedValue]:
-    """One resize: the node's answer against the oracle's, each container's restart count against the upstream
-    rule (after waiting for the restarts it predicts), then every cgroup value against the oracle's pod."""
-    handle, name = pod.handle, pod.original.name
-    before = _restart_counts(handle)
-    status, message = decision(oracle, pod.kubelet, pod.current, desired)
-    got = handle.resize(body)
-    if got.status == "Applied":
-        pod.current = desired
-    wanted = {c: before[c] + restarts.get(c, 0) for c in POLICIES}
-
-    def restarted() -> bool:
-        counts = _restart_counts(handle)
-        return all(counts[c] >= wanted[c] for c in POLICIES)
-
-    if any(restarts.values()):
-        with contextlib.suppress(AssertionError):  # the counts below name a container that did not restart
-            wait_until(f"pod {name} {step}: restarts", restarted, RESTART_WAIT)
-    evidence = settled_evidence(handle)
-    again = {c: status == "Applied" and restarts.get(c, 0) > 0 for c in POLICIES}  # the oracle's answer
-    expected = _oom_after_resize(oracle, pod, oracle.expect([desired], pod.kubelet.config).pods[0], again)
-    rows = [*status_rows(name, got, status, message, f"{rule} ({step})")]
-    rows += [compare_value(name, c, evidence.container(c).cgroup.path, f"restart count {step}",
-                           Expected(str(wanted[c]), restart_rule), str(evidence.status.container(c).restart_count))
-             for c in POLICIES]
-    unknown = {name for name, started in pod.started.items() if started is None}  # after a failed check only
-    return rows + [row for row in compare_pod(expected, evidence)
-                   if not (row.file == "oom_score_adj" and row.container in unknown)]
-
-
-def _restore(pod: Resizable) -> None:
-    """Put back the original resources (every container's and the pod's) when an earlier check left them."""
-    if pod.current != pod.original:
-        spec = pod_to_dict(pod.original)["spec"]
-        body = {"containers": [{"name": c["name"], "resources": c.get("resources", {})} for c in spec["containers"]]}
-        if "resources" in spec:
-            body["resources"] = spec["resources"]
-        pod.handle.resize({"spec": body})
-        pod.current = pod.original
-        pod.started = dict.fromkeys(POLICIES)  # which containers this restore restarts is not tracked
-        wait_until(f"pod {pod.original.name} restored", lambda: pod.handle.status().resize.status in ("", "Applied"))
-
-
 def _container_body(name: str, res: Res) -> dict[str, object]:
     return {"spec": {"containers": [{"name": name, "resources": res.doc()}]}}
 
@@ -194,15 +110,16 @@ def _container_case(oracle: Oracle, pod: Resizable, original: Res, desired: Res,
     """Resize one container of the table pod and roll it back, as doPatchAndRollback does."""
     own = {p: original for p in POLICIES}
     resized = table_pod(pod.original.name, {**own, policy: desired}, None)
-    _restore(pod)
-    rows = _resize(oracle, pod, resized, _container_body(policy, desired),
+    restore(pod)
+    rows = resize_step(oracle, pod, resized, _container_body(policy, desired),
                    {policy: expect_restart(policy, original, desired)}, RESIZE, RESTART, "after resize")
-    rows += _resize(oracle, pod, pod.original, _container_body(policy, original),
+    rows += resize_step(oracle, pod, pod.original, _container_body(policy, original),
                     {policy: expect_restart(policy, desired, original)}, RESIZE, RESTART, "after rollback")
     assert_matches(f"pod {pod.original.ref} container {policy} resize {entry} and rollback", rows)
 
 
 @mirrors(RESIZE_TEST, *GUARANTEED_CASES)
+@mirrors(PLR_RESIZE_TEST, *PLR_GUARANTEED_CASES)
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("entry", list(GUARANTEED))
 def test_guaranteed_resize(oracle: Oracle, guaranteed: Resizable, entry: str, policy: str) -> None:
@@ -212,6 +129,7 @@ def test_guaranteed_resize(oracle: Oracle, guaranteed: Resizable, entry: str, po
 
 
 @mirrors(RESIZE_TEST, *BURSTABLE_CASES)
+@mirrors(PLR_RESIZE_TEST, *PLR_BURSTABLE_CASES)
 @pytest.mark.parametrize("policy", list(POLICIES))
 @pytest.mark.parametrize("entry", list(BURSTABLE))
 def test_burstable_resize(oracle: Oracle, burstable: Resizable, entry: str, policy: str) -> None:
@@ -234,11 +152,11 @@ def test_pod_level_resize(oracle: Oracle, pod_level: Resizable, pod_level_only: 
     def body(res: Res) -> dict[str, object]:
         return {"spec": {"resources": res.doc()}}
 
-    _restore(pod)
-    rows = _resize(oracle, pod, resized, body(desired),
+    restore(pod)
+    rows = resize_step(oracle, pod, resized, body(desired),
                    {p: expect_pod_level_restart(p, own, PLR_ORIGINAL, desired) for p in POLICIES},
                    PLR_RESIZE, PLR_RESTART, "after resize")
-    rows += _resize(oracle, pod, pod.original, body(PLR_ORIGINAL),
+    rows += resize_step(oracle, pod, pod.original, body(PLR_ORIGINAL),
                     {p: expect_pod_level_restart(p, own, desired, PLR_ORIGINAL) for p in POLICIES},
                     PLR_RESIZE, PLR_RESTART, "after rollback")
     assert_matches(f"pod {pod.original.ref} pod-level resize {entry} and rollback", rows)

@@ -35,6 +35,7 @@ from suites.toolkit.resize import decision, status_rows
 from suites.upstream.resize_table import (
     GUARANTEED,
     GUARANTEED_ORIGINAL,
+    PLR_RESIZE_TEST,
     RESIZE_TEST,
     UPSTREAM_GUARANTEED,
     expect_restart,
@@ -50,6 +51,10 @@ NAME = "resize-sidecar"
 UPSTREAM = {"no-restart": "no restart + resize initContainers",
             "cpu-mem-restart": "cpu & mem restart + resize initContainers"}
 RESTART_WAIT = 15.0
+# The tables whose "+ resize initContainers" container-level entries this pod mirrors: pod_level_resources_resize.go's
+# leave the pod-level resources out for them (desiredPodCPU ""), so they are pod_resize.go's.
+TABLES = {RESIZE_TEST: "Pod InPlace Resize Container / guaranteed qos - 1 container with resize policy",
+          PLR_RESIZE_TEST: "PLR Pod InPlace Resize / PLR guaranteed qos - 1 container with resize policy"}
 
 
 def regular(policy: str) -> str:
@@ -125,9 +130,9 @@ def _resize(oracle: Oracle, pod: Running, policy: str, before: Res, after: Res, 
 
 
 @pytest.mark.parametrize(("policy", "entry"), [
-    pytest.param(p, e, id=f"{p}-{e}", marks=pytest.mark.upstream_e2e(
-        file=RESIZE_TEST, case=f"Pod InPlace Resize Container / guaranteed qos - 1 container with resize policy / "
-                               f"{UPSTREAM[p]} / resizing / {UPSTREAM_GUARANTEED[e]}"))
+    pytest.param(p, e, id=f"{p}-{e}", marks=[
+        pytest.mark.upstream_e2e(file=file, case=f"{table} / {UPSTREAM[p]} / resizing / {UPSTREAM_GUARANTEED[e]}")
+        for file, table in TABLES.items()])
     for p in UPSTREAM for e in GUARANTEED])
 def test_sidecar_resize(oracle: Oracle, running: Running, policy: str, entry: str) -> None:
     """The policy's regular container and its sidecar resized to the entry's values and back: Applied each time,

@@ -40,6 +40,7 @@ def _container_state(doc: ContainerStatusDoc) -> ContainerState:
         name=doc["name"], state=doc["state"], reason=doc["reason"], exit_code=doc["exitCode"],
         restart_count=doc["restartCount"],
         last_terminated=Terminated(last["exitCode"], last["reason"]) if last else None, pid=doc["pid"],
+        resources=doc.get("resources"), allocated_resources=doc.get("allocatedResources"),
     )
 
 
@@ -51,6 +52,7 @@ def pod_status(doc: PodStatusDoc) -> PodStatus:
         events=tuple(Event(e["type"], e["reason"], e["message"]) for e in doc["events"]),
         reason=doc["reason"], message=doc["message"],
         resize=ResizeStatus(doc["resize"]["status"], doc["resize"]["message"]), disrupted_at=doc.get("disruptedAt"),
+        allocated_resources=doc.get("allocatedResources"),
     )
 
 

@@ -32,6 +32,7 @@ from nodeconf.nodes.kube.pods import (
     container_states,
     disruption_time,
     pod_events,
+    quantities,
     resize_status,
     settled_resize,
 )
@@ -120,6 +121,7 @@ class KubePod(PodHandle):
             message=str(status.get("message") or ""),
             resize=resize_status(obj, self.resized) or ResizeStatus(ResizeOutcome.IN_PROGRESS),
             disrupted_at=disruption_time(obj),
+            allocated_resources=quantities(status.get("allocatedResources")),
         )
 
     def _with_oom_evidence(self, obj: Mapping[str, Any], states: dict[str, ContainerState]

@@ -183,7 +183,21 @@ def container_state(status: Mapping[str, Any]) -> ContainerState:
         exit_code=detail.get("exitCode") if kind == "terminated" else None,
         restart_count=int(status.get("restartCount") or 0),
         last_terminated=Terminated(int(last.get("exitCode", 0)), str(last.get("reason") or "")) if last else None,
+        resources=_resource_doc(status.get("resources")),
+        allocated_resources=quantities(status.get("allocatedResources")),
     )
+
+
+def quantities(doc: object) -> dict[str, str] | None:
+    """A core/v1 ResourceList as names → quantity texts; None when absent."""
+    return {str(k): str(v) for k, v in doc.items()} if isinstance(doc, Mapping) else None
+
+
+def _resource_doc(doc: object) -> dict[str, dict[str, str]] | None:
+    """A core/v1 ResourceRequirements' requests and limits (None when the status has no resources)."""
+    if not isinstance(doc, Mapping):
+        return None
+    return {k: q for k in ("requests", "limits") if (q := quantities(doc.get(k)))}
 
 
 def container_states(pod_obj: Mapping[str, Any]) -> dict[str, ContainerState]:
@@ -237,7 +251,7 @@ def pod_events(items: Iterable[Mapping[str, Any]]) -> tuple[Event, ...]:
                  for e in sorted(items, key=when))
 
 
-def _same_quantities(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:
+def _samequantities(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:
     try:
         return all(name in have and Quantity.parse(value) == Quantity.parse(have[name])
                    for name, value in want.items())
@@ -254,7 +268,7 @@ def resources_actuated(pod_obj: Mapping[str, Any]) -> bool:
             continue
         wanted = container.get("resources") or {}
         for kind in ("requests", "limits"):
-            if not _same_quantities(wanted.get(kind) or {}, actual.get(kind) or {}):
+            if not _samequantities(wanted.get(kind) or {}, actual.get(kind) or {}):
                 return False
     return True
 

@@ -259,6 +259,20 @@ def test_resize_cpu_increase_applied_at_once(agent: Agent) -> None:
     assert containers(agent.status("default/res-demo"))["hello"]["pid"] == hello["pid"], "no restart"
 
 
+def test_status_reports_resources_and_allocation_after_a_resize(agent: Agent) -> None:
+    """As the kubelet's convertToAPIContainerStatuses: status.resources are the requests and limits the container
+    runs with, status.allocatedResources its allocated requests; both follow an applied resize."""
+    agent.run_pod(res_demo())
+    patch = {"spec": {"containers": [{"name": "hello", "resources": {"requests": {"cpu": "300m"},
+                                                                    "limits": {"cpu": "1"}}}]}}
+    assert agent.resize("default/res-demo", patch)["status"] == "Applied"
+    hello = containers(agent.status("default/res-demo"))["hello"]
+    assert hello["resources"] == {"requests": {"cpu": "300m", "memory": "128Mi"},
+                                  "limits": {"cpu": "1", "memory": "128Mi"}}
+    assert hello["allocatedResources"] == {"cpu": "300m", "memory": "128Mi"}
+    assert agent.status("default/res-demo")["allocatedResources"] == {"cpu": "300m", "memory": "128Mi"}, "pod's"
+
+
 @pytest.mark.parametrize(("policy", "restarts"), [("NotRequired", 0), ("RestartContainer", 1)])
 def test_resize_restarts_per_policy(agent: Agent, policy: str, restarts: int) -> None:
     """A memory-limit resize restarts the container only when its memory resizePolicy is RestartContainer."""

@@ -14,7 +14,7 @@ from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.profile import profile_for
 from nodeconf.semantics.resize import ContainerUsage as Used
-from nodeconf.semantics.resize import ResizeStatus, decide_resize
+from nodeconf.semantics.resize import ResizeStatus, decide_resize, pod_allocated_resources
 
 RL = Path(__file__).resolve().parents[3] / "workloads" / "requests-limits"
 GI = 2**30
@@ -193,3 +193,20 @@ def test_a_request_above_its_limit_is_refused_by_validation() -> None:
         ResizeStatus.REJECTED,
         'The Pod "res-demo" is invalid: spec.containers[0].resources.requests: Invalid value: "256Mi": must be less '
         "than or equal to memory limit of 128Mi")
+
+
+def _two_containers(pod_level: Resources | None) -> Pod:
+    def c(name: str, cpu: str, mem: str) -> Container:
+        return Container(name, resources=Resources(requests={"cpu": Quantity.parse(cpu),
+                                                             "memory": Quantity.parse(mem)}))
+    return Pod("p", containers=(c("a", "20m", "35Mi"), c("b", "30m", "45Mi")), resources=pod_level)
+
+
+@pytest.mark.parametrize(("pod_level", "allocated"), [
+    (None, {"cpu": "50m", "memory": "80Mi"}),
+    (Resources(requests={"cpu": Quantity.parse("85m"), "memory": Quantity.parse("95Mi")}),
+     {"cpu": "85m", "memory": "95Mi"}),
+], ids=["containers-summed", "pod-level-requests"])
+def test_pod_allocated_resources_are_pod_requests(pod_level: Resources | None, allocated: dict[str, str]) -> None:
+    """The kubelet's pod status.allocatedResources: PodRequests, pod-level where set, else the containers' sum."""
+    assert pod_allocated_resources(_two_containers(pod_level), profile_for("1.35")) == allocated

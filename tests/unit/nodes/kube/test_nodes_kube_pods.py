@@ -57,11 +57,16 @@ def test_admission(obj: dict[str, Any], decision: tuple[bool, tuple[str, ...]] |
 
 
 @pytest.mark.parametrize(("status", "state"), [
-    pytest.param(RUNNING, ContainerState("app", "running"), id="running"),
+    pytest.param(RUNNING, ContainerState("app", "running", resources=RESOURCES), id="running"),
     pytest.param(CRASHED, ContainerState("app", "waiting", "CrashLoopBackOff", None, 3, Terminated(137, "OOMKilled")),
                  id="oom-killed-restarting"),
     pytest.param(DONE, ContainerState("app", "terminated", "Completed", 0), id="completed"),
     pytest.param({"name": "app", "state": {}}, ContainerState("app", "waiting"), id="no-state-yet"),
+    pytest.param({**RUNNING, "resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "200Mi"}},
+                  "allocatedResources": {"cpu": "100m"}},
+                 ContainerState("app", "running", allocated_resources={"cpu": "100m"},
+                                resources={"requests": {"cpu": "100m"}, "limits": {"memory": "200Mi"}}),
+                 id="status-resources"),
 ])
 def test_container_state(status: dict[str, Any], state: ContainerState) -> None:
     assert container_state(status) == state
