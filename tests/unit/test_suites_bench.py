@@ -113,3 +113,22 @@ def test_profile_attributes_requests_and_sleeps_to_their_check(pytester: pytest.
     assert (found["total"]["checks"], found["total"]["requests"], found["total"]["configures"]) == (2, 3, 1)
     assert found["total"]["agent"] == 0.75
     assert {op: f["count"] for op, f in found["ops"].items()} == {"status": 2, "configure": 1}
+
+
+def test_the_nodes_open_and_close_keep_their_requests_and_sleeps() -> None:
+    """Requests and sleeps inside the node's open (the VM boot, the agent's start) count as the open's, so a
+    check's agent and sleep seconds never count them twice."""
+    profile = check_profile.Profile()
+    profile.current = "suites/swap/test_x.py::test_a[vm]"
+    profile.in_node = 1
+    profile.request("ping", 2.0, 5.0)
+    profile.slept(1.0)
+    profile.in_node = 0
+    profile.node("open", 10.0)
+    profile.request("run", 0.5, 400.0)
+    entry = profile.checks[profile.current]
+    entry["phases"] = {"setup": 10.6}
+    assert (entry["agent"], entry["sleep"], entry["node"]) == (
+        {"run": {"count": 1, "wall": 0.5, "agent": 0.4}}, 0.0, {"open": 10.0})
+    row = check_profile.breakdown(profile.checks)["suites"]["swap"]
+    assert (row["node_open_close"], row["agent"], row["transport"], row["rest"]) == (10.0, 0.4, 0.1, 0.1)
