@@ -1,13 +1,16 @@
 """Wall time of the conformance suites on a node: total, checks per second, per suite, and the slowest checks.
 
 Run: .venv/bin/python benchmarks/suites_bench.py [--node vm | --variant default --variant systemd-runc]
-         [--slowest 10] [--json] [-- extra pytest args]
+         [--slowest 10] [--profile] [--json] [-- extra pytest args]
 Runs `pytest suites` once in a subprocess against each node (default: the reference VM, booted by the session, as
 `nodeconf run` does; `--variant` repeated: each variant in turn, one VM at a time), reads its JUnit file, and prints
 the run's wall time (VM boot included), the checks, checks per second, the time share of the slowest checks (their
 JUnit time, setup + call + teardown, over the wall time), the first check's time (its setup holds the node's
 start: the VM boot), the time per suite, and the host's load average before and after (the host may be shared).
-The scratch directory is removed.
+`--profile` loads benchmarks/check_profile.py into the run and adds where the time goes, per suite and in
+total: the agent's own time in requests, the transport's, sleeps in polling loops, the node's open (VM boot and
+agent start) and close, kubelet configure calls, and the rest (pytest and the driver's Python); and requests per
+operation. The scratch directory is removed.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from check_profile import breakdown
+
 ROOT = Path(__file__).resolve().parents[1]
 # Node variants one flag selects (docs/node-variants.md): the reference VM booted with systemd, containers by runc.
 VARIANTS = {"default": "vm", "systemd-runc": "vm?init=systemd&runtime=runc"}
@@ -39,17 +44,29 @@ class Check:
     outcome: str
 
 
-def run(node: str, extra: list[str]) -> tuple[float, int, list[Check]]:
-    """Wall seconds, pytest's exit code, and every check of the run."""
+@dataclass(frozen=True)
+class Run:
+    wall: float
+    code: int
+    checks: list[Check]
+    profile: dict[str, Any] | None
+
+
+def run(node: str, extra: list[str], profile: bool = False, slowest: int = 10) -> Run:
+    """Wall seconds, pytest's exit code, every check of the run, and with `profile` the time breakdown."""
     with tempfile.TemporaryDirectory(prefix="nodeconf-suites-bench-") as scratch:
         junit = Path(scratch) / "junit.xml"
+        profiled = Path(scratch) / "profile.json"
         argv = [sys.executable, "-m", "pytest", "suites", "-q", f"--node={node}", f"--junitxml={junit}", *extra]
+        if profile:
+            argv += ["-p", "benchmarks.check_profile", f"--check-profile={profiled}"]
         started = time.monotonic()
         code = subprocess.run(argv, cwd=ROOT, capture_output=True, check=False).returncode
         wall = time.monotonic() - started
         if not junit.exists():
             raise SystemExit(f"suites_bench: pytest wrote no JUnit file (exit {code})")
-        return wall, code, junit_checks(junit)
+        checks = json.loads(profiled.read_text()) if profile and profiled.exists() else None
+        return Run(wall, code, junit_checks(junit), breakdown(checks, slowest) if checks is not None else None)
 
 
 def junit_checks(junit: Path) -> list[Check]:
@@ -91,14 +108,18 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--variant", choices=sorted(VARIANTS), action="append",
                        help="a node variant instead of --node; repeat for several, run one after the other")
     parser.add_argument("--slowest", type=int, default=10)
+    parser.add_argument("--profile", action="store_true",
+                        help="add where the time goes (benchmarks/check_profile.py), per suite and in total")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("extra", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args(argv)
     results = []
     for node in [VARIANTS[v] for v in args.variant] if args.variant else [args.node]:
         before = os.getloadavg()
-        wall, code, checks = run(node, args.extra)
-        results.append(summary(node, wall, code, checks, args.slowest, (before, os.getloadavg())))
+        done = run(node, args.extra, args.profile, args.slowest)
+        results.append(summary(node, done.wall, done.code, done.checks, args.slowest, (before, os.getloadavg())))
+        if done.profile is not None:
+            results[-1]["breakdown"] = done.profile
         if not args.json:
             show(results[-1], args.slowest)
     if args.json:
@@ -118,6 +139,26 @@ def show(result: dict[str, Any], slowest: int) -> None:
     print(f"{slowest} slowest, {result['slowest_share']:.0%} of the wall time:")
     for item in result["slowest"]:
         print(f"  {item['seconds']:>7.2f} s  {item['suite']}/{item['test']}")
+    if "breakdown" in result:
+        show_breakdown(result["breakdown"])
+
+
+BREAKDOWN = ("checks", "seconds", "agent", "transport", "sleep", "node_open_close", "configures",
+             "configure_seconds", "rest", "requests")
+
+
+def show_breakdown(found: dict[str, Any]) -> None:
+    print("where the time goes (s; configures and requests are counts):")
+    print("  " + " ".join(f"{k:>10.10}" for k in ("suite", *BREAKDOWN)))
+    for name, row in [*found["suites"].items(), ("total", found["total"])]:
+        print("  " + f"{name:>10.10} " + " ".join(f"{row.get(k, 0):>10g}" for k in BREAKDOWN))
+    print("slowest checks (s: total, agent, transport, sleep):")
+    for item in found["slowest"]:
+        print(f"  {item['seconds']:>7.2f} {item['agent']:>7.2f} {item['transport']:>7.2f} {item['sleep']:>7.2f}  "
+              f"{item['check']}")
+    print("requests per operation (count, wall s, agent s):")
+    for op, figures in found["ops"].items():
+        print(f"  {op:<18} {figures['count']:>6g} {figures['wall']:>8.2f} {figures['agent']:>8.2f}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""`python3 -m nodeconf.enforcer serve|bridge|cleanup|runtime-probe`: run the agent, reach it, clean up after it,
-or say which CRI runtime the node has."""
+"""`python3 -m nodeconf.enforcer serve|cleanup|runtime-probe`: run the agent, clean up after it, or say which CRI
+runtime the node has (the driver reaches the agent through `python3 -m nodeconf.enforcer.bridge`, which imports
+nothing of the agent)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from pathlib import Path
 from nodeconf.enforcer import reserved
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.agent_claim import hold_lock, kill_agent, stop_abandoned, write_pid_file
-from nodeconf.enforcer.bridge import relay
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree, is_cgroup2
 from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET
 from nodeconf.enforcer.cri.probe import probe
@@ -70,8 +70,6 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--daemon", action="store_true", help="detach; exit once the socket accepts requests")
     serve.add_argument("--stand-in", action="store_true", help=STAND_IN_HELP)
     serve.add_argument("--token", help="the driver session's token: the state directory's mark must hold it")
-    bridge = sub.add_parser("bridge", help="relay stdin/stdout to the agent's socket")
-    bridge.add_argument("--socket", type=Path, required=True)
     cleanup = sub.add_parser("cleanup", help="kill the agent and remove everything it started and created")
     cleanup.add_argument("--root", type=Path, default=Path("/sys/fs/cgroup"))
     cleanup.add_argument("--state-dir", type=Path, help="where the agent keeps its pid file")
@@ -232,8 +230,6 @@ def _daemonize(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.command == "bridge":
-        return relay(args.socket)
     if args.command == "runtime-probe":
         print(json.dumps(probe()))
         return 0

@@ -1,11 +1,18 @@
-"""Relay stdin/stdout to the agent's Unix socket: one long-lived process per driver connection (not per request)."""
+"""Relay stdin/stdout to the agent's Unix socket: one long-lived process per driver connection (not per request).
+
+`python3 -m nodeconf.enforcer.bridge --socket PATH`: standard library only, so its start compiles none of the agent's
+modules (the launch writes no bytecode; under TCG compiling the agent's imports took seconds of the node's start,
+benchmarks/results/suites-time-breakdown.md).
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
 import selectors
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -37,3 +44,14 @@ def relay(socket_path: Path) -> int:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(stdout, view):]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m nodeconf.enforcer.bridge",
+                                     description="relay stdin/stdout to the agent's socket")
+    parser.add_argument("--socket", type=Path, required=True)
+    return relay(parser.parse_args(argv).socket)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -60,20 +60,28 @@ class CgroupTree:
         self.owned = owned
         self.owner = owner
         self.kernel = is_cgroup2(root)
+        # Cgroups this tree made or found marked, with the controllers enabled in their parent: a later ensure()
+        # checks only their mark on the way down (issue 31: under TCG each ancestor's controller files and mkdir
+        # attempt took a good part of a pod's start).
+        self.made: set[Path] = set()
 
     def dir(self, path: str) -> Path:
         return self.root / names.cgroup_path(path, self.owned)
 
     def ensure(self, path: str) -> None:
         """Create the cgroup and its missing parents, enabling controllers in each parent on the way down and
-        marking each new one; ForeignCgroup (nothing written) when one on the way exists without the mark."""
+        marking each new one; ForeignCgroup (nothing written) when one on the way exists without the mark. A cgroup
+        made earlier (`made`) that still carries the mark is passed by (its parent's controllers were enabled
+        then); every other one, also one removed or replaced meanwhile, takes the whole way again."""
         parts = names.cgroup_path(path, self.owned).split("/")
         parent = self.root
         for part in parts:
             child = parent / part
-            self._refuse_foreign(child)
-            self._enable_controllers(parent)
-            self._make_dir(child)
+            if child not in self.made or not is_marked(child, self.kernel, self.owner):
+                self._refuse_foreign(child)
+                self._enable_controllers(parent)
+                self._make_dir(child)
+                self.made.add(child)
             parent = child
 
     def _make_dir(self, child: Path) -> None:

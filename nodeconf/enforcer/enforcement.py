@@ -74,8 +74,8 @@ class Enforcement:
 
     def teardown(self, record: PodRecord) -> None:
         """Kill the pod's processes and remove its cgroups."""
+        self.launcher.stop_all_for_good(record.containers)
         for c in record.containers:
-            self.launcher.stop_for_good(c)
             if c.state == "running":
                 c.state, c.reason, c.exit_code = "terminated", "Killed", 137
         self.cgroups.remove(record.cgroup)

@@ -163,6 +163,13 @@ class Launcher:
         if watch is not None:
             watch.stop()
 
+    def stop_all_for_good(self, containers: Sequence[ContainerRecord]) -> None:
+        """stop_for_good for each container of a pod, the processes the agent started itself killed together
+        first (process.terminate_all); a runtime's containers are stopped through it one by one."""
+        process.terminate_all([c.proc for c in containers if isinstance(c.proc, subprocess.Popen)])
+        for c in containers:
+            self.stop_for_good(c)
+
     def note_oom_score_adj(self, containers: Sequence[ContainerExpectation]) -> None:
         """The oom_score_adj each container gets at its next (re)start, from its pod as last resized."""
         for ce in containers:

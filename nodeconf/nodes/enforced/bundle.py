@@ -110,13 +110,13 @@ mkdir -p -- "$(dirname -- "$dir")" "$(dirname -- "$state")" && mkdir -m 755 -- "
 if [ ! -d "$state" ]; then mkdir -m 700 -- "$state" || exit 1; fi
 printf '%s\n' "$token" > "$state/$mark" && tar -x -f - -C "$dir" --no-same-owner
 """
-# Runs the agent from `/` (argv: the work directory, the bundle's digest, the agent's arguments) with an isolated
-# import path (-I) and no bytecode written (-B): the tree is imported only when its digest is the pushed one
-# (TREE_CHANGED otherwise, one line).
+# Runs a module of the agent from `/` (argv: the work directory, the bundle's digest, the module, its arguments)
+# with an isolated import path (-I) and no bytecode written (-B): the tree is imported only when its digest is the
+# pushed one (TREE_CHANGED otherwise, one line).
 LAUNCH = r"""
 import hashlib, os, sys
-top, expected = sys.argv[1], sys.argv[2]
-del sys.argv[1:3]
+top, expected, module = sys.argv[1], sys.argv[2], sys.argv[3]
+del sys.argv[1:4]
 entries = []
 for base, dirs, files in os.walk(top):
     dirs[:] = [d for d in dirs if d != "__pycache__"]
@@ -135,7 +135,7 @@ if got != expected:
     sys.exit(TREE_CHANGED)
 sys.path.insert(0, top)
 import runpy
-runpy.run_module("nodeconf.enforcer", run_name="__main__", alter_sys=True)
+runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
 # Remove each directory that holds this session's token (nothing else, not a symlink).
 REMOVE_SCRIPT = r"""
@@ -158,10 +158,15 @@ def agent_socket(state_dir: str) -> str:
     return f"{state_dir}/agent.sock"
 
 
-def launch_argv(python: str, top: str, digest: str, *args: str) -> list[str]:
-    """The command that runs `python3 -m nodeconf.enforcer ARGS` from the pushed tree at top, from `/`, isolated,
-    once the tree's digest is the push's."""
-    return ["sh", "-c", 'cd / && exec "$@"', "nodeconf-agent", python, "-I", "-B", "-c", LAUNCH, top, digest, *args]
+AGENT_MODULE = "nodeconf.enforcer"
+BRIDGE_MODULE = "nodeconf.enforcer.bridge"
+
+
+def launch_argv(python: str, top: str, digest: str, *args: str, module: str = AGENT_MODULE) -> list[str]:
+    """The command that runs `python3 -m MODULE ARGS` (the agent's commands, or BRIDGE_MODULE) from the pushed tree
+    at top, from `/`, isolated, once the tree's digest is the push's."""
+    return ["sh", "-c", 'cd / && exec "$@"', "nodeconf-agent", python, "-I", "-B", "-c", LAUNCH, top, digest, module,
+            *args]
 
 
 def tree_digest(bundle: bytes) -> str:

@@ -37,6 +37,8 @@ from nodeconf.nodes.base import (
 )
 from nodeconf.nodes.enforced.agent_client import READ_BOUND, AgentClient, Stream, lock_hold
 from nodeconf.nodes.enforced.bundle import (
+    AGENT_MODULE,
+    BRIDGE_MODULE,
     CHECK,
     MARKER_FILE,
     PUSH_SCRIPT,
@@ -126,8 +128,8 @@ class EnforcedNode(Node):
             raise NodeError("the enforcer is not running (call start())")
         return self._client
 
-    def _agent_argv(self, *args: str) -> list[str]:
-        return launch_argv(self.settings.python, self.settings.remote_dir, self._digest, *args)
+    def _agent_argv(self, *args: str, module: str = AGENT_MODULE) -> list[str]:
+        return launch_argv(self.settings.python, self.settings.remote_dir, self._digest, *args, module=module)
 
     def _stand_in(self) -> list[str]:
         return ["--stand-in"] if self.settings.stand_in else []
@@ -159,7 +161,7 @@ class EnforcedNode(Node):
             self._refuse(started.rc, started.stderr)
             if started.rc != 0:
                 raise NodeError(f"the enforcer did not start: {_text(started.stderr)}")
-            bridge = self._agent_argv("bridge", "--socket", self.socket)
+            bridge = self._agent_argv("--socket", self.socket, module=BRIDGE_MODULE)
             self._client = AgentClient(self.transport.open_stream(bridge, timeout=READ_BOUND),
                                        describe_host=self.describe_host, held=lock_hold(runtime))
             self.client.call(Op.PING)

@@ -3,6 +3,7 @@ the slowest checks in the wall time)."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import check_profile  # noqa: E402
 import suites_bench  # noqa: E402
 
 JUNIT = """<?xml version="1.0"?><testsuites><testsuite name="nodeconf">
@@ -43,9 +45,9 @@ def test_variants_run_one_after_the_other(monkeypatch: pytest.MonkeyPatch, tmp_p
     (tmp_path / "junit.xml").write_text(JUNIT)
     nodes: list[str] = []
 
-    def run(node: str, extra: list[str]) -> tuple[float, int, list[suites_bench.Check]]:
+    def run(node: str, extra: list[str], profile: bool = False, slowest: int = 10) -> suites_bench.Run:
         nodes.append(node)
-        return 80.0, 0, suites_bench.junit_checks(tmp_path / "junit.xml")
+        return suites_bench.Run(80.0, 0, suites_bench.junit_checks(tmp_path / "junit.xml"), None)
 
     monkeypatch.setattr(suites_bench, "run", run)
     assert suites_bench.main(["--variant", "default", "--variant", "systemd-runc"]) == 0
@@ -53,3 +55,80 @@ def test_variants_run_one_after_the_other(monkeypatch: pytest.MonkeyPatch, tmp_p
     out = capsys.readouterr().out
     assert "4 checks in 80.0 s on vm (exit 0), 0.05 checks/s" in out
     assert "4 checks in 80.0 s on vm?init=systemd&runtime=runc (exit 0)" in out
+
+
+PROFILED_CHECK = '''
+import time
+
+from nodeconf.enforcer.wire import Op, Reply, encode_reply
+from nodeconf.nodes.enforced.agent_client import AgentClient
+
+
+class Answering:
+    """A stream whose agent answers every request after 250 ms of its own work."""
+
+    def __init__(self):
+        self.ident = 0
+
+    def write(self, data):
+        self.ident += 1
+
+    def readline(self, timeout=None):
+        return encode_reply(Reply(self.ident, True, {}, agent_ms=250.0))
+
+    def close(self):
+        pass
+
+
+def test_polls():
+    client = AgentClient(Answering())
+    client.call(Op.STATUS, pod="default/a")
+    client.call(Op.STATUS, pod="default/a")
+    client.call(Op.CONFIGURE, config={}, version=None)
+    time.sleep(0.01)
+
+
+def test_idle():
+    pass
+'''
+
+
+pytest_plugins = ("pytester",)
+
+
+def test_profile_attributes_requests_and_sleeps_to_their_check(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """`--profile`: each check's agent requests (count, the agent's own seconds) and its sleeps, then per suite."""
+    pytester.makepyfile(test_profiled=PROFILED_CHECK)
+    target = tmp_path / "profile.json"
+    result = pytester.runpytest_inprocess("-p", "check_profile", f"--check-profile={target}", "-q")
+    result.assert_outcomes(passed=2)
+    checks = json.loads(target.read_text())
+    polls = checks["test_profiled.py::test_polls"]
+    assert {op: (f["count"], f["agent"]) for op, f in polls["agent"].items()} == {
+        "status": (2, 0.5), "configure": (1, 0.25)}
+    assert polls["sleep"] == 0.01
+    assert set(polls["phases"]) == {"setup", "call", "teardown"}
+    assert checks["test_profiled.py::test_idle"]["agent"] == {}
+    found = check_profile.breakdown(checks)
+    assert (found["total"]["checks"], found["total"]["requests"], found["total"]["configures"]) == (2, 3, 1)
+    assert found["total"]["agent"] == 0.75
+    assert {op: f["count"] for op, f in found["ops"].items()} == {"status": 2, "configure": 1}
+
+
+def test_the_nodes_open_and_close_keep_their_requests_and_sleeps() -> None:
+    """Requests and sleeps inside the node's open (the VM boot, the agent's start) count as the open's, so a
+    check's agent and sleep seconds never count them twice."""
+    profile = check_profile.Profile()
+    profile.current = "suites/swap/test_x.py::test_a[vm]"
+    profile.in_node = 1
+    profile.request("ping", 2.0, 5.0)
+    profile.slept(1.0)
+    profile.in_node = 0
+    profile.node("open", 10.0)
+    profile.request("run", 0.5, 400.0)
+    entry = profile.checks[profile.current]
+    entry["phases"] = {"setup": 10.6}
+    assert (entry["agent"], entry["sleep"], entry["node"]) == (
+        {"run": {"count": 1, "wall": 0.5, "agent": 0.4}}, 0.0, {"open": 10.0})
+    row = check_profile.breakdown(profile.checks)["suites"]["swap"]
+    assert (row["node_open_close"], row["agent"], row["transport"], row["rest"]) == (10.0, 0.4, 0.1, 0.1)

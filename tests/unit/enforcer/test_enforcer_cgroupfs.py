@@ -9,6 +9,7 @@ import pytest
 
 from nodeconf import names
 from nodeconf.enforcer.cgroupfs import CgroupTree, is_cgroup2
+from nodeconf.enforcer.ownership import ForeignCgroup
 
 POD = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod61fc9751_ad7b_4318_9db3_078bbf2e5eb5.slice"
 
@@ -59,6 +60,41 @@ def test_ensure_write_read_remove(tree: CgroupTree, tmp_path: Path) -> None:
     tree.remove("kubepods.slice")
     assert tree.owned_roots() == []
     assert [p.name for p in tmp_path.iterdir()] == ["cgroup.subtree_control"]
+
+
+def test_a_second_ensure_checks_only_the_marks_of_what_it_made(tree: CgroupTree, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cgroup made earlier that still carries the mark is passed by: no controller files read, no mkdir (issue
+    31); a new cgroup below it enables the controllers in its own parent only."""
+    tree.ensure(POD)
+    enabled: list[str] = []
+    enable = tree._enable_controllers
+
+    def spy(parent: Path) -> None:
+        enabled.append(parent.relative_to(tmp_path).as_posix())
+        enable(parent)
+
+    monkeypatch.setattr(tree, "_enable_controllers", spy)
+    tree.ensure(POD)
+    assert enabled == []
+    tree.ensure(f"{POD}/app")
+    assert enabled == [POD]
+
+
+def test_a_cgroup_made_earlier_is_still_proven_ours(tree: CgroupTree, tmp_path: Path) -> None:
+    """What ensure() made once is not trusted blindly: replaced by a directory without the mark it is refused,
+    removed it is made (and marked) again."""
+    tree.ensure(POD)
+    qos = tmp_path / "kubepods.slice" / "kubepods-burstable.slice"
+    tree.remove("kubepods.slice/kubepods-burstable.slice")
+    assert not qos.exists()
+    tree.ensure(POD)
+    assert tree.owned_roots() == ["kubepods.slice"] and (tmp_path / POD).is_dir()
+    tree.remove("kubepods.slice/kubepods-burstable.slice")
+    qos.mkdir()  # someone else's cgroup in the same place
+    with pytest.raises(ForeignCgroup):
+        tree.ensure(POD)
+    assert not (tmp_path / POD).exists()
 
 
 def test_a_plain_directory_is_not_cgroup2(tmp_path: Path) -> None:

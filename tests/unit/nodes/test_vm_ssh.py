@@ -566,8 +566,9 @@ def test_the_enforcer_is_pushed_launched_and_removed_through_sudo(
     assert not Path(settings.remote_dir).exists() and not Path(settings.state_dir).exists()
     calls = log.read_text().splitlines()
     assert calls[0].strip() == "true", calls
-    steps = [("dir=$1 state=$2 token=$3",), ("nodeconf-agent", " serve "), ("nodeconf-agent", " bridge "),
-             ("token=$1 mark=$2",)]  # the push, the daemon, its stream, the removal of the marked directories
+    steps = [("dir=$1 state=$2 token=$3",), ("nodeconf-agent", " serve "),
+             ("nodeconf-agent", " nodeconf.enforcer.bridge "), ("token=$1 mark=$2",)]
+    # the push, the daemon, its stream, the removal of the marked directories
     for step in steps:
         assert any(all(part in call for part in step) for call in calls), step
 

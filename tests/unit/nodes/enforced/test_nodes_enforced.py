@@ -8,6 +8,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,9 @@ from nodeconf.enforcer.server import answer
 from nodeconf.enforcer.wire import Op
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import NodeError
+from nodeconf.nodes.enforced.bundle import BRIDGE_MODULE
 from nodeconf.nodes.enforced.node import EnforcedNode
-from nodeconf.nodes.transport.local import LocalTransport
+from nodeconf.nodes.transport.local import LocalTransport, PipeStream
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.expectation import QosClass
 from nodeconf.semantics.profile import profile_for
@@ -115,10 +117,38 @@ def test_failed_start_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_bridge_without_an_agent_says_so(tmp_path: Path) -> None:
-    result = LocalTransport().run([sys.executable, "-m", "nodeconf.enforcer", "bridge", "--socket",
+    result = LocalTransport().run([sys.executable, "-m", "nodeconf.enforcer.bridge", "--socket",
                                    str(tmp_path / "none.sock")])
     assert result.rc == 1
     assert result.stderr_text.startswith(f"nodeconf bridge: cannot reach the agent at {tmp_path / 'none.sock'}")
+
+
+class RecordingTransport(LocalTransport):
+    """This machine, with the argv of every stream opened."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.streams: list[list[str]] = []
+
+    def open_stream(self, argv: Sequence[str], *, timeout: float | None = None) -> PipeStream:
+        self.streams.append(list(argv))
+        return super().open_stream(argv, timeout=timeout)
+
+
+def test_the_bridge_imports_nothing_of_the_agent(tmp_path: Path) -> None:
+    """The driver's stream runs the bridge module, whose start compiles only itself and the standard library (the
+    launch writes no bytecode; under TCG compiling the agent's modules for the bridge cost seconds of each node
+    start, issue 31)."""
+    transport = RecordingTransport()
+    EnforcedNode(transport, local_settings(tmp_path)).start().close()
+    [stream] = transport.streams
+    assert stream[stream.index(BRIDGE_MODULE) + 1:] == ["--socket", str(tmp_path / "state" / "agent.sock")]
+    script = ("import runpy, sys\nsys.argv[1:] = ['--socket', sys.argv[1]]\ntry:\n"
+              f"    runpy.run_module({BRIDGE_MODULE!r}, run_name='__main__', alter_sys=True)\n"
+              "except SystemExit:\n    pass\n"
+              "print(' '.join(sorted(m for m in sys.modules if m.startswith('nodeconf'))))")
+    result = LocalTransport().run([sys.executable, "-B", "-c", script, str(tmp_path / "none.sock")])
+    assert result.stdout.decode().split() == ["nodeconf", "nodeconf.enforcer"]  # the bridge itself ran as __main__
 
 
 def test_a_hung_agent_log_is_read_from_its_file_once(tmp_path: Path, local_node: EnforcedNode) -> None:
