@@ -49,7 +49,7 @@ CASE = "Pod InPlace Resize Container (deferred-resizes) / pod-resize-retry-defer
 RULE = ("upstream doPodResizeRetryDeferredTests: deferred while the other pods' allocated requests leave no room, "
         "retried when a pod is removed or resized (oracle: decide_resize)")
 APPLIED = "Applied"
-RETRY_WAIT = 60.0  # the kubelet retries on the removal or resize itself (its periodic retry: every 3 minutes)
+RETRY_WAIT = 30.0  # the kubelet retries on the removal or resize itself (its periodic retry: every 3 minutes)
 
 
 class Node:
