@@ -52,7 +52,7 @@ APPLIED = "Applied"
 RETRY_WAIT = 30.0  # the kubelet retries on the removal or resize itself (its periodic retry: every 3 minutes)
 
 
-class Node:
+class Allocation:
     """The test's pods as the node last allocated them, and the oracle's decisions against them."""
 
     def __init__(self, oracle: Oracle, kubelet: Kubelet, pods: Sequence[Pod]) -> None:
@@ -124,7 +124,7 @@ def test_deferred_resize_completes_after_another_pod_shrinks(deploy: Deploy, ora
     a, b = _pod("deferred-a", "ca", _cpu(5 * part), _cpu(5 * part)), _pod("deferred-b", "cb", _cpu(3 * part),
                                                                               _cpu(3 * part))
     deployed = deploy_pods(deploy, oracle, kubelet, [a, b])
-    node = Node(oracle, kubelet, [a, b])
+    node = Allocation(oracle, kubelet, [a, b])
     handle_a, handle_b = deployed.handle(a.name), deployed.handle(b.name)
     handle_a.wait_running()
     handle_b.wait_running()
@@ -154,7 +154,7 @@ def test_deferred_resizes_complete_in_a_chain_after_a_deletion(deploy: Deploy, o
     initial = requests(cpu // 4, memory // 5)
     pods = [_pod(f"deferred-{n}", "c", initial) for n in range(1, 5)]
     deployed = deploy_pods(deploy, oracle, kubelet, pods)
-    node = Node(oracle, kubelet, pods)
+    node = Allocation(oracle, kubelet, pods)
     handles = [deployed.handle(p.name) for p in pods]
     for handle in handles:
         handle.wait_running()
