@@ -41,7 +41,9 @@ class Backoff:
 # without the containers' usage, so a memory limit decreased below what a container holds is written at once;
 # `sidecar-resize=ignore`: a resize patch's initContainers are dropped, so sidecars keep their resources (and the
 # pod's sums their share) while the regular containers are resized; `oom-reason=ignore`: a container the OOM killer
-# ended is reported with reason Error (no OOMKilled, no OOMKilling event), as by a runtime that misses the OOM event.
+# ended is reported with reason Error (no OOMKilled, no OOMKilling event), as by a runtime that misses the OOM event;
+# `resize-retry=ignore`: a Deferred resize is never asked about again (only a new patch of its pod is decided), as by a
+# kubelet that does not retry pending resizes when a pod is removed or resized.
 _SWITCHES = {
     "limited-swap=ignore-explicit": "limited_swap_ignores_explicit",
     "limited-swap=ignore-request-limit": "limited_swap_ignores_request_limit",
@@ -53,6 +55,7 @@ _SWITCHES = {
     "resize-usage=ignore": "resize_usage_ignored",
     "sidecar-resize=ignore": "sidecar_resize_ignored",
     "oom-reason=ignore": "oom_reason_ignored",
+    "resize-retry=ignore": "resize_retry_ignored",
 }
 
 
@@ -72,13 +75,15 @@ class Faults:
     resize_usage_ignored: bool = False
     sidecar_resize_ignored: bool = False
     oom_reason_ignored: bool = False
+    resize_retry_ignored: bool = False
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
         """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1),
         `limited-swap=ignore-explicit`, `limited-swap=ignore-request-limit`, `pids-limit=ignore`,
         `single-process-oom-kill=ignore`, `hugetlb=ignore`, `reserved-cgroups=ignore`, `psi-metrics=micro`,
-        `resize-usage=ignore`, `sidecar-resize=ignore`, `oom-reason=ignore`; ValueError otherwise."""
+        `resize-usage=ignore`, `sidecar-resize=ignore`, `oom-reason=ignore`, `resize-retry=ignore`; ValueError
+        otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")

@@ -43,12 +43,16 @@ class Supervision:
                 if c.proc is not None and c.proc.poll() is not None:
                     self._exited(record, c, now)
                     changed = True
-            if record.desired is not None:
+            if record.desired is not None and not self._retry_ignored(record):
                 self.enforcement.try_resize(record)
                 changed = True
             changed |= self.start_due(record, now)
             changed |= self._update_phase(record)
         return self._check_eviction(now) or changed
+
+    def _retry_ignored(self, record: PodRecord) -> bool:
+        """Under `resize-retry=ignore` a Deferred resize is left as it is (kubelet: RetryPendingResizes)."""
+        return self.enforcement.oracle.faults.resize_retry_ignored and record.resize_status == "Deferred"
 
     def _exited(self, record: PodRecord, c: ContainerRecord, now: float) -> None:
         code, oom = self.launcher.reap(c)

@@ -46,6 +46,7 @@ PSI = "suites/upstream/test_psi.py"
 BELOW_USAGE = "suites/upstream/test_resize_below_usage.py"
 SIDECAR_RESIZE = "suites/upstream/test_sidecar_resize.py"
 OOM_INIT = "suites/upstream/test_oom_init.py"
+DEFERRED = "suites/upstream/test_resize_deferred.py"
 KUBEPODS_LIMITS = f"{ALLOCATABLE}::test_kubepods_pids_and_hugepages_are_the_allocatable"
 OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of pod "oom-group"', 'was "1"; expected "0"')
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
@@ -185,6 +186,13 @@ CASES = {
         "test_init_container_oom_killed[vm]": (
             'value of measurement "status reason" for container "init" of pod "oom-init"',
             'was "Error"; expected "OOMKilled"')}),
+    # A node that never retries a deferred resize (upstream node/pod_resize.go "pod-resize-retry-deferred-test-1"):
+    # B's resize stays Deferred after A's shrink frees room, so its status and its cpu.max (60% of 6 parts' value)
+    # stay; the deferral itself and A's resize are right.
+    "resize-retry-ignored": FaultCase("resize-retry=ignore", (DEFERRED, "-k", "another_pod_shrinks"), {
+        "test_deferred_resize_completes_after_another_pod_shrinks[vm]": (
+            'value of measurement "resize status" for pod "deferred-b"', 'was "Deferred"; expected "Applied"',
+            'value of cgroup "cpu.max" for container "cb" of pod "deferred-b"')}),
     "psi-metrics-micro": FaultCase("psi-metrics=micro", (PSI,), {
         "test_kubelet_psi_metrics_follow_the_kernel_counters[vm]": (
             'value of measurement "container_pressure_memory_waiting_seconds_total between the kernel\'s some totals',

@@ -250,6 +250,30 @@ def test_sidecar_resize(tmp_path: Path, faults: tuple[str, ...], sidecar_max: st
                 read(agent, status["s"]["cgroup"], "memory.max")) == (str(64 * MI), sidecar_max)
 
 
+@pytest.mark.parametrize(("faults", "retried"), [((), "Applied"), (("resize-retry=ignore",), "Deferred")],
+                         ids=["retried", "resize-retry-ignored"])
+def test_deferred_resize_retried_after_another_pod_shrinks(tmp_path: Path, faults: tuple[str, ...],
+                                                           retried: str) -> None:
+    """Upstream pod_resize.go "pod-resize-retry-deferred-test-1" on the 2-CPU article node: A of 1000m and B of 600m;
+    B to 1200m is Deferred with cpu.max unchanged; once A shrinks to 400m a tick applies B's resize (kubelet
+    RetryPendingResizes on a pod's resize); `resize-retry=ignore` leaves it Deferred."""
+    for agent in running_agent(tmp_path, Faults.parse(faults)):
+        def cpu(name: str, milli: int) -> dict[str, Any]:
+            res = {"cpu": f"{milli}m"}
+            return {"spec": {"containers": [{"name": name, "resources": {"requests": res, "limits": res}}]}}
+
+        agent.run_pod(pod_manifest(container("ca", {"cpu": "1000m"}, {"cpu": "1000m"}), name="a"))
+        b = containers(agent.run_pod(pod_manifest(container("cb", {"cpu": "600m"}, {"cpu": "600m"}),
+                                                  name="b"))["status"])["cb"]
+        assert agent.resize("default/b", cpu("cb", 1200))["status"] == "Deferred"
+        assert read(agent, b["cgroup"], "cpu.max") == "60000 100000"
+        assert agent.resize("default/a", cpu("ca", 400))["status"] == "Applied"
+        for _ in range(3):
+            agent.tick()
+        assert agent.status("default/b")["resize"]["status"] == retried
+        assert read(agent, b["cgroup"], "cpu.max") == ("120000 100000" if retried == "Applied" else "60000 100000")
+
+
 def test_resize_cpu_increase_applied_at_once(agent: Agent) -> None:
     """The article's patch: res-demo cpu limit to one core → cpu.max 100000 100000 at once."""
     hello = containers(agent.run_pod(res_demo())["status"])["hello"]
