@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from nodeconf.fixtures.node import Deploy
-from nodeconf.manifest import MEMORY, SWAP, Pod
+from nodeconf.manifest import MEMORY, SWAP, SYSTEM_NODE_CRITICAL, Pod
 from nodeconf.nodes.base import ContainerState, NodeError, PodEvidence, PodHandle, Terminated
 from nodeconf.semantics.expectation import Expected
 from suites.toolkit.checks import check_admission, check_qos, deploy_pods
@@ -212,23 +212,31 @@ def _wait_swap_full(handle: PodHandle, hog: str, timeout: float = 120.0) -> Watc
 # equal to the limit gives none (GetContainerSwapBehavior): its hog is OOM-killed without a byte in swap. All rely on
 # memory.swap.max being a hard limit (page_counter charges fail beyond it; 0 refuses every swap-out) and on
 # memory.reclaim forcing reclaim deterministically while swap has room.
+# The critical case is upstream swap_test.go's "with a critical pod" under real pressure: the proportional pod of
+# priority class system-node-critical gets no swap (GetContainerSwapBehavior: types.IsCriticalPod), so its hog is
+# OOM-killed without a byte in swap, like the request == limit one.
 FILL_CASES = [
-    pytest.param(WORKLOAD_CONTROLLED, "16Mi", {MEMORY: "32Mi", SWAP: "16Mi"}, id="explicit-swap"),
-    pytest.param(LIMITED, "16Mi", {MEMORY: "32Mi"}, id="limitedswap-proportional", marks=LIMITED_MARKS),
-    pytest.param(LIMITED, "32Mi", {MEMORY: "32Mi"}, id="limitedswap-request-eq-limit", marks=LIMITED_MARKS),
+    pytest.param(WORKLOAD_CONTROLLED, "16Mi", {MEMORY: "32Mi", SWAP: "16Mi"}, "", id="explicit-swap"),
+    pytest.param(LIMITED, "16Mi", {MEMORY: "32Mi"}, "", id="limitedswap-proportional", marks=LIMITED_MARKS),
+    pytest.param(LIMITED, "32Mi", {MEMORY: "32Mi"}, "", id="limitedswap-request-eq-limit", marks=LIMITED_MARKS),
+    pytest.param(LIMITED, "16Mi", {MEMORY: "32Mi"}, SYSTEM_NODE_CRITICAL, id="limitedswap-critical", marks=(
+        *LIMITED_MARKS, pytest.mark.upstream_e2e(file="test/e2e_node/swap_test.go",
+                                                 case="Swap / with a critical pod - should avoid swap"))),
 ]
 
 
-@pytest.mark.parametrize(("mode", "memory_request", "limits"), FILL_CASES)
+@pytest.mark.parametrize(("mode", "memory_request", "limits", "priority_class"), FILL_CASES)
 def test_swap_fills_to_its_limit_then_oom_kills(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, mode: str,
-                                                memory_request: str, limits: dict[str, str]) -> None:
+                                                memory_request: str, limits: dict[str, str],
+                                                priority_class: str) -> None:
     """swap-limit-reached, made deterministic: the hog (limits memory 32Mi and swap 16Mi, or on LimitedSwap its
-    request's share, none when request == limit) stays below memory.max while memory.reclaim pushes its pages out
-    until memory.swap.current sits at memory.swap.max (the oracle's), then, released by a trigger file, grows to
-    96 MiB, beyond memory + swap, and is OOM-killed; swap never exceeds its limit."""
+    request's share, none when request == limit or the pod is critical) stays below memory.max while memory.reclaim
+    pushes its pages out until memory.swap.current sits at memory.swap.max (the oracle's), then, released by a
+    trigger file, grows to 96 MiB, beyond memory + swap, and is OOM-killed; swap never exceeds its limit."""
     kubelet.swap(mode, WORKLOAD_SWAP_ON if mode == WORKLOAD_CONTROLLED else None)
     trigger = f"/tmp/nodeconf-swap-full-{uuid.uuid4().hex}"
-    workload = _hogging(_burstable(limits, memory_request), ("app",), 96, reclaim=True, wait_for=trigger)
+    hog = replace(_burstable(limits, memory_request), priority_class_name=priority_class)
+    workload = _hogging(hog, ("app",), 96, reclaim=True, wait_for=trigger)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
     handle, expected = deployed.handle(workload.name), deployed.expected(workload.name)
     check_admission(handle, expected)
