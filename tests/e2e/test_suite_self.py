@@ -114,11 +114,13 @@ CASES = {
     # that ranks without priority (upstream eviction_test.go PriorityMemoryEvictionOrdering): the high-priority hog,
     # the larger, goes first. A node that does not enforce `pods` (upstream oomkiller_linux_test.go "... more memory
     # than node allocatable"): kubepods keeps the node's capacity as memory.max, so the hog without limits holds its
-    # 256 MiB and runs on where it must be OOM-killed at the 160Mi left allocatable.
+    # 256 MiB and runs on where it must be OOM-killed at the 160Mi left allocatable, and the LimitedSwap hog without a
+    # limit holds its 144 MiB in memory with nothing in swap, where 16 MiB of it must lie beyond kubepods' 128Mi.
     "priority-and-allocatable-ignored": FaultCase(
         "limited-swap=ignore-critical&fault=eviction=ignore-priority&fault=pods-allocatable=ignore",
         (TABLE, PRESSURE, EVICTION, OOM_ALLOCATABLE, "-k",
-         "critical-limitedswap or limitedswap-critical or spares_by_priority or oom_killed_at_allocatable"), {
+         "critical-limitedswap or limitedswap-critical or spares_by_priority or oom_killed_at_allocatable or "
+         "holds_more_than_the_pods_memory"), {
             "test_semantics_table_cell[vm-omitted-critical-limitedswap]": SWAP_MAX,
             "test_swap_fills_to_its_limit_then_oom_kills[vm-limitedswap-critical]": SWAP_MAX,
             "test_memory_pressure_spares_by_priority[vm]": (
@@ -128,6 +130,9 @@ CASES = {
                 'value of cgroup "memory.max" for the node', f'expected "{160 << 20}"',
                 'value of measurement "termination reason (exit code)" for container "hog"',
                 'was "running"; expected "OOMKilled (137)"'),
+            "test_limitedswap_holds_more_than_the_pods_memory[vm]": (
+                'value of cgroup "memory.max" for the node', f'expected "{128 << 20}"',
+                'value of measurement "memory.swap.current of the hog" for container "app"', 'was "0"'),
         }),
     # A node that ignores podPidsLimit (upstream e2e_node pids_test.go): the pod's pids.max stays "max", so the value
     # check and the fork check (no refusal among twice the limit, no pids.events max) fail; the pod's other cgroup
