@@ -30,7 +30,6 @@ from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import MEMORY, SWAP, SYSTEM_NODE_CRITICAL, Pod
 from nodeconf.nodes.base import ContainerState, NodeError, PodEvidence, PodHandle, Terminated
 from nodeconf.quantity import Quantity
-from nodeconf.semantics.cgroup_paths import kubepods
 from nodeconf.semantics.expectation import Expected
 from suites.toolkit.checks import check_admission, check_qos, deploy_pods
 from suites.toolkit.compare import (
@@ -302,8 +301,8 @@ def test_limitedswap_holds_more_than_the_pods_memory(deploy: Deploy, oracle: Ora
     has room; charges below every ancestor's memory.max never invoking the OOM killer), here with kubepods as the
     tightest ancestor: memhog --reclaim keeps its charges 4 MiB below it by writing its own memory.reclaim."""
     reserved = Quantity.of(oracle.facts.memory_capacity - (ALLOCATABLE_MIB << 20))
-    config = kubelet.use(replace(kubelet.base, swap_behavior=LIMITED, kube_reserved={MEMORY: reserved},
-                                 enforce_node_allocatable=("pods",), eviction_hard={"memory.available": "16Mi"}))
+    kubelet.use(replace(kubelet.base, swap_behavior=LIMITED, kube_reserved={MEMORY: reserved},
+                        enforce_node_allocatable=("pods",), eviction_hard={"memory.available": "16Mi"}))
     workload = _hogging(_burstable({}, "96Mi"), ("app",), BEYOND_MIB, reclaim=True)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
     handle, expected = deployed.handle(workload.name), deployed.expected(workload.name)
@@ -312,15 +311,14 @@ def test_limitedswap_holds_more_than_the_pods_memory(deploy: Deploy, oracle: Ora
     watched = watch_hogs(handle, ("app",), BEYOND_MIB)
     app = watched.evidence.container("app").cgroup
     cgroups = kubelet.node.node_cgroups()
-    pods_memory = _limit(cgroups[kubepods(config.cgroup_driver)].get("memory.max") or "max")
     rows = [row for row in compare_pod(expected, watched.evidence) if row.container == "app" and row.file in (
         "memory.max", "memory.swap.max")]
     rows += compare_node_cgroups(deployed.expectation.cgroups, cgroups)
     rows += [compare_value(workload.name, "app", app.path, "outcome under pressure", Expected("Running", BEYOND_RULE),
                            _outcome(watched.states["app"])),
              compare_measured(workload.name, "app", app.path, "memory.swap.current of the hog", Band(
-                 BEYOND_MIB * MIB - pods_memory, _limit(app["memory.swap.max"]),
-                 "what the hog holds beyond kubepods memory.max is in swap, within its swap limit"),
+                 (BEYOND_MIB - ALLOCATABLE_MIB) * MIB, _limit(app["memory.swap.max"]),
+                 f"what the hog holds beyond kubepods' {ALLOCATABLE_MIB}Mi is in swap, within its swap limit"),
                  app.number("memory.swap.current"), BEYOND_RULE),
              compare_measured(workload.name, "app", app.path, "peak sampled memory.swap.current",
                               never_above(_limit(app["memory.swap.max"])), watched.peak_swap.get(app.path, 0),
