@@ -47,6 +47,7 @@ class Backoff:
 _SWITCHES = {
     "limited-swap=ignore-explicit": "limited_swap_ignores_explicit",
     "limited-swap=ignore-request-limit": "limited_swap_ignores_request_limit",
+    "limited-swap=ignore-critical": "limited_swap_ignores_critical",
     "pids-limit=ignore": "pids_limit_ignored",
     "single-process-oom-kill=ignore": "single_process_oom_kill_ignored",
     "hugetlb=ignore": "hugetlb_ignored",
@@ -56,6 +57,8 @@ _SWITCHES = {
     "sidecar-resize=ignore": "sidecar_resize_ignored",
     "oom-reason=ignore": "oom_reason_ignored",
     "resize-retry=ignore": "resize_retry_ignored",
+    "eviction=ignore-priority": "eviction_ignores_priority",
+    "pods-allocatable=ignore": "pods_allocatable_ignored",
 }
 
 
@@ -67,6 +70,7 @@ class Faults:
     memory_throttling_factor: float | None = None
     limited_swap_ignores_explicit: bool = False
     limited_swap_ignores_request_limit: bool = False
+    limited_swap_ignores_critical: bool = False
     pids_limit_ignored: bool = False
     single_process_oom_kill_ignored: bool = False
     hugetlb_ignored: bool = False
@@ -76,14 +80,16 @@ class Faults:
     sidecar_resize_ignored: bool = False
     oom_reason_ignored: bool = False
     resize_retry_ignored: bool = False
+    eviction_ignores_priority: bool = False
+    pods_allocatable_ignored: bool = False
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
         """`cpu-weight-formula=linear|nonlinear`, `memory-throttling-factor=X` (0 < X ≤ 1),
-        `limited-swap=ignore-explicit`, `limited-swap=ignore-request-limit`, `pids-limit=ignore`,
-        `single-process-oom-kill=ignore`, `hugetlb=ignore`, `reserved-cgroups=ignore`, `psi-metrics=micro`,
-        `resize-usage=ignore`, `sidecar-resize=ignore`, `oom-reason=ignore`, `resize-retry=ignore`; ValueError
-        otherwise."""
+        `limited-swap=ignore-explicit`, `limited-swap=ignore-request-limit`, `limited-swap=ignore-critical`,
+        `pids-limit=ignore`, `single-process-oom-kill=ignore`, `hugetlb=ignore`, `reserved-cgroups=ignore`,
+        `psi-metrics=micro`, `resize-usage=ignore`, `sidecar-resize=ignore`, `oom-reason=ignore`,
+        `resize-retry=ignore`, `eviction=ignore-priority`, `pods-allocatable=ignore`; ValueError otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")
@@ -99,8 +105,9 @@ class Faults:
         return cls(**fields)
 
     def pods_seen(self, pods: Sequence[Pod], swap_behavior: str) -> list[Pod]:
-        """The pods as the faulty agent computes with them: on LimitedSwap, without their limits.swap, or with a
-        memory request equal to its limit one byte lower."""
+        """The pods as the faulty agent computes with them: on LimitedSwap, without their limits.swap, with a
+        memory request equal to its limit one byte lower, or without their priority (so no pod counts as critical:
+        its oom_score_adj follows its QoS class too)."""
         seen = list(pods)
         if swap_behavior != "LimitedSwap":
             return seen
@@ -108,6 +115,8 @@ class Faults:
             seen = [_without_swap_limits(p) for p in seen]
         if self.limited_swap_ignores_request_limit:
             seen = [_request_below_limit(p) for p in seen]
+        if self.limited_swap_ignores_critical:
+            seen = [dataclasses.replace(p, priority_value=None, priority_class_name="") for p in seen]
         return seen
 
 

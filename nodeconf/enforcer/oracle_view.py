@@ -59,6 +59,9 @@ class OracleView:
         if self.faults.reserved_cgroups_ignored:
             config = dataclasses.replace(config, enforce_node_allocatable=tuple(
                 k for k in config.enforce_node_allocatable if k not in reserved.ENFORCED_KEYS))
+        if self.faults.pods_allocatable_ignored:
+            config = dataclasses.replace(config, enforce_node_allocatable=tuple(
+                k for k in config.enforce_node_allocatable if k != "pods"))
         return config
 
     def reserve_paths(self, tree: CgroupTree, config: KubeletConfig | None = None) -> list[str]:

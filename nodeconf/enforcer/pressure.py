@@ -6,6 +6,7 @@ Source: issue 27 item 3 (the agent by composition); kubelet eviction_manager.go 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 
@@ -33,15 +34,18 @@ class NodePressure:
         self.conditions: dict[str, bool] = {MEMORY_PRESSURE: False}
         self.events: list[dict[str, str]] = []
 
-    def check(self, now: float, live: Sequence[PodRecord], facts: NodeFacts,
-              config: KubeletConfig) -> tuple[bool, EvictionDecision | None]:
+    def check(self, now: float, live: Sequence[PodRecord], facts: NodeFacts, config: KubeletConfig, *,
+              ignore_priority: bool = False) -> tuple[bool, EvictionDecision | None]:
         """Every EVICTION_INTERVAL: memory.available against evictionHard, the condition and its event updated;
-        whether the condition changed, and the oracle's decision (None when not checked now)."""
+        whether the condition changed, and the oracle's decision (None when not checked now). `ignore_priority`
+        (the self-tests' fault) ranks every pod as if its priority were 0."""
         if self.node_memory_used is None or now < self.next_check:
             return False, None
         self.next_check = now + EVICTION_INTERVAL
-        usages = [PodMemoryUsage(r.pod, {c.name: self._working_set(live_cgroup(c)) for c in r.containers
-                                         if c.kind != PAUSE}) for r in live]
+        usages = [PodMemoryUsage(dataclasses.replace(r.pod, priority_value=0, priority_class_name="")
+                                 if ignore_priority else r.pod,
+                                 {c.name: self._working_set(live_cgroup(c)) for c in r.containers
+                                  if c.kind != PAUSE}) for r in live]
         outside = max(0, self.node_memory_used() - sum(self._working_set(r.cgroup) for r in live))
         decision = decide_memory_eviction(usages, facts, config, outside)
         changed = decision.memory_pressure != self.conditions[MEMORY_PRESSURE]

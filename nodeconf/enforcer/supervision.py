@@ -98,7 +98,8 @@ class Supervision:
     def _check_eviction(self, now: float) -> bool:
         """Node pressure's check; evict the oracle's first pod."""
         oracle = self.enforcement.oracle
-        changed, decision = self.pressure.check(now, self.pods.live(), oracle.facts_used(), oracle.config_used())
+        changed, decision = self.pressure.check(now, self.pods.live(), oracle.facts_used(), oracle.config_used(),
+                                                ignore_priority=oracle.faults.eviction_ignores_priority)
         if decision is None or decision.victim is None:
             return changed
         record = self.pods[decision.victim.ref]

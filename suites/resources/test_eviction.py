@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from nodeconf.fixtures.node import Deploy
-from nodeconf.manifest import MEMORY
+from nodeconf.manifest import MEMORY, Pod
 from nodeconf.nodes.base import CgroupFiles, PodHandle
 from nodeconf.semantics.documents import ARTICLE
 from nodeconf.semantics.eviction import PodMemoryUsage, rank_for_memory_pressure
@@ -29,6 +29,8 @@ pytestmark.append(pytest.mark.runs_alone("node memory pressure and the eviction 
 ORDER = f"{ARTICLE}: usage above request first, by priority and by the size of the excess"
 EVICTED = f"{ARTICLE}: an evicted pod moves to phase Failed with reason Evicted"
 HOG_MIB = 48
+# The high-priority hog holds more: a node ranking by usage alone would evict it first.
+LARGER_HOG_MIB = 64
 # A threshold no node meets: memory.available is below 99 % of capacity from the first check, so the node evicts
 # pod after pod, one per pass, in its ranking order.
 ALWAYS_PRESSURE = "99%"
@@ -48,7 +50,44 @@ def test_memory_pressure_evicts_in_the_articles_order(deploy: Deploy, oracle: Or
                           requests={MEMORY: "16Mi"})
     within = with_container(renamed(burstable, "within-request"), "app", command=memhog(HOG_MIB),
                             requests={MEMORY: "128Mi"})
-    workloads = [within, over, besteffort]
+    _assert_eviction_order(deploy, oracle, kubelet, [within, over, besteffort],
+                           ["qos-besteffort", "over-request", "within-request"], ORDER)
+
+
+# upstream eviction_test.go PriorityMemoryEvictionOrdering: its high priority class's value.
+HIGH_PRIORITY = 999_999_999
+PRIORITY_ORDER = ("upstream eviction_test.go PriorityMemoryEvictionOrdering: the low-priority hog before the "
+                  "high-priority one, the Guaranteed pod (within its request) spared while the hogs remain "
+                  "(pkg/kubelet/eviction/helpers.go rankMemoryPressure: exceeds request, then priority, then usage)")
+
+
+@pytest.mark.upstream_e2e(
+    file="test/e2e_node/eviction_test.go",
+    case="PriorityMemoryEvictionOrdering / when we run containers that should cause MemoryPressure / "
+         "should eventually evict all of the correct pods")
+def test_memory_pressure_spares_by_priority(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) -> None:
+    """Two BestEffort hogs, the high-priority one larger, and a Guaranteed pod within its request: the low-priority
+    hog goes first though it holds less, then the high-priority one, the Guaranteed pod last (a threshold no node
+    meets keeps the node evicting, where upstream's pressure ends before it)."""
+    besteffort = pod("requests-limits/qos-classes.yaml", "qos-besteffort")
+    low = with_container(renamed(besteffort, "memory-hog-pod"), "app", command=memhog(HOG_MIB))
+    high = replace(with_container(renamed(besteffort, "high-priority-memory-hog-pod"), "app",
+                                  command=memhog(LARGER_HOG_MIB)), priority_value=HIGH_PRIORITY)
+    guaranteed = with_container(renamed(pod("requests-limits/qos-classes.yaml", "qos-guaranteed"), "guaranteed-pod"),
+                                "app", command=memhog(HOG_MIB))
+    _assert_eviction_order(deploy, oracle, kubelet, [guaranteed, high, low],
+                           ["memory-hog-pod", "high-priority-memory-hog-pod", "guaranteed-pod"], PRIORITY_ORDER)
+
+
+def _assert_eviction_order(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, workloads: list[Pod],
+                           order: list[str], rule: str) -> None:
+    """Deploy the hogs, let each hold at least HOG_MIB, then a threshold no node meets: the node evicts them one
+    per pass in `order` (the rule's words) and in the oracle's ranking of the working sets read before; each pod
+    ends Failed/Evicted, the node under MemoryPressure.
+
+    Relies on the kernel charging each hog's touched anonymous pages to its cgroup (memory.current, the working
+    set the ranking reads) and on the agent's ranking alone deciding the order: every pod exceeds or stays within
+    its request by a margin of tens of MiB that no page cache or interpreter noise closes."""
     deployed = deploy_pods(deploy, oracle, kubelet, workloads)
     for h in deployed.handles:
         check_admission(h, deployed.expected(h.pod.name))
@@ -59,13 +98,12 @@ def test_memory_pressure_evicts_in_the_articles_order(deploy: Deploy, oracle: Or
     oracle_order = [u.pod.name for u in rank_for_memory_pressure(usages)]
 
     kubelet.use(replace(kubelet.config, eviction_hard={"memory.available": ALWAYS_PRESSURE}))
-    order = _eviction_order(deployed.handles, timeout=60)
+    evicted = _eviction_order(deployed.handles, timeout=60)
     rows: list[ComparedValue] = [
-        compare_value("", "", "(eviction)", "eviction order", Expected(
-            "qos-besteffort, over-request, within-request", ORDER), ", ".join(order)),
-        compare_value("", "", "(eviction)", "eviction order (oracle)", Expected(", ".join(oracle_order), ORDER),
-                      ", ".join(order)),
-        compare_value("", "", "(node)", "MemoryPressure condition", Expected("True", ORDER),
+        compare_value("", "", "(eviction)", "eviction order", Expected(", ".join(order), rule), ", ".join(evicted)),
+        compare_value("", "", "(eviction)", "eviction order (oracle)", Expected(", ".join(oracle_order), rule),
+                      ", ".join(evicted)),
+        compare_value("", "", "(node)", "MemoryPressure condition", Expected("True", rule),
                       str(kubelet.node.conditions().memory_pressure)),
     ]
     for h in deployed.handles:

@@ -27,11 +27,19 @@ from dataclasses import dataclass, replace
 import pytest
 
 from nodeconf.fixtures.node import Deploy
-from nodeconf.manifest import MEMORY, SWAP, Pod
+from nodeconf.manifest import MEMORY, SWAP, SYSTEM_NODE_CRITICAL, Pod
 from nodeconf.nodes.base import ContainerState, NodeError, PodEvidence, PodHandle, Terminated
+from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import Expected
 from suites.toolkit.checks import check_admission, check_qos, deploy_pods
-from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_pod, compare_value
+from suites.toolkit.compare import (
+    ComparedValue,
+    assert_matches,
+    compare_measured,
+    compare_node_cgroups,
+    compare_pod,
+    compare_value,
+)
 from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle
 from suites.toolkit.pods import memhog, pod, scaled, with_container
 from suites.toolkit.pressure import MIB, Watched, watch_hogs
@@ -212,23 +220,31 @@ def _wait_swap_full(handle: PodHandle, hog: str, timeout: float = 120.0) -> Watc
 # equal to the limit gives none (GetContainerSwapBehavior): its hog is OOM-killed without a byte in swap. All rely on
 # memory.swap.max being a hard limit (page_counter charges fail beyond it; 0 refuses every swap-out) and on
 # memory.reclaim forcing reclaim deterministically while swap has room.
+# The critical case is upstream swap_test.go's "with a critical pod" under real pressure: the proportional pod of
+# priority class system-node-critical gets no swap (GetContainerSwapBehavior: types.IsCriticalPod), so its hog is
+# OOM-killed without a byte in swap, like the request == limit one.
 FILL_CASES = [
-    pytest.param(WORKLOAD_CONTROLLED, "16Mi", {MEMORY: "32Mi", SWAP: "16Mi"}, id="explicit-swap"),
-    pytest.param(LIMITED, "16Mi", {MEMORY: "32Mi"}, id="limitedswap-proportional", marks=LIMITED_MARKS),
-    pytest.param(LIMITED, "32Mi", {MEMORY: "32Mi"}, id="limitedswap-request-eq-limit", marks=LIMITED_MARKS),
+    pytest.param(WORKLOAD_CONTROLLED, "16Mi", {MEMORY: "32Mi", SWAP: "16Mi"}, "", id="explicit-swap"),
+    pytest.param(LIMITED, "16Mi", {MEMORY: "32Mi"}, "", id="limitedswap-proportional", marks=LIMITED_MARKS),
+    pytest.param(LIMITED, "32Mi", {MEMORY: "32Mi"}, "", id="limitedswap-request-eq-limit", marks=LIMITED_MARKS),
+    pytest.param(LIMITED, "16Mi", {MEMORY: "32Mi"}, SYSTEM_NODE_CRITICAL, id="limitedswap-critical", marks=(
+        *LIMITED_MARKS, pytest.mark.upstream_e2e(file="test/e2e_node/swap_test.go",
+                                                 case="Swap / with a critical pod - should avoid swap"))),
 ]
 
 
-@pytest.mark.parametrize(("mode", "memory_request", "limits"), FILL_CASES)
+@pytest.mark.parametrize(("mode", "memory_request", "limits", "priority_class"), FILL_CASES)
 def test_swap_fills_to_its_limit_then_oom_kills(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, mode: str,
-                                                memory_request: str, limits: dict[str, str]) -> None:
+                                                memory_request: str, limits: dict[str, str],
+                                                priority_class: str) -> None:
     """swap-limit-reached, made deterministic: the hog (limits memory 32Mi and swap 16Mi, or on LimitedSwap its
-    request's share, none when request == limit) stays below memory.max while memory.reclaim pushes its pages out
-    until memory.swap.current sits at memory.swap.max (the oracle's), then, released by a trigger file, grows to
-    96 MiB, beyond memory + swap, and is OOM-killed; swap never exceeds its limit."""
+    request's share, none when request == limit or the pod is critical) stays below memory.max while memory.reclaim
+    pushes its pages out until memory.swap.current sits at memory.swap.max (the oracle's), then, released by a
+    trigger file, grows to 96 MiB, beyond memory + swap, and is OOM-killed; swap never exceeds its limit."""
     kubelet.swap(mode, WORKLOAD_SWAP_ON if mode == WORKLOAD_CONTROLLED else None)
     trigger = f"/tmp/nodeconf-swap-full-{uuid.uuid4().hex}"
-    workload = _hogging(_burstable(limits, memory_request), ("app",), 96, reclaim=True, wait_for=trigger)
+    hog = replace(_burstable(limits, memory_request), priority_class_name=priority_class)
+    workload = _hogging(hog, ("app",), 96, reclaim=True, wait_for=trigger)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
     handle, expected = deployed.handle(workload.name), deployed.expected(workload.name)
     check_admission(handle, expected)
@@ -257,3 +273,54 @@ def test_swap_fills_to_its_limit_then_oom_kills(deploy: Deploy, oracle: Oracle, 
     rows += _rows(workload.name, Case(lambda: workload, ("app",), 96, False, REACHED, REACHED_RULE),
                   Watched(watched.evidence, watched.states, peaks))
     assert_matches(f"pod {workload.ref} filling swap to its limit", rows)
+
+
+# upstream "with swap stress / LimitedSwap / should be able to use more than the node memory capacity", scaled: the
+# pods' share of the node stands for the node (kubeReserved takes all but ALLOCATABLE_MIB, so kubepods memory.max is
+# ALLOCATABLE_MIB, and evictionHard 16Mi leaves 112Mi allocatable to admit to), and a Burstable hog without a memory
+# limit, request 96Mi (its LimitedSwap share about 48 MiB on the reference VM), holds BEYOND_MIB, more than all of it:
+# with the interpreter, about 32 MiB go to swap. Crossing the VM's 2 GiB itself would take a GiB of swap writes under
+# emulation.
+ALLOCATABLE_MIB = 128
+BEYOND_MIB = 144
+BEYOND_RULE = (f"{LIMITED_RULE}; without a memory limit it holds more than the pods' memory (kubepods memory.max, "
+               "capacity − kubeReserved), the excess in swap within its share")
+
+
+@pytest.mark.kep2400
+@pytest.mark.min_profile("1.34")
+@pytest.mark.upstream_e2e(
+    file="test/e2e_node/swap_test.go",
+    case="Swap / with swap stress / LimitedSwap / should be able to use more than the node memory capacity")
+def test_limitedswap_holds_more_than_the_pods_memory(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) -> None:
+    """The hog (no memory limit, request 96Mi) holds BEYOND_MIB under a kubepods memory.max of ALLOCATABLE_MIB:
+    it runs on, what lies beyond kubepods' memory.max is in its swap, and swap stays within its memory.swap.max
+    (the oracle's share).
+
+    Relies on what the other LimitedSwap checks do (memory.swap.max a hard limit; memory.reclaim swapping while swap
+    has room; charges below every ancestor's memory.max never invoking the OOM killer), here with kubepods as the
+    tightest ancestor: memhog --reclaim keeps its charges 4 MiB below it by writing its own memory.reclaim."""
+    reserved = Quantity.of(oracle.facts.memory_capacity - (ALLOCATABLE_MIB << 20))
+    kubelet.use(replace(kubelet.base, swap_behavior=LIMITED, kube_reserved={MEMORY: reserved},
+                        enforce_node_allocatable=("pods",), eviction_hard={"memory.available": "16Mi"}))
+    workload = _hogging(_burstable({}, "96Mi"), ("app",), BEYOND_MIB, reclaim=True)
+    deployed = deploy_pods(deploy, oracle, kubelet, [workload])
+    handle, expected = deployed.handle(workload.name), deployed.expected(workload.name)
+    check_admission(handle, expected)
+    check_qos(handle, expected, None)
+    watched = watch_hogs(handle, ("app",), BEYOND_MIB)
+    app = watched.evidence.container("app").cgroup
+    cgroups = kubelet.node.node_cgroups()
+    rows = [row for row in compare_pod(expected, watched.evidence) if row.container == "app" and row.file in (
+        "memory.max", "memory.swap.max")]
+    rows += compare_node_cgroups(deployed.expectation.cgroups, cgroups)
+    rows += [compare_value(workload.name, "app", app.path, "outcome under pressure", Expected("Running", BEYOND_RULE),
+                           _outcome(watched.states["app"])),
+             compare_measured(workload.name, "app", app.path, "memory.swap.current of the hog", Band(
+                 (BEYOND_MIB - ALLOCATABLE_MIB) * MIB, _limit(app["memory.swap.max"]),
+                 f"what the hog holds beyond kubepods' {ALLOCATABLE_MIB}Mi is in swap, within its swap limit"),
+                 app.number("memory.swap.current"), BEYOND_RULE),
+             compare_measured(workload.name, "app", app.path, "peak sampled memory.swap.current",
+                              never_above(_limit(app["memory.swap.max"])), watched.peak_swap.get(app.path, 0),
+                              f"{BEYOND_RULE}; memory.swap.max is never exceeded")]
+    assert_matches(f"pod {workload.ref} beyond the pods' memory", rows)

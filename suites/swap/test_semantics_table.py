@@ -12,7 +12,7 @@ import pytest
 
 from nodeconf.fixtures.node import Deploy
 from nodeconf.kubelet_config import SWAP_BEHAVIORS
-from nodeconf.manifest import MEMORY, SWAP, Pod, Resources
+from nodeconf.manifest import MEMORY, SWAP, SYSTEM_NODE_CRITICAL, Pod, Resources
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
 from nodeconf.quantity import Quantity
@@ -20,7 +20,7 @@ from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_admission, check_node, check_pod, deploy_pods, seed_files
 from suites.toolkit.compare import ComparedValue, compare_value
 from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle
-from suites.toolkit.pods import fit_to_node, pod, with_container
+from suites.toolkit.pods import fit_to_node, pod, renamed, with_container
 from suites.toolkit.tolerance import page_floor
 
 pytestmark = [pytest.mark.kep5359]
@@ -41,6 +41,12 @@ def _burstable_without_swap() -> Pod:
     return pod("requests-limits/qos-classes.yaml", "qos-burstable")
 
 
+def _critical_burstable() -> Pod:
+    """upstream swap_test.go "with a critical pod": a Burstable pod (request below its limit, which LimitedSwap would
+    give a share) of priority class system-node-critical."""
+    return replace(renamed(_burstable_without_swap(), "critical-burstable"), priority_class_name=SYSTEM_NODE_CRITICAL)
+
+
 # workload → (pod, the container whose memory.swap.max the row speaks of, its QoS class)
 ROWS = {
     "omitted-burstable": (_burstable_without_swap, "app", QosClass.BURSTABLE),
@@ -49,6 +55,7 @@ ROWS = {
         "app", QosClass.BURSTABLE),
     "omitted-guaranteed": (lambda: pod("requests-limits/qos-classes.yaml", "qos-guaranteed"), "app",
                            QosClass.GUARANTEED),
+    "omitted-critical": (_critical_burstable, "app", QosClass.BURSTABLE),
     "omitted-besteffort": (lambda: pod("requests-limits/qos-classes.yaml", "qos-besteffort"), "app",
                            QosClass.BEST_EFFORT),
     "set-container": (lambda: pod("kep-5359/limits-only-model.yaml"), "app", QosClass.BURSTABLE),
@@ -62,6 +69,9 @@ CELLS = {
     # KEP-2400 LimitedSwap: a container whose memory request equals its limit gets no swap (GetContainerSwapBehavior).
     "omitted-burstable-request-eq-limit": {NO_SWAP: ZERO, LIMITED: ZERO, WORKLOAD: ZERO},
     "omitted-guaranteed": {NO_SWAP: ZERO, LIMITED: ZERO, WORKLOAD: ZERO},
+    # KEP-2400 LimitedSwap: a critical pod (priority >= 2000000000, static or mirror) gets no swap
+    # (kuberuntime_container_linux.go GetContainerSwapBehavior: types.IsCriticalPod).
+    "omitted-critical": {NO_SWAP: ZERO, LIMITED: ZERO, WORKLOAD: ZERO},
     "omitted-besteffort": {NO_SWAP: ZERO, LIMITED: ZERO, WORKLOAD: ZERO},
     "set-container": {NO_SWAP: ZERO, LIMITED: EXPLICIT, WORKLOAD: EXPLICIT},
     "set-pod": {NO_SWAP: ZERO, LIMITED: EXPLICIT, WORKLOAD: EXPLICIT},
@@ -96,6 +106,8 @@ UPSTREAM_ENTRIES = {"omitted-besteffort": "QOS Best-effort", "omitted-burstable"
                     "omitted-burstable-request-eq-limit": "QOS Burstable with memory request equals to limit",
                     "omitted-guaranteed": "QOS Guaranteed"}
 UPSTREAM_TABLES = {NO_SWAP: "Swap / with configuration", LIMITED: "Swap / Basic functionality / with configuration"}
+# Upstream runs its critical pod on the NodeConformance (NoSwap) node; LimitedSwap is where the exclusion matters.
+UPSTREAM_CRITICAL = "Swap / with a critical pod - should avoid swap"
 
 
 def _kep2400_cell(row: str, mode: str) -> bool:
@@ -107,8 +119,8 @@ def _kep2400_cell(row: str, mode: str) -> bool:
 
 def _cell_marks(row: str, mode: str) -> list[pytest.MarkDecorator]:
     if _kep2400_cell(row, mode):
-        return [pytest.mark.kep2400, pytest.mark.upstream_e2e(
-            file="test/e2e_node/swap_test.go", case=f"{UPSTREAM_TABLES[mode]} / {UPSTREAM_ENTRIES[row]}")]
+        case = UPSTREAM_CRITICAL if row == "omitted-critical" else f"{UPSTREAM_TABLES[mode]} / {UPSTREAM_ENTRIES[row]}"
+        return [pytest.mark.kep2400, pytest.mark.upstream_e2e(file="test/e2e_node/swap_test.go", case=case)]
     return [KEP_5359]
 
 

@@ -49,6 +49,8 @@ SIDECAR_RESIZE = "suites/upstream/test_sidecar_resize.py"
 OOM_INIT = "suites/upstream/test_oom_init.py"
 DEFERRED = "suites/upstream/test_resize_deferred.py"
 DEFERRED_RETRIED = "test_deferred_resize_completes_after_another_pod_shrinks"
+EVICTION = "suites/resources/test_eviction.py"
+OOM_ALLOCATABLE = "suites/upstream/test_oom_allocatable.py"
 KUBEPODS_LIMITS = f"{ALLOCATABLE}::test_kubepods_pids_and_hugepages_are_the_allocatable"
 OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of pod "oom-group"', 'was "1"; expected "0"')
 # KEP examples with an explicit limits.swap that LimitedSwap's own calculation does not reproduce: all but
@@ -107,6 +109,34 @@ CASES = {
         "test_semantics_table_cell[vm-omitted-burstable-request-eq-limit-limitedswap]": SWAP_MAX,
         "test_swap_fills_to_its_limit_then_oom_kills[vm-limitedswap-request-eq-limit]": SWAP_MAX,
     }),
+    # Three faults in one run (the node option takes `fault` more than once), each failing its own new check and
+    # none another's. LimitedSwap without GetContainerSwapBehavior's critical exclusion (upstream swap_test.go "with a
+    # critical pod"): the system-node-critical Burstable pod (request below its limit) gets its request's share of
+    # swap, so its table cell and its pressure check (both expect memory.swap.max 0) fail; the fault drops the pod's
+    # priority, so its oom_score_adj (-997 for a node-critical pod) is named in the same messages. Memory eviction
+    # that ranks without priority (upstream eviction_test.go PriorityMemoryEvictionOrdering): the high-priority hog,
+    # the larger, goes first. A node that does not enforce `pods` (upstream oomkiller_linux_test.go "... more memory
+    # than node allocatable"): kubepods keeps the node's capacity as memory.max, so the hog without limits holds its
+    # 256 MiB and runs on where it must be OOM-killed at the 160Mi left allocatable, and the LimitedSwap hog without a
+    # limit holds its 144 MiB in memory with nothing in swap, where 16 MiB of it must lie beyond kubepods' 128Mi.
+    "priority-and-allocatable-ignored": FaultCase(
+        "limited-swap=ignore-critical&fault=eviction=ignore-priority&fault=pods-allocatable=ignore",
+        (TABLE, PRESSURE, EVICTION, OOM_ALLOCATABLE, "-k",
+         "critical-limitedswap or limitedswap-critical or spares_by_priority or oom_killed_at_allocatable or "
+         "holds_more_than_the_pods_memory"), {
+            "test_semantics_table_cell[vm-omitted-critical-limitedswap]": SWAP_MAX,
+            "test_swap_fills_to_its_limit_then_oom_kills[vm-limitedswap-critical]": SWAP_MAX,
+            "test_memory_pressure_spares_by_priority[vm]": (
+                'value of measurement "eviction order" for the node',
+                'was "high-priority-memory-hog-pod, memory-hog-pod, guaranteed-pod"'),
+            "test_container_without_limits_is_oom_killed_at_allocatable[vm]": (
+                'value of cgroup "memory.max" for the node', f'expected "{160 << 20}"',
+                'value of measurement "termination reason (exit code)" for container "hog"',
+                'was "running"; expected "OOMKilled (137)"'),
+            "test_limitedswap_holds_more_than_the_pods_memory[vm]": (
+                'value of cgroup "memory.max" for the node', f'expected "{128 << 20}"',
+                'value of measurement "memory.swap.current of the hog" for container "app"'),
+        }),
     # A node that ignores podPidsLimit (upstream e2e_node pids_test.go): the pod's pids.max stays "max", so the value
     # check and the fork check (no refusal among twice the limit, no pids.events max) fail; the pod's other cgroup
     # values are right.

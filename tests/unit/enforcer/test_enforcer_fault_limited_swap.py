@@ -1,12 +1,15 @@
-"""The enforcer's LimitedSwap faults: `ignore-explicit` (pods lose their limits.swap) and `ignore-request-limit`
-(a memory request equal to its limit counts as one byte lower), on LimitedSwap only."""
+"""The enforcer's LimitedSwap faults: `ignore-explicit` (pods lose their limits.swap), `ignore-request-limit`
+(a memory request equal to its limit counts as one byte lower) and `ignore-critical` (pods lose their priority), on
+LimitedSwap only."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
 from nodeconf.enforcer.lifecycle import Faults
-from nodeconf.manifest import MEMORY, SWAP, Pod
+from nodeconf.manifest import MEMORY, SWAP, SYSTEM_NODE_CRITICAL, Pod
 from nodeconf.quantity import Quantity
 from suites.toolkit.pods import pod, with_container
 
@@ -50,3 +53,16 @@ def test_ignore_request_limit_keeps_guaranteed_pods_guaranteed() -> None:
     """A container with equal cpu request and limit may belong to a Guaranteed pod: it is left alone."""
     guaranteed = pod("requests-limits/qos-classes.yaml", "qos-guaranteed")
     assert Faults(limited_swap_ignores_request_limit=True).pods_seen([guaranteed], "LimitedSwap") == [guaranteed]
+
+
+@pytest.mark.parametrize(("mode", "faulty"), [("LimitedSwap", True), ("WorkloadControlledSwap", False),
+                                              ("NoSwap", False)])
+def test_ignore_critical_drops_the_priority_on_limited_swap(mode: str, faulty: bool) -> None:
+    """`limited-swap=ignore-critical`: on LimitedSwap a system-node-critical pod is computed without its priority,
+    so GetContainerSwapBehavior's critical exclusion never fires."""
+    critical = replace(pod("requests-limits/qos-classes.yaml", "qos-burstable"),
+                       priority_class_name=SYSTEM_NODE_CRITICAL)
+    assert critical.priority == 2_000_001_000
+    assert Faults.parse(["limited-swap=ignore-critical"]).limited_swap_ignores_critical
+    [seen] = Faults(limited_swap_ignores_critical=True).pods_seen([critical], mode)
+    assert seen.priority == (0 if faulty else 2_000_001_000)

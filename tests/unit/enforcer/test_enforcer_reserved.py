@@ -17,7 +17,7 @@ import pytest
 from nodeconf.enforcer import systemd_units as su
 from nodeconf.enforcer.__main__ import main
 from nodeconf.enforcer.agent_error import AgentError
-from nodeconf.enforcer.lifecycle import Faults
+from nodeconf.enforcer.lifecycle import NO_FAULTS, Faults
 from nodeconf.enforcer.ownership import MARKER_FILE
 from tests.unit.enforcer.enforcer_support import ARTICLE_NODE, make_agent, running_agent
 from tests.unit.enforcer.fake_systemd import OWNER, systemd_agent
@@ -145,6 +145,19 @@ def test_the_fault_makes_no_reserve_cgroup(tmp_path: Path) -> None:
         assert dirs(agent.tree.root) == ["kubepods"]
         assert agent.tree.read("kubepods", "memory.max") != "max"
         assert not any(p in agent.node_cgroups() for p in PATHS["cgroupfs"])
+
+
+def test_the_pods_allocatable_fault_leaves_kubepods_at_capacity(tmp_path: Path) -> None:
+    """`pods-allocatable=ignore`: kubepods memory.max is the node's capacity, not capacity − both reserves (200Mi),
+    as if `pods` were not enforced (node_container_manager_linux.go createNodeAllocatableCgroups); the reserve
+    cgroups are still made."""
+    for faults, memory in ((NO_FAULTS, ARTICLE_NODE.memory_capacity - 200 * MI),
+                           (Faults.parse(["pods-allocatable=ignore"]), ARTICLE_NODE.memory_capacity)):
+        (tmp_path / str(memory)).mkdir()
+        for agent in running_agent(tmp_path / str(memory), faults):
+            agent.configure(upstream_config())
+            assert agent.tree.read("kubepods", "memory.max") == str(memory)
+            assert dirs(agent.tree.root) == ["kube-reserved", "kubepods", "system-reserved"]
 
 
 def test_systemd_makes_each_reserve_a_transient_slice_with_its_properties(tmp_path: Path) -> None:
