@@ -20,7 +20,14 @@ from nodeconf.quantity import Quantity
 from nodeconf.semantics.documents import ARTICLE, POST
 from nodeconf.semantics.expectation import Expected, QosClass
 from suites.toolkit.checks import check_admission, check_node, check_pod, check_qos, deploy_pods, seed_files
-from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_metrics, compare_value
+from suites.toolkit.compare import (
+    ComparedValue,
+    assert_matches,
+    compare_measured,
+    compare_metrics,
+    compare_reason,
+    compare_value,
+)
 from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle, with_gates
 from suites.toolkit.pods import memhog, pod, pods, renamed, scaled, with_container
 from suites.toolkit.pressure import watch_hogs
@@ -248,12 +255,14 @@ def test_oom_above_memory_max(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) 
     ended = state.last_terminated
     shown = f"{ended.reason} ({ended.exit_code})" if ended else f"{state.reason} ({state.exit_code})"
     pod_cgroup = watched.evidence.pod_cgroup
+    oom_kills = pod_cgroup.keyed("memory.events").get("oom_kill", 0)
     rule = f"memory.max is the hard limit: OOM kill in the container's cgroup ({ARTICLE})"
     assert_matches(f"pod {workload.ref} above memory.max", [
-        compare_value(workload.name, "app", pod_cgroup.path, "termination", Expected("OOMKilled (137)", rule),
-                      shown),
+        compare_reason(workload.name, "app", pod_cgroup.path, "termination", Expected("OOMKilled (137)", rule),
+                       shown, (ended.reason, ended.exit_code) if ended else (state.reason, state.exit_code),
+                       oracle.facts, oom_kills),
         compare_measured(workload.name, "", pod_cgroup.path, "memory.events oom_kill", Band(1, 2**63, "at least one"),
-                         pod_cgroup.keyed("memory.events").get("oom_kill", 0), rule),
+                         oom_kills, rule),
     ])
 
 
