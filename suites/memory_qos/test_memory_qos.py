@@ -35,6 +35,7 @@ from suites.toolkit.compare import (
     compare_measured,
     compare_metrics,
     compare_pod,
+    compare_reason,
     compare_value,
 )
 from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle, with_gates
@@ -265,12 +266,14 @@ def test_oom_above_memory_max(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) 
     ended = state.last_terminated
     shown = f"{ended.reason} ({ended.exit_code})" if ended else f"{state.reason} ({state.exit_code})"
     pod_cgroup = watched.evidence.pod_cgroup
+    oom_kills = pod_cgroup.keyed("memory.events").get("oom_kill", 0)
     rule = f"memory.max is the hard limit: OOM kill in the container's cgroup ({ARTICLE})"
     assert_matches(f"pod {workload.ref} above memory.max", [
-        compare_value(workload.name, "app", pod_cgroup.path, "termination", Expected("OOMKilled (137)", rule),
-                      shown),
+        compare_reason(workload.name, "app", pod_cgroup.path, "termination", Expected("OOMKilled (137)", rule),
+                       shown, (ended.reason, ended.exit_code) if ended else (state.reason, state.exit_code),
+                       oracle.facts, oom_kills),
         compare_measured(workload.name, "", pod_cgroup.path, "memory.events oom_kill", Band(1, 2**63, "at least one"),
-                         pod_cgroup.keyed("memory.events").get("oom_kill", 0), rule),
+                         oom_kills, rule),
     ])
 
 

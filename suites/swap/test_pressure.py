@@ -28,6 +28,7 @@ import pytest
 
 from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import MEMORY, SWAP, SYSTEM_NODE_CRITICAL, Pod
+from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import ContainerState, NodeError, PodEvidence, PodHandle, Terminated
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import Expected
@@ -38,6 +39,7 @@ from suites.toolkit.compare import (
     compare_measured,
     compare_node_cgroups,
     compare_pod,
+    compare_reason,
     compare_value,
 )
 from suites.toolkit.kubelet import WORKLOAD_SWAP_ON, Kubelet, Oracle
@@ -121,10 +123,15 @@ def _limit(text: str) -> int:
     return 2**63 if text == "max" else int(text)
 
 
+def _ended(state: ContainerState) -> Terminated | None:
+    """The first termination: the last one before a restart, else the current state's."""
+    return state.last_terminated or (Terminated(state.exit_code or 0, state.reason)
+                                     if state.state == "terminated" else None)
+
+
 def _outcome(state: ContainerState) -> str:
     """Running without a restart, else the first termination's reason and exit code."""
-    ended = state.last_terminated or (Terminated(state.exit_code or 0, state.reason)
-                                      if state.state == "terminated" else None)
+    ended = _ended(state)
     if ended is None:
         return "Running" if state.running else state.state
     return f"{ended.reason} ({ended.exit_code})"
@@ -139,11 +146,18 @@ def _ceiling(watched: Watched, hogs: tuple[str, ...], file: str) -> int:
     return min(values)
 
 
-def _rows(name: str, case: Case, watched: Watched) -> list[ComparedValue]:
+def _termination(state: ContainerState) -> tuple[str | None, int | None]:
+    ended = _ended(state)
+    return (ended.reason, ended.exit_code) if ended is not None else (None, None)
+
+
+def _rows(name: str, case: Case, watched: Watched, node: NodeFacts) -> list[ComparedValue]:
     ev = watched.evidence
-    rows = [compare_value(name, hog, ev.container(hog).cgroup.path, "outcome under pressure",
-                          Expected("Running" if case.survives else "OOMKilled (137)", case.rule),
-                          _outcome(watched.states[hog])) for hog in case.hogs]
+    oom_kills = ev.pod_cgroup.keyed("memory.events").get("oom_kill", 0)
+    rows = [compare_reason(name, hog, ev.container(hog).cgroup.path, "outcome under pressure",
+                           Expected("Running" if case.survives else "OOMKilled (137)", case.rule),
+                           _outcome(watched.states[hog]), _termination(watched.states[hog]), node, oom_kills)
+            for hog in case.hogs]
     rows += [compare_measured(name, "", cgroup.path, "peak sampled memory.swap.current",
                               never_above(_limit(cgroup["memory.swap.max"])), watched.peak_swap.get(cgroup.path, 0),
                               f"{case.rule}; memory.swap.max {cgroup['memory.swap.max']} is never exceeded")
@@ -179,7 +193,7 @@ def test_swap_under_pressure(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, c
     check_admission(handle, expected)
     check_qos(handle, expected, None)
     watched = watch_hogs(handle, spec.hogs, spec.mib)
-    assert_matches(f"pod {workload.ref} under memory pressure", _rows(workload.name, spec, watched))
+    assert_matches(f"pod {workload.ref} under memory pressure", _rows(workload.name, spec, watched, oracle.facts))
 
 
 REACHED_RULE = "KEP-5359: memory.swap.max is the swap ceiling; beyond memory + swap the OOM killer"
@@ -271,7 +285,7 @@ def test_swap_fills_to_its_limit_then_oom_kills(deploy: Deploy, oracle: Oracle, 
     peaks = {path: max(full.peak_swap.get(path, 0), watched.peak_swap.get(path, 0))
              for path in {*full.peak_swap, *watched.peak_swap}}
     rows += _rows(workload.name, Case(lambda: workload, ("app",), 96, False, REACHED, REACHED_RULE),
-                  Watched(watched.evidence, watched.states, peaks))
+                  Watched(watched.evidence, watched.states, peaks), oracle.facts)
     assert_matches(f"pod {workload.ref} filling swap to its limit", rows)
 
 

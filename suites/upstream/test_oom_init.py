@@ -23,7 +23,7 @@ from nodeconf.nodes.base import PodStatus
 from nodeconf.semantics.expectation import Expected
 from suites.toolkit.builders import container, pod
 from suites.toolkit.checks import check_admission, deploy_pods
-from suites.toolkit.compare import assert_matches, compare_value
+from suites.toolkit.compare import assert_matches, compare_reason, compare_value
 from suites.toolkit.kubelet import Kubelet, Oracle
 from suites.toolkit.pods import memhog
 
@@ -51,8 +51,12 @@ def test_init_container_oom_killed(deploy: Deploy, oracle: Oracle, kubelet: Kube
 
     status = handle.wait_for(ended, timeout=90, what="the init container terminated")
     init, app = status.container("init"), status.container("app")
+    # The kernel's count, read only to name the cause of another reason (the pod cgroup of a pod ended may be gone).
+    oom_kills = 0 if init.reason == "OOMKilled" else handle.evidence().pod_cgroup.keyed("memory.events").get(
+        "oom_kill", 0)
     assert_matches("pod oom-init init container", [
-        compare_value("oom-init", "init", "(status)", "status reason", Expected("OOMKilled", RULE), init.reason),
+        compare_reason("oom-init", "init", "(status)", "status reason", Expected("OOMKilled", RULE), init.reason,
+                       (init.reason, init.exit_code), oracle.facts, oom_kills),
         compare_value("oom-init", "init", "(status)", "exit code", Expected("137", RULE), str(init.exit_code)),
         compare_value("oom-init", "init", "(status)", "restart count", Expected("0", NEVER), str(init.restart_count)),
         compare_value("oom-init", "app", "(status)", "app container ran", Expected("no", NEVER),
