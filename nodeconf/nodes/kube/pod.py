@@ -15,7 +15,6 @@ from nodeconf.manifest import Pod
 from nodeconf.nodes.base import (
     CgroupFiles,
     ContainerEvidence,
-    ContainerState,
     ExecResult,
     NodeError,
     NotApplicable,
@@ -25,7 +24,6 @@ from nodeconf.nodes.base import (
     ResizeStatus,
 )
 from nodeconf.nodes.kube.api import KubeApi, KubeApiError, dig
-from nodeconf.nodes.kube.oom import OomLedger, oom_kill_count, with_oom_reasons
 from nodeconf.nodes.kube.paths import CgroupFrame
 from nodeconf.nodes.kube.pods import (
     container_ids,
@@ -61,8 +59,6 @@ class PodHost(Protocol):
 # CRI-O drops the infra (pause) container of a pod without a shared PID namespace (crio.conf(5) drop_infra_ctr,
 # default true since CRI-O 1.2x; OpenShift 4.7+): its pods have no pause process to compare.
 CRIO_NO_PAUSE = "CRI-O runs no infra (pause) container for this pod (drop_infra_ctr)"
-# Files of the pod cgroup read for OOM evidence (kube/oom.py).
-OOM_FILES = ["memory.events"]
 
 
 class Framed:
@@ -96,7 +92,6 @@ class KubePod(PodHandle):
         self.namespace = namespace
         self.name = pod.name
         self.resized = False
-        self.oom = OomLedger()
 
     def _require_admitted(self) -> None:
         if not self.admitted:
@@ -110,29 +105,21 @@ class KubePod(PodHandle):
         return self._status(self.read())
 
     def _status(self, obj: Mapping[str, Any]) -> PodStatus:
+        """The status as the API gives it: a termination reason is the runtime's, never rewritten from what the
+        node's cgroups counted (an OOM kill containerd reported as `Error` is named by semantics/runtime_oom.py)."""
         status = obj.get("status") or {}
         uid = str((obj.get("metadata") or {}).get("uid") or "")
         selector = f"involvedObject.kind=Pod,involvedObject.name={self.name}"
         events = self.node.api.list_events(self.namespace, f"{selector},involvedObject.uid={uid}" if uid else selector)
         return PodStatus(
             phase=str(status.get("phase") or ""), qos_class=str(status.get("qosClass") or ""),
-            containers=self._with_oom_evidence(obj, container_states(obj)), events=pod_events(events),
+            containers=container_states(obj), events=pod_events(events),
             reason=str(status.get("reason") or ""),
             message=str(status.get("message") or ""),
             resize=resize_status(obj, self.resized) or ResizeStatus(ResizeOutcome.IN_PROGRESS),
             disrupted_at=disruption_time(obj),
             allocated_resources=quantities(status.get("allocatedResources")),
         )
-
-    def _with_oom_evidence(self, obj: Mapping[str, Any], states: dict[str, ContainerState]
-                           ) -> dict[str, ContainerState]:
-        """Container states, with an exit 137 the runtime reported as `Error` shown as OOMKilled when the
-        kernel counted an OOM kill in the pod cgroup since the last such exit (kube/oom.py)."""
-        if self.oom.unjudged(obj):
-            uid = names.uid(str(dig(obj, "metadata", "uid") or ""))
-            doc = self.node.read("podCgroup", podUid=uid, files=OOM_FILES)
-            self.oom.judge(obj, oom_kill_count((doc.get("files") or {}).get("memory.events")))
-        return with_oom_reasons(states, self.oom.oom_killed(obj))
 
     def evidence(self, extra_files: Sequence[str] = ()) -> PodEvidence:
         self._require_admitted()

@@ -387,8 +387,10 @@ class FakeKube:
                 self.behaviour[obj["metadata"]["name"]] = "run"
                 obj["reads"] = 1
         elif behaviour in ("oom-racy", "sigkill"):
-            # containerd < 2.3: the exit is reported before (or without) TaskOOM, so the reason is Error; the
-            # kernel's oom_kill count in the pod cgroup tells an OOM kill from a plain SIGKILL.
+            # containerd < 2.3: the exit is reported before (or without) TaskOOM, so the reason is Error
+            # (semantics/runtime_oom.py); the status as kubernetes/kubernetes#122256 shows it on a containerd node
+            # (lastState terminated, reason Error, exit code 137, restart count 1). The pod cgroup's oom_kill count
+            # tells an OOM kill from a plain SIGKILL.
             self._start(obj)
             first = status["containerStatuses"][0]
             first.update(restartCount=1, lastState={"terminated": {

@@ -20,14 +20,15 @@ import yaml
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_from_dict
 from nodeconf.manifest import Pod
 from nodeconf.node_facts import NodeFacts
-from nodeconf.nodes.base import ContainerState, NodeError, NotApplicable, ResizeStatus, Terminated
+from nodeconf.nodes.base import NodeError, NotApplicable, ResizeStatus, Terminated
 from nodeconf.nodes.kube.api import ClientKubeApi, KubeApiError, load_kube_context, unreachable_reason
 from nodeconf.nodes.kube.configz import KubeletConfigNotApplicable
 from nodeconf.nodes.kube.node import PROBE_NAME, KubeNode
-from nodeconf.nodes.kube.oom import OomLedger, oom_kill_count, with_oom_reasons
 from nodeconf.nodes.kube.opener import choose_node
 from nodeconf.nodes.kube.others import OTHERS_NAMESPACE
 from nodeconf.nodes.kube.pods import HELPER_NAME
+from nodeconf.semantics.expectation import Expected
+from suites.toolkit.compare import compare_reason
 from suites.toolkit.kubelet import Oracle
 from tests.unit.nodes.kube.fakes import (
     BASE_NS,
@@ -42,7 +43,9 @@ from tests.unit.nodes.kube.fakes import (
     kubeconfig,
     make_node,
 )
+from tests.unit.nodes.kube.kube_shapes import SHAPES
 from tests.unit.nodes.kube.rbac import allowed, permission, rbac_docs
+from tests.unit.nodes.kube.suite_on_shape import shape_node_doc
 
 MIRROR = {"kubernetes.io/config.source": "file", "kubernetes.io/config.mirror": "0123abcd",
           "kubernetes.io/config.hash": "0123abcd"}
@@ -321,18 +324,44 @@ def test_a_failed_pull_the_kubelet_retries_is_not_fatal(node: KubeNode, fake: Fa
 
 # --- OOM kills reported as Error -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("behaviour", "reason"), [
-    pytest.param("oom-racy", "OOMKilled", id="oom-kill-counted"),
-    pytest.param("sigkill", "Error", id="plain-sigkill"),
+@pytest.mark.parametrize("behaviour", [
+    pytest.param("oom-racy", id="oom-kill-counted"),
+    pytest.param("sigkill", id="plain-sigkill"),
 ])
-def test_exit_137_reported_as_error_uses_the_kernel_oom_kill_count(node: KubeNode, fake: FakeKube, behaviour: str,
-                                                                   reason: str) -> None:
+def test_exit_137_reported_as_error_stays_error(node: KubeNode, fake: FakeKube, behaviour: str) -> None:
+    """The driver reports the reason the API gave: the pod cgroup's oom_kill count never rewrites it (a measured
+    fact names a mismatch's cause, runtime_oom.reason_note; it is never the actual value)."""
     fake.behaviour["eater"] = behaviour
     handle = node.run(Pod(name="eater", containers=(ctr("c", limits={"memory": "64Mi"}),)))
-    assert handle.status().container("c").last_terminated == Terminated(137, reason)
     reads = len(fake.execs)
-    handle.status()
-    assert len(fake.execs) == reads  # judged once per termination
+    assert handle.status().container("c").last_terminated == Terminated(137, "Error")
+    assert len(fake.execs) == reads  # the status reads nothing from the node
+
+
+def test_an_oom_kill_containerd_reported_as_error_fails_naming_the_runtime(tmp_path: Path, clock: FakeClock) -> None:
+    """GKE's containerd 1.7.27 node (kube_shapes) with a container the API shows as `Error`, exit 137, restart 1
+    (the shape of kubernetes/kubernetes#122256, a containerd node) while its pod cgroup's memory.events counts
+    oom_kill 1: the evidence keeps `Error` and the reason check fails, naming containerd 1.7.27 and the count."""
+    shape = next(s for s in SHAPES if s.name == "gke-cos")
+    fake = FakeKube(FakeNode(tmp_path))
+    fake.node, fake.configz = shape_node_doc(shape), shape.configz()
+    fake.behaviour["eater"] = "oom-racy"
+    node = make_node(fake, clock).start()
+    try:
+        evidence = node.run(Pod(name="eater", containers=(ctr("c", limits={"memory": "64Mi"}),))).evidence()
+        facts = node.facts()
+    finally:
+        node.close()
+    ended = evidence.status.container("c").last_terminated
+    assert ended == Terminated(137, "Error")
+    oom_kills = evidence.pod_cgroup.keyed("memory.events")["oom_kill"]
+    assert oom_kills == 1
+    compared = compare_reason("eater", "c", evidence.pod_cgroup.path, "termination",
+                              Expected("OOMKilled", "kubelet toKubeContainerStatus"), ended.reason,
+                              (ended.reason, ended.exit_code), facts, oom_kills)
+    assert not compared.ok and (compared.expected, compared.actual) == ("OOMKilled", "Error")
+    assert "runtime containerd 1.7.27 reported reason Error" in compared.rule
+    assert "memory.events oom_kill 1" in compared.rule
 
 
 # --- reaching the cluster and choosing the node --------------------------------------------------------------
@@ -470,29 +499,3 @@ def test_a_pod_without_a_pause_process(node: KubeNode, fake: FakeKube, runtime: 
     evidence = node.run(RES_DEMO).evidence()
     assert evidence.pause is None
     assert bool(evidence.pause_absent) is absent  # on containerd a missing pause stays a mismatch
-
-
-def terminated(reason: str, finished: str) -> dict[str, Any]:
-    return {"terminated": {"exitCode": 137, "reason": reason, "containerID": "containerd://" + "a" * 64,
-                           "finishedAt": finished}}
-
-
-def test_oom_ledger_counts_kills_since_the_last_exit_137() -> None:
-    """An OOMKilled the runtime did report uses up the kills counted so far; a later `Error` 137 counts as an
-    OOM kill only when the counter grew again."""
-    ledger = OomLedger()
-    first = {"status": {"containerStatuses": [{"name": "c", "state": terminated("OOMKilled", "t1")}]}}
-    ledger.judge(first, 1)
-    assert ledger.oom_killed(first) == set()
-    plain = {"status": {"containerStatuses": [{"name": "c", "state": terminated("Error", "t2"),
-                                               "lastState": terminated("OOMKilled", "t1")}]}}
-    assert ledger.unjudged(plain)
-    ledger.judge(plain, 1)  # no new kill counted: a SIGKILL from elsewhere
-    assert ledger.oom_killed(plain) == set() and not ledger.unjudged(plain)
-    racy = {"status": {"containerStatuses": [{"name": "c", "state": terminated("Error", "t3")}]}}
-    ledger.judge(racy, 2)
-    assert ledger.oom_killed(racy) == {("c", "state")}
-    states = with_oom_reasons({"c": ContainerState("c", "terminated", "Error", 137)}, ledger.oom_killed(racy))
-    assert states["c"].reason == "OOMKilled"
-    assert oom_kill_count("low 0\nhigh 0\nmax 9\noom 2\noom_kill 2\noom_group_kill 1") == 2
-    assert oom_kill_count(None) is None
