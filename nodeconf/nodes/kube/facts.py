@@ -10,6 +10,7 @@ from nodeconf.errors import InputError
 from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, FIELDS, Compared, KubeletConfig, kubelet_config_from_dict
 from nodeconf.node_facts import NodeFacts, meminfo_bytes
 from nodeconf.nodes.kube.api import dig
+from nodeconf.nodes.kube.paths import CgroupFrame
 from nodeconf.quantity import Quantity, QuantityError
 from nodeconf.semantics.hugepages import is_hugepage_resource, page_size
 from nodeconf.semantics.profile import profile_for
@@ -63,6 +64,19 @@ def is_kind_node(node: Mapping[str, Any]) -> bool:
     return str(dig(node, "spec", "providerID") or "").startswith("kind://")
 
 
+def containerd_config(runtime: str, kubepods: str) -> tuple[tuple[str, str], ...]:
+    """containerd's `SystemdCgroup` as the kubelet's cgroups show it (`kubepods.slice`: the systemd driver,
+    pkg/kubelet/cm/cgroup_manager_linux.go); () for another runtime or no kubepods path.
+
+    On a working node the runtime's cgroup driver is the kubelet's: kubernetes.io "Container Runtimes" (cgroup
+    drivers: a mismatch fails the kubelet; containerd's systemd driver is the runc option `SystemdCgroup = true`),
+    and since KubeletCgroupDriverFromCRI the kubelet takes its driver from the runtime's RuntimeConfig.
+    """
+    if runtime != "containerd" or not kubepods:
+        return ()
+    return (("SystemdCgroup", str(CgroupFrame(kubepods).systemd)),)
+
+
 def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], measured_formula: str) -> NodeFacts:
     """NodeFacts from the Node object (capacity, kernel, swap, runtime and kubelet versions) and the helper's probe
     (page size, controllers).
@@ -86,6 +100,7 @@ def node_facts(node: Mapping[str, Any], probe: Mapping[str, Any], measured_formu
             hugepages=_hugepage_pools(node),
             runtime=runtime,
             runtime_version=runtime_version,
+            runtime_config=containerd_config(runtime, str(probe.get("kubepods") or "")),
             kubelet_version=str(dig(node, "status", "nodeInfo", "kubeletVersion") or ""),
         )
     except (KeyError, ValueError, TypeError) as err:

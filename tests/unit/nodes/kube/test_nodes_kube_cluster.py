@@ -362,6 +362,7 @@ def test_an_oom_kill_containerd_reported_as_error_fails_naming_the_runtime(tmp_p
     assert not compared.ok and (compared.expected, compared.actual) == ("OOMKilled", "Error")
     assert "runtime containerd 1.7.27 reported reason Error" in compared.rule
     assert "memory.events oom_kill 1" in compared.rule
+    assert "its systemd scope" in compared.rule  # the kubelet's kubepods.slice: containerd's SystemdCgroup = true
 
 
 # --- reaching the cluster and choosing the node --------------------------------------------------------------

@@ -227,3 +227,17 @@ def test_kind_config_without_kubelet_patch_is_an_input_error(tmp_path: Path) -> 
     (tmp_path / "broken.yaml").write_text("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\n")
     with pytest.raises(InputError, match="one KubeletConfiguration patch"):
         kind_configs(tmp_path)
+
+
+@pytest.mark.parametrize(("runtime", "kubepods", "config"), [
+    pytest.param("containerd://1.7.27", "kubepods.slice", (("SystemdCgroup", "True"),), id="containerd-systemd"),
+    pytest.param("containerd://2.1.4", "kubelet.slice/kubelet-kubepods.slice", (("SystemdCgroup", "True"),),
+                 id="containerd-systemd-kind"),
+    pytest.param("containerd://1.6.20", "kubepods", (("SystemdCgroup", "False"),), id="containerd-cgroupfs"),
+    pytest.param("cri-o://1.34.1", "kubepods.slice", (), id="cri-o-has-no-such-option"),
+])
+def test_containerds_cgroup_driver_from_the_kubelets_layout(runtime: str, kubepods: str,
+                                                            config: tuple[tuple[str, str], ...]) -> None:
+    node = node_doc()
+    node["status"]["nodeInfo"]["containerRuntimeVersion"] = runtime
+    assert node_facts(node, {**PROBE, "kubepods": kubepods}, "linear").runtime_config == config
