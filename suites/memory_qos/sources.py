@@ -1,0 +1,17 @@
+"""The words and files the Memory QoS checks cite: the post's sections, upstream's file and Describe texts, the
+kubelet configs of the two reservation policies."""
+
+from __future__ import annotations
+
+MI = 1024**2
+POST_TABLE = "Memory QoS v1.36 post: TieredReservation table (Guaranteed memory.min, Burstable memory.low = request)"
+HIERARCHY = "Memory QoS v1.36 post, Cgroup hierarchy: kubepods memory.min = G+B requests, burstable memory.low = B"
+HIGH = "Memory QoS: memory.high = floor((request + factor × (limit − request)) / page) × page"
+METRICS = "Memory QoS v1.36 post: kubelet_memory_qos_node_memory_{min,low}_bytes (0 under None)"
+POLICIES = {"none": "memory-qos/kubelet-throttling-only.yaml", "tiered": "memory-qos/kubelet-tiered-reservation.yaml"}
+MEMORY_QOS_TEST = "test/e2e_node/memory_qos_test.go"
+PROTECTION = "MemoryQoS / memory protection [memoryReservationPolicy=TieredReservation] / "
+THROTTLING = "MemoryQoS / memory.high throttling / "
+POLICY = "MemoryQoS / memoryReservationPolicy / "
+EDGES = "MemoryQoS / tiered protection edge cases / "
+BEHAVIOUR = "MemoryQoS / memory.high throttling behavior / "
