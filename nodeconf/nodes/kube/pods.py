@@ -251,7 +251,7 @@ def pod_events(items: Iterable[Mapping[str, Any]]) -> tuple[Event, ...]:
                  for e in sorted(items, key=when))
 
 
-def _samequantities(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:
+def _same_quantities(want: Mapping[str, Any], have: Mapping[str, Any]) -> bool:
     try:
         return all(name in have and Quantity.parse(value) == Quantity.parse(have[name])
                    for name, value in want.items())
@@ -268,7 +268,7 @@ def resources_actuated(pod_obj: Mapping[str, Any]) -> bool:
             continue
         wanted = container.get("resources") or {}
         for kind in ("requests", "limits"):
-            if not _samequantities(wanted.get(kind) or {}, actual.get(kind) or {}):
+            if not _same_quantities(wanted.get(kind) or {}, actual.get(kind) or {}):
                 return False
     return True
 
