@@ -133,6 +133,10 @@ class Pod:
     def ref(self) -> str:
         return f"{self.namespace}/{self.name}"
 
+    def without_priority(self) -> Pod:
+        """The pod as if it named no priority: priority 0, never critical."""
+        return replace(self, priority_value=None, priority_class_name="")
+
     def with_containers(self, containers: Sequence[Container], init: Sequence[Container]) -> Pod:
         return replace(self, containers=tuple(containers), init_containers=tuple(init))
 

@@ -116,7 +116,7 @@ class Faults:
         if self.limited_swap_ignores_request_limit:
             seen = [_request_below_limit(p) for p in seen]
         if self.limited_swap_ignores_critical:
-            seen = [dataclasses.replace(p, priority_value=None, priority_class_name="") for p in seen]
+            seen = [p.without_priority() for p in seen]
         return seen
 
 

@@ -56,12 +56,11 @@ class OracleView:
             config = dataclasses.replace(config, pod_pids_limit=-1)
         if self.faults.single_process_oom_kill_ignored:
             config = dataclasses.replace(config, single_process_oom_kill=False)
-        if self.faults.reserved_cgroups_ignored:
+        unenforced = {*(reserved.ENFORCED_KEYS if self.faults.reserved_cgroups_ignored else ()),
+                      *(("pods",) if self.faults.pods_allocatable_ignored else ())}
+        if unenforced:
             config = dataclasses.replace(config, enforce_node_allocatable=tuple(
-                k for k in config.enforce_node_allocatable if k not in reserved.ENFORCED_KEYS))
-        if self.faults.pods_allocatable_ignored:
-            config = dataclasses.replace(config, enforce_node_allocatable=tuple(
-                k for k in config.enforce_node_allocatable if k != "pods"))
+                k for k in config.enforce_node_allocatable if k not in unenforced))
         return config
 
     def reserve_paths(self, tree: CgroupTree, config: KubeletConfig | None = None) -> list[str]:

@@ -6,7 +6,6 @@ Source: issue 27 item 3 (the agent by composition); kubelet eviction_manager.go 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 
@@ -42,8 +41,7 @@ class NodePressure:
         if self.node_memory_used is None or now < self.next_check:
             return False, None
         self.next_check = now + EVICTION_INTERVAL
-        usages = [PodMemoryUsage(dataclasses.replace(r.pod, priority_value=0, priority_class_name="")
-                                 if ignore_priority else r.pod,
+        usages = [PodMemoryUsage(r.pod.without_priority() if ignore_priority else r.pod,
                                  {c.name: self._working_set(live_cgroup(c)) for c in r.containers
                                   if c.kind != PAUSE}) for r in live]
         outside = max(0, self.node_memory_used() - sum(self._working_set(r.cgroup) for r in live))
