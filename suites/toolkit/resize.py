@@ -6,7 +6,7 @@ Source: requests-limits-qos article "Changing resources on the fly"; nodeconf/se
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodeconf.manifest import Pod
@@ -35,8 +35,9 @@ def status_rows(name: str, got: ResizeStatus, status: str, message: str, rule: s
 
 
 def decision(oracle: Oracle, kubelet: Kubelet, current: Pod, desired: Pod,
-              usage: Mapping[str, ContainerUsage] | None = None) -> tuple[str, str]:
-    """The oracle's status and message for resizing `current` to `desired` on this node."""
+              usage: Mapping[str, ContainerUsage] | None = None, others: Sequence[Pod] = ()) -> tuple[str, str]:
+    """The oracle's status and message for resizing `current` to `desired` on this node, beside `others` (the
+    node's other pods whose allocated requests count)."""
     decided = decide_resize(current, desired, usage or {}, oracle.facts, kubelet.config,
-                             oracle.profile(kubelet.config))
+                             oracle.profile(kubelet.config), others)
     return decided.status.value, decided.message

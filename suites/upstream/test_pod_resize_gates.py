@@ -74,7 +74,7 @@ def _resources_text(doc: Mapping[str, Mapping[str, str]]) -> str:
     return "; ".join(f"{k} {_canonical(doc[k])}" for k in ("requests", "limits") if doc.get(k))
 
 
-def status_rows(name: str, status: PodStatus, pod: Pod, step: str) -> list[ComparedValue]:
+def status_resource_rows(name: str, status: PodStatus, pod: Pod, step: str) -> list[ComparedValue]:
     """Each container's status.resources against the test's resources (VerifyPodStatusResources), its
     status.allocatedResources against their requests, and, for a pod with pod-level resources, its
     status.allocatedResources against the pod-level requests (pod_level_resources_resize.go VerifyPodLevelStatus),
@@ -137,15 +137,15 @@ def _drive(judge: Oracle, kubelet: Kubelet, deploy: Deploy, case: ResizeCase, ru
     deployed = deploy_pods(deploy, judge, kubelet, [pod])
     handle = deployed.handle(name)
     check_pod(handle, deployed.expected(name))
-    assert_matches(f"pod {pod.ref} as created", status_rows(name, handle.status(), pod, "as created"))
+    assert_matches(f"pod {pod.ref} as created", status_resource_rows(name, handle.status(), pod, "as created"))
     running = Resizable.running(handle, deployed.expected(name), pod, kubelet)
     rows = resize_step(judge, running, resized, _body(case, case.patch, case.pod_patch), case.restarts, rule, RESTART,
                        "after resize")
-    rows += status_rows(name, handle.status(), resized, "after resize")
+    rows += status_resource_rows(name, handle.status(), resized, "after resize")
     if case.rollback:
         rollback = _body(case, {c.name: c.res for c in case.containers}, case.pod_res if case.pod_patch else None)
         rows += resize_step(judge, running, pod, rollback, case.restarts, rule, RESTART, "after rollback")
-        rows += status_rows(name, handle.status(), pod, "after rollback")
+        rows += status_resource_rows(name, handle.status(), pod, "after rollback")
     assert_matches(f"pod {pod.ref} resize {case.id}{' and rollback' if case.rollback else ''}{what}", rows)
 
 

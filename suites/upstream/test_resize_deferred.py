@@ -31,12 +31,11 @@ from nodeconf.manifest import CPU, MEMORY, Pod
 from nodeconf.nodes.base import PodHandle
 from nodeconf.semantics.allocatable import allocatable_cpu_milli, allocatable_memory
 from nodeconf.semantics.pod_resources import milli, pod_requests, whole
-from nodeconf.semantics.resize import decide_resize
 from suites.toolkit.builders import container, pod
 from suites.toolkit.checks import deploy_pods, settled_evidence, wait_until
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_pod
 from suites.toolkit.kubelet import Kubelet, Oracle
-from suites.toolkit.resize import status_rows
+from suites.toolkit.resize import decision, patch, status_rows
 
 pytestmark = [
     pytest.mark.resize_extended,
@@ -62,9 +61,7 @@ class Allocation:
     def decide(self, desired: Pod) -> tuple[str, str]:
         """The oracle's status and message for resizing `desired`'s pod, beside every other allocated pod."""
         others = [*self.oracle.others(), *(p for n, p in self.allocated.items() if n != desired.name)]
-        decided = decide_resize(self.allocated[desired.name], desired, {}, self.oracle.facts, self.kubelet.config,
-                                self.oracle.profile(self.kubelet.config), others)
-        return decided.status.value, decided.message
+        return decision(self.oracle, self.kubelet, self.allocated[desired.name], desired, others=others)
 
     def cgroups(self, handle: PodHandle) -> list[ComparedValue]:
         """Every cgroup value of the pod against the oracle's for its allocated spec; oom_score_adj left out: an
@@ -104,11 +101,6 @@ def _pod(name: str, cname: str, requests: Mapping[str, str], limits: Mapping[str
     return pod(container(cname, requests, limits), name=name)
 
 
-def _body(cname: str, requests: Mapping[str, str], limits: Mapping[str, str] | None = None) -> dict[str, object]:
-    resources = {"requests": dict(requests), **({"limits": dict(limits)} if limits else {})}
-    return {"spec": {"containers": [{"name": cname, "resources": resources}]}}
-
-
 def _cpu(millicores: int) -> dict[str, str]:
     return {"cpu": f"{millicores}m"}
 
@@ -128,11 +120,12 @@ def test_deferred_resize_completes_after_another_pod_shrinks(deploy: Deploy, ora
     handle_a, handle_b = deployed.handle(a.name), deployed.handle(b.name)
     handle_a.wait_running()
     handle_b.wait_running()
-    b6 = _pod(b.name, "cb", _cpu(6 * part), _cpu(6 * part))
-    rows = node.resize(handle_b, b6, _body("cb", _cpu(6 * part), _cpu(6 * part)), "B to 6 parts")
+    six, two = _cpu(6 * part), _cpu(2 * part)
+    b6 = _pod(b.name, "cb", six, six)
+    rows = node.resize(handle_b, b6, patch("cb", {"requests": six, "limits": six}), "B to 6 parts")
     rows += node.cgroups(handle_b)
-    a2 = _pod(a.name, "ca", _cpu(2 * part), _cpu(2 * part))
-    rows += node.resize(handle_a, a2, _body("ca", _cpu(2 * part), _cpu(2 * part)), "A to 2 parts")
+    a2 = _pod(a.name, "ca", two, two)
+    rows += node.resize(handle_a, a2, patch("ca", {"requests": two, "limits": two}), "A to 2 parts")
     rows += node.completes(handle_b, b6, "B retried after A's resize")
     rows += node.cgroups(handle_a) + node.cgroups(handle_b)
     assert_matches("a deferred resize retried after another pod's resize", rows)
@@ -163,7 +156,7 @@ def test_deferred_resizes_complete_in_a_chain_after_a_deletion(deploy: Deploy, o
     desired = {n: _pod(f"deferred-{n}", "c", r) for n, r in wanted.items()}
     rows: list[ComparedValue] = []
     for n, r in wanted.items():
-        rows += node.resize(handles[n - 1], desired[n], _body("c", r), f"pod{n} beyond what fits")
+        rows += node.resize(handles[n - 1], desired[n], patch("c", {"requests": r}), f"pod{n} beyond what fits")
         rows += node.cgroups(handles[n - 1])
     handles[0].delete()
     del node.allocated[pods[0].name]
