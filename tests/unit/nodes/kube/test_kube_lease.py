@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -22,15 +21,9 @@ from tests.unit.nodes.kube.fakes import (
     SERVER_TIME,
     FakeClock,
     FakeKube,
-    FakeNode,
     make_node,
 )
 from tests.unit.nodes.kube.kube_api_server import ApiServer
-
-
-@pytest.fixture
-def fake(tmp_path: Path) -> FakeKube:
-    return FakeKube(FakeNode(tmp_path))
 
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:

@@ -4,7 +4,6 @@ real evidence reader (test_nodes_kube_reader.FakeNode)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -38,26 +37,6 @@ from tests.unit.nodes.kube.fakes import (
     ctr,
     make_node,
 )
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def fake(tmp_path: Path) -> FakeKube:
-    return FakeKube(FakeNode(tmp_path))
-
-
-@pytest.fixture
-def node(fake: FakeKube, clock: FakeClock) -> Iterator[KubeNode]:
-    started = make_node(fake, clock).start()
-    try:
-        yield started
-    finally:
-        started.close()
-
 
 # --- start and close -----------------------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ mirror pods), trimmed to the fields the driver reads.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,24 +96,10 @@ KIND_SYSTEM_PODS = [
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def fake(tmp_path: Path) -> FakeKube:
     fake = FakeKube(FakeNode(tmp_path))
     fake.others = KIND_SYSTEM_PODS
     return fake
-
-
-@pytest.fixture
-def node(fake: FakeKube, clock: FakeClock) -> Iterator[KubeNode]:
-    started = make_node(fake, clock).start()
-    try:
-        yield started
-    finally:
-        started.close()
 
 
 # --- every pod on the node counts ----------------------------------------------------------------------------
