@@ -68,6 +68,10 @@ class NodeFacts:
     runtime_config: tuple[tuple[str, str], ...] = ()
     # What the runtime was measured doing with shares (a probe container): reported, never an expectation.
     measured_cpu_weight_formula: str = ""
+    # The node's own daemons' oom_score_adj, measured: (socket, value) for the process serving each default CRI
+    # socket, (pid, value) for each kubelet process; None: not read (kube: nodes, facts given by hand).
+    runtime_daemon_oom_score_adj: tuple[tuple[str, int], ...] | None = None
+    kubelet_oom_score_adj: tuple[tuple[int, int], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.cpu_weight_formula not in CPU_WEIGHT_FORMULAS:

@@ -20,9 +20,9 @@ from nodeconf.enforcer import reserved
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.agent_claim import hold_lock, kill_agent, stop_abandoned, write_pid_file
 from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree, is_cgroup2
-from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET
 from nodeconf.enforcer.cri.probe import probe
 from nodeconf.enforcer.cri.runtime import CRI, TOKEN_FILE, CriRuntime, cri_facts
+from nodeconf.enforcer.daemons import CONTAINERD_SOCKET
 from nodeconf.enforcer.facts import detect, node_memory_used
 from nodeconf.enforcer.lifecycle import Backoff, Faults
 from nodeconf.enforcer.oci_runtime import (

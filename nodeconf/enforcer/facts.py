@@ -1,5 +1,6 @@
 """Facts the agent reads from its node: memory, swap, cpus, page size, kernel, cgroup controllers, and the node's
-layers (Debian release, init, runtime, cgroup2 mount, swap devices, PSI, kernel config; issue 13 item 4)."""
+layers (Debian release, init, runtime, cgroup2 mount, swap devices, PSI, kernel config; issue 13 item 4), and the
+oom_score_adj of the node's own runtime daemon and kubelet."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from nodeconf.enforcer.daemons import kubelets, runtime_daemons
 from nodeconf.node_facts import KERNEL_CONFIG_OPTIONS, NodeFacts, meminfo_bytes
 
 # PID 1's comm for nodeconf's own init (nodeconf/infra/vm guest_init.sh, installed as /sbin/nodeconf-init).
@@ -143,6 +145,8 @@ def detect(cgroup_root: Path, cpu_weight_formula: str, runtime: str = "direct") 
         kernel_config=kernel_config(os.uname().release),
         pid_capacity=pid_capacity(),
         hugepages=hugepage_pools(),
+        runtime_daemon_oom_score_adj=runtime_daemons(),
+        kubelet_oom_score_adj=kubelets(),
     )
 
 

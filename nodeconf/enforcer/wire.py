@@ -220,7 +220,8 @@ class NodeStatusDoc(TypedDict):
 # NodeFacts fields sent by name besides the base ones; tuples travel as lists, kernel_config as [option, value] pairs.
 LAYER_FIELDS = ("debian_release", "init", "init_version", "runtime", "runtime_version", "cgroup2_mount_options",
                 "cgroup_subtree_control", "swap_devices", "psi", "kernel_config", "measured_cpu_weight_formula",
-                "pid_capacity", "hugepages", "runtime_config")
+                "pid_capacity", "hugepages", "runtime_config", "runtime_daemon_oom_score_adj",
+                "kubelet_oom_score_adj")
 
 
 def facts_to_dict(facts: NodeFacts) -> dict[str, Any]:

@@ -24,6 +24,22 @@ PAUSE_OOM_SCORE_ADJ = -998
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
 
 
+# The node's own daemons (upstream test/e2e_node/container_manager_test.go "Validate OOM score adjustments").
+KUBELET_DAEMON, RUNTIME_DAEMON = "kubelet", "runtime"
+_DAEMON_RULES = {
+    KUBELET_DAEMON: "pkg/kubelet/qos/policy.go KubeletOOMScoreAdj -999, the default of the kubelet's --oom-score-adj "
+                    "(cmd/kubelet/app/options), which the kubelet applies to itself at start (app/server.go)",
+    RUNTIME_DAEMON: "upstream container_manager_test.go: the container runtime's oom-score-adj should be -999 (the "
+                    "runtime's own unit sets it: containerd's containerd.service OOMScoreAdjust=-999), so the OOM "
+                    "killer takes containers before the daemon that runs them",
+}
+
+
+def daemon_oom_score_adj(daemon: str) -> Expected:
+    """The oom_score_adj of the node's kubelet or CRI runtime daemon: -999 for both."""
+    return Expected(str(KUBELET_OOM_SCORE_ADJ), _DAEMON_RULES[daemon])
+
+
 def is_critical(pod: Pod) -> bool:
     """pkg/kubelet/types/pod_update.go IsCriticalPod: static, mirror, or priority ≥ 2000000000."""
     return pod.is_static or pod.is_mirror or pod.priority >= SYSTEM_CRITICAL_PRIORITY

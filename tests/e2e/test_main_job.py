@@ -29,10 +29,13 @@ def test_nodeconf_run_passes_every_suite_on_the_reference_vm(tmp_path: Path) -> 
     counts = {key: int(suite.get(key, "0")) for key in ("tests", "failures", "errors", "skipped")}
     assert counts["failures"] == counts["errors"] == 0, counts
     # The only checks the reference VM cannot run: upstream's entries that pre-allocate 1 GiB huge pages (the VM
-    # reserves eight 2 MiB pages and no 1 GiB page), each skipped with that reason.
+    # reserves eight 2 MiB pages and no 1 GiB page), and the oom_score_adj of a runtime daemon and a kubelet, which
+    # the VM has not (nodeconf's enforcer starts the containers and plays the kubelet), each skipped with that reason.
     skips = [case.find("skipped") for case in suite.iter("testcase")]
     reasons = [skip.get("message", "") for skip in skips if skip is not None]
-    assert len(reasons) == counts["skipped"] and all("1Gi (the node reserves 0)" in r for r in reasons), reasons
+    assert len(reasons) == counts["skipped"] and all(
+        "1Gi (the node reserves 0)" in r or "no process serves containerd's or CRI-O's default socket" in r
+        or "no kubelet process runs on this node" in r for r in reasons), reasons
     assert counts["tests"] >= 100, counts
     classnames = {case.get("classname", "") for case in suite.iter("testcase")}
     for name in SUITES:

@@ -12,9 +12,7 @@ from typing import Any
 from nodeconf.enforcer.cri import messages as m
 from nodeconf.enforcer.cri.grpc import CALL_TIMEOUT, call
 from nodeconf.enforcer.cri.proto import Schema, decode, encode
-
-CONTAINERD_SOCKET = "/run/containerd/containerd.sock"
-CRIO_SOCKET = "/var/run/crio/crio.sock"
+from nodeconf.enforcer.daemons import CONTAINERD_SOCKET
 
 
 class CriClient:

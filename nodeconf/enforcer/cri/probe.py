@@ -3,7 +3,7 @@ Version call, with which runtime name and version) and whether a kubelet runs th
 runtime-probe` prints it as JSON; the driver decides from it (nodeconf/nodes/enforced/runtime_choice.py).
 
 Source: issue 28 item 5; CRI api.proto (RuntimeService.Version: runtime_name, runtime_version); containerd's and
-CRI-O's default sockets (cri.client).
+CRI-O's default sockets (daemons).
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET, CRIO_SOCKET, CriClient
+from nodeconf.enforcer.cri.client import CriClient
 from nodeconf.enforcer.cri.grpc import GrpcError
+from nodeconf.enforcer.daemons import SOCKETS, kubelet_pids
 
-SOCKETS = (CONTAINERD_SOCKET, CRIO_SOCKET)
 VERSION_TIMEOUT = 10.0  # a runtime that answers nothing in this long is unusable, not slow
-KUBELET = "kubelet"
 
 
 def probe_socket(path: str, timeout: float = VERSION_TIMEOUT) -> dict[str, Any]:
@@ -37,19 +36,6 @@ def probe_socket(path: str, timeout: float = VERSION_TIMEOUT) -> dict[str, Any]:
     except GrpcError as err:
         return {**found, "code": err.code, "error": err.message}
     return {**found, "name": str(answer.get("runtime_name", "")), "version": str(answer.get("runtime_version", ""))}
-
-
-def kubelet_pids(proc: Path = Path("/proc")) -> list[int]:
-    """The pids of processes named `kubelet` (their /proc/PID/comm)."""
-    pids = []
-    for entry in proc.iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "comm").read_text().strip() == KUBELET:
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return sorted(pids)
 
 
 def probe(sockets: Sequence[str] = SOCKETS, proc: Path = Path("/proc"),

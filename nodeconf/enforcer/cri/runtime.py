@@ -30,8 +30,9 @@ from nodeconf.enforcer import oci_bundle
 from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.cri import images
 from nodeconf.enforcer.cri import messages as m
-from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET, CriClient
+from nodeconf.enforcer.cri.client import CriClient
 from nodeconf.enforcer.cri.grpc import NOT_FOUND, GrpcError
+from nodeconf.enforcer.daemons import CONTAINERD_SOCKET
 from nodeconf.enforcer.oci_bundle import CriResources
 from nodeconf.enforcer.oci_runtime import (
     COMMAND_TIMEOUT,

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET
-from nodeconf.enforcer.cri.probe import SOCKETS, VERSION_TIMEOUT
+from nodeconf.enforcer.cri.probe import VERSION_TIMEOUT
 from nodeconf.enforcer.cri.runtime import CRI as CONTAINERD
+from nodeconf.enforcer.daemons import CONTAINERD_SOCKET, SOCKETS
 from nodeconf.enforcer.oci_runtime import DIRECT
 from nodeconf.nodes.base import NodeError
 

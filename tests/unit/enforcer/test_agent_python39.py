@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET, CRIO_SOCKET
+from nodeconf.enforcer.daemons import CONTAINERD_SOCKET, CRIO_SOCKET
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.enforced.bundle import BUNDLE_MODULES, VENDORED
 from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from nodeconf.enforcer.cri import messages as m
-from nodeconf.enforcer.cri.client import CONTAINERD_SOCKET, CRIO_SOCKET
 from nodeconf.enforcer.cri.grpc import UNAVAILABLE
-from nodeconf.enforcer.cri.probe import kubelet_pids, probe, probe_socket
+from nodeconf.enforcer.cri.probe import probe, probe_socket
+from nodeconf.enforcer.daemons import CONTAINERD_SOCKET, CRIO_SOCKET, kubelet_pids
 from nodeconf.nodes.base import NodeError
 from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.enforced.runtime_choice import AUTO, CRI, UNIMPLEMENTED, RuntimeChoice, choose_runtime
