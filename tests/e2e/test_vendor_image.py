@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from nodeconf.enforcer.daemons import CONTAINERD_SOCKET
 from nodeconf.infra.vendor_image.build import ensure_vendor_image
 from nodeconf.infra.vendor_image.recipe import VendorRecipe, with_containerd
 from nodeconf.infra.vm.disk_image import boot_image, open_image_node
@@ -84,6 +85,8 @@ def test_the_images_own_containerd_starts_the_containers(node: EnforcedNode) -> 
     assert config["SystemdCgroup"] == "True", config  # the kubeadm line the image's config gained
     assert config["oci_runtime_version"].startswith("1.1.15"), config
     assert facts.measured_cpu_weight_formula == "linear"  # runc 1.1.15, measured on containerd's probe container
+    # The process serving containerd's socket, and no kubelet: Debian's containerd.service sets OOMScoreAdjust=-999.
+    assert (facts.runtime_daemon_oom_score_adj, facts.kubelet_oom_score_adj) == (((CONTAINERD_SOCKET, -999),), ())
 
 
 def test_res_demo_reads_back_equal_to_the_oracle_in_containerds_scope(node: EnforcedNode) -> None:
