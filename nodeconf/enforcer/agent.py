@@ -32,7 +32,7 @@ from nodeconf.enforcer.pod_table import TERMINAL, PodTable, admitted_record, che
 from nodeconf.enforcer.pressure import NodePressure
 from nodeconf.enforcer.state_file import LOG_FILE, StateFile
 from nodeconf.enforcer.supervision import Supervision
-from nodeconf.enforcer.wire import ExecDoc, NodeStatusDoc, RlimitDoc
+from nodeconf.enforcer.wire import ExecDoc, NodeStatusDoc
 from nodeconf.errors import InputError
 from nodeconf.manifest import Pod
 from nodeconf.manifest_reader import object_from_dict
@@ -285,14 +285,9 @@ class Agent:
             return {"reset": True}
 
     def node_status(self) -> NodeStatusDoc:
-        """The conditions and node events, and the pid.available observation now (rlimit; None when the agent
-        does not observe it)."""
         with self.lock:
-            observed = self.pressure.node_pids() if self.pressure.node_pids is not None else None
-            rlimit: RlimitDoc | None = (None if observed is None else
-                                        {"maxpid": observed.max_pid, "curproc": observed.running})
             return {"conditions": dict(self.pressure.conditions), "events": list(self.pressure.events),
-                    "rlimit": rlimit}
+                    "rlimit": self.pressure.rlimit()}
 
 
 def _run(argv: Sequence[str], directory: Path, oom_score_adj: int, timeout: float,

@@ -16,7 +16,7 @@ from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.launcher import live_cgroup
 from nodeconf.enforcer.readings import int_or_none
 from nodeconf.enforcer.records import PAUSE, PodRecord
-from nodeconf.enforcer.wire import EventDoc
+from nodeconf.enforcer.wire import EventDoc, RlimitDoc
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.node_facts import NodeFacts
@@ -75,6 +75,13 @@ class NodePressure:
             changed |= self._set(PID_PRESSURE, pids.pid_pressure, pids.available, pids.threshold)
             decisions.append(pids)
         return changed, next((d for d in decisions if d.victim is not None), decisions[0])
+
+    def rlimit(self) -> RlimitDoc | None:
+        """The pid.available observation now, as the kubelet summary's node.rlimit (None: not observed)."""
+        if self.node_pids is None:
+            return None
+        observed = self.node_pids()
+        return {"maxpid": observed.max_pid, "curproc": observed.running}
 
     def _memory(self, live: Sequence[PodRecord], pods: Sequence[Pod], facts: NodeFacts, config: KubeletConfig,
                 used: int) -> EvictionDecision:

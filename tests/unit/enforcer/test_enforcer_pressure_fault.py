@@ -88,3 +88,11 @@ def test_pid_pressure_ends_with_an_event_and_memory_goes_first(tmp_path: Path) -
     pressure.check(1.0, live, facts, config)
     assert not pressure.conditions["PIDPressure"]
     assert [e["reason"] for e in pressure.events][-1] == "NodeHasSufficientPID"
+
+
+def test_rlimit_is_the_observation_as_the_kubelet_summary_names_it(tmp_path: Path) -> None:
+    """node.rlimit {maxpid, curproc} from the pid observation; None when the agent observes no pids."""
+    log = logging.getLogger("test")
+    assert NodePressure(CgroupTree(tmp_path), None, log).rlimit() is None
+    observed = NodePressure(CgroupTree(tmp_path), None, log, lambda: PidObservation(15703, 241)).rlimit()
+    assert observed == {"maxpid": 15703, "curproc": 241}
