@@ -23,7 +23,7 @@ from nodeconf.enforcer.cgroupfs import OWNED, CgroupTree, is_cgroup2
 from nodeconf.enforcer.cri.probe import probe
 from nodeconf.enforcer.cri.runtime import CRI, TOKEN_FILE, CriRuntime, cri_facts
 from nodeconf.enforcer.daemons import CONTAINERD_SOCKET
-from nodeconf.enforcer.facts import detect, node_memory_used
+from nodeconf.enforcer.facts import detect, node_memory_used, node_pids
 from nodeconf.enforcer.lifecycle import Backoff, Faults
 from nodeconf.enforcer.oci_runtime import (
     DIRECT,
@@ -106,7 +106,8 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
         runtime = OciRuntime(args.runtime, args.state_dir, (str(AGENT_HOME),), isinstance(tree, SystemdTree))
         facts = runtime_facts(runtime, tree, facts)
     agent = Agent(tree, args.state_dir, facts, expect, decide_resize,
-                  node_memory_used=node_memory_used, faults=faults,
+                  node_memory_used=node_memory_used, node_pids=node_pids if facts.pid_capacity is not None else None,
+                  faults=faults,
                   backoff=Backoff(initial=args.backoff), log=log, runtime=runtime)
     log.info("agent %d starting: root %s (kernel cgroup2: %s, %s), faults %s, runtime %s %s (%s cpu.weight)",
              os.getpid(), args.root, tree.kernel, type(tree).__name__, faults, facts.runtime,

@@ -32,11 +32,12 @@ from nodeconf.enforcer.pod_table import TERMINAL, PodTable, admitted_record, che
 from nodeconf.enforcer.pressure import NodePressure
 from nodeconf.enforcer.state_file import LOG_FILE, StateFile
 from nodeconf.enforcer.supervision import Supervision
-from nodeconf.enforcer.wire import ExecDoc
+from nodeconf.enforcer.wire import ExecDoc, NodeStatusDoc
 from nodeconf.errors import InputError
 from nodeconf.manifest import Pod
 from nodeconf.manifest_reader import object_from_dict
 from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.eviction import PidObservation
 from nodeconf.semantics.psi import psi_metrics
 from nodeconf.semantics.resize import pod_allocated_resources
 
@@ -45,7 +46,8 @@ class Agent:
     """One node agent; every public method is one API operation and holds the lock."""
 
     def __init__(self, tree: CgroupTree, state_dir: Path, facts: NodeFacts, expect_fn: ExpectFn,
-                 resize_fn: ResizeFn, *, node_memory_used: Callable[[], int] | None = None, faults: Faults = NO_FAULTS,
+                 resize_fn: ResizeFn, *, node_memory_used: Callable[[], int] | None = None,
+                 node_pids: Callable[[], PidObservation] | None = None, faults: Faults = NO_FAULTS,
                  backoff: Backoff = KUBELET_BACKOFF, log: logging.Logger | None = None,
                  runtime: OciRuntime | None = None) -> None:
         self.tree = tree
@@ -58,7 +60,7 @@ class Agent:
         self.cgroups = CgroupWriter(tree, self.log)
         self.launcher = Launcher(self.cgroups, state_dir, facts, self.log, runtime)
         self.enforcement = Enforcement(self.oracle, self.pods, self.cgroups, self.launcher, self.log)
-        self.pressure = NodePressure(tree, node_memory_used, self.log)
+        self.pressure = NodePressure(tree, node_memory_used, self.log, node_pids)
         self.supervision = Supervision(self.pods, self.launcher, self.enforcement, self.pressure, backoff, self.log)
         self.state_file = StateFile(state_dir)
 
@@ -282,9 +284,10 @@ class Agent:
             self.save()
             return {"reset": True}
 
-    def node_status(self) -> dict[str, Any]:
+    def node_status(self) -> NodeStatusDoc:
         with self.lock:
-            return {"conditions": dict(self.pressure.conditions), "events": list(self.pressure.events)}
+            return {"conditions": dict(self.pressure.conditions), "events": list(self.pressure.events),
+                    "rlimit": self.pressure.rlimit()}
 
 
 def _run(argv: Sequence[str], directory: Path, oom_score_adj: int, timeout: float,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nodeconf.enforcer.daemons import kubelets, runtime_daemons
 from nodeconf.node_facts import KERNEL_CONFIG_OPTIONS, NodeFacts, meminfo_bytes
+from nodeconf.semantics.eviction import PidObservation
 
 # PID 1's comm for nodeconf's own init (nodeconf/infra/vm guest_init.sh, installed as /sbin/nodeconf-init).
 MINIMAL_INIT_COMM = "nodeconf-init"
@@ -104,6 +105,20 @@ def pid_capacity(sysctl: Path = Path("/proc/sys/kernel")) -> int | None:
         return min(int((sysctl / "pid_max").read_text()), int((sysctl / "threads-max").read_text()))
     except (OSError, ValueError):
         return None
+
+
+def running_tasks(proc: Path = Path("/proc")) -> int:
+    """The tasks (threads included) that exist now: /proc/loadavg's 4th field after its slash, which the kubelet
+    prefers to sysinfo(2)'s truncated count (pkg/kubelet/stats/pidlimit runningTaskCount)."""
+    return int((proc / "loadavg").read_text().split()[3].partition("/")[2])
+
+
+def node_pids(sysctl: Path = Path("/proc/sys/kernel"), proc: Path = Path("/proc")) -> PidObservation:
+    """The pid.available observation: the task ceiling (pid_capacity) and the running tasks."""
+    ceiling = pid_capacity(sysctl)
+    if ceiling is None:
+        raise OSError(f"cannot read pid_max and threads-max under {sysctl}")
+    return PidObservation(ceiling, running_tasks(proc))
 
 
 def kernel_config(release: str, boot: Path = Path("/boot"), proc: Path = Path("/proc")) -> tuple[tuple[str, str], ...]:

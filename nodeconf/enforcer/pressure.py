@@ -1,64 +1,114 @@
-"""Node-pressure eviction on memory.available: the MemoryPressure condition, its node events, and the pod the
-oracle picks to evict, checked every EVICTION_INTERVAL.
+"""Node-pressure eviction on memory.available and pid.available: the MemoryPressure and PIDPressure conditions,
+their node events, and the pod the oracle picks to evict, checked every EVICTION_INTERVAL.
 
-Source: issue 27 item 3 (the agent by composition); kubelet eviction_manager.go (synchronize), semantics/eviction.py.
+Source: issue 27 item 3 (the agent by composition), issue 30 (pid.available); kubelet eviction_manager.go
+(synchronize: one pod per pass, memory thresholds first, helpers.go byEvictionPriority), nodestatus/setters.go
+(the NodeHasInsufficientMemory/PID events), semantics/eviction.py.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import Union
 
 from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.launcher import live_cgroup
 from nodeconf.enforcer.readings import int_or_none
 from nodeconf.enforcer.records import PAUSE, PodRecord
+from nodeconf.enforcer.wire import EventDoc, RlimitDoc
 from nodeconf.kubelet_config import KubeletConfig
+from nodeconf.manifest import Pod
 from nodeconf.node_facts import NodeFacts
-from nodeconf.semantics.eviction import MEMORY_PRESSURE, EvictionDecision, PodMemoryUsage, decide_memory_eviction
+from nodeconf.semantics.eviction import (
+    MEMORY_PRESSURE,
+    PID_PRESSURE,
+    EvictionDecision,
+    PidEvictionDecision,
+    PidObservation,
+    PodMemoryUsage,
+    PodProcesses,
+    decide_memory_eviction,
+    decide_pid_eviction,
+)
 
-# How often memory.available is checked (kubelet evictionMonitoringPeriod is 10 s; faster here for tests).
+# How often the signals are checked (kubelet evictionMonitoringPeriod is 10 s; faster here for tests).
 EVICTION_INTERVAL = 1.0
+Decision = Union[EvictionDecision, PidEvictionDecision]
+# The node events of each condition when it turns True / False (nodestatus/setters.go).
+EVENTS = {MEMORY_PRESSURE: ("NodeHasInsufficientMemory", "NodeHasSufficientMemory"),
+          PID_PRESSURE: ("NodeHasInsufficientPID", "NodeHasSufficientPID")}
 
 
 class NodePressure:
-    """The node's conditions and events, from the memory the node uses (None: never checked)."""
+    """The node's conditions and events, from the memory the node uses and the tasks it runs (None: that signal
+    is never checked)."""
 
-    def __init__(self, tree: CgroupTree, node_memory_used: Callable[[], int] | None,
-                 log: logging.Logger) -> None:
+    def __init__(self, tree: CgroupTree, node_memory_used: Callable[[], int] | None, log: logging.Logger,
+                 node_pids: Callable[[], PidObservation] | None = None) -> None:
         self.tree = tree
         self.node_memory_used = node_memory_used
+        self.node_pids = node_pids
         self.log = log
         self.next_check = 0.0
-        self.conditions: dict[str, bool] = {MEMORY_PRESSURE: False}
-        self.events: list[dict[str, str]] = []
+        self.conditions: dict[str, bool] = {MEMORY_PRESSURE: False, PID_PRESSURE: False}
+        self.events: list[EventDoc] = []
 
     def check(self, now: float, live: Sequence[PodRecord], facts: NodeFacts, config: KubeletConfig, *,
-              ignore_priority: bool = False) -> tuple[bool, EvictionDecision | None]:
-        """Every EVICTION_INTERVAL: memory.available against evictionHard, the condition and its event updated;
-        whether the condition changed, and the oracle's decision (None when not checked now). `ignore_priority`
-        (the self-tests' fault) ranks every pod as if its priority were 0."""
-        if self.node_memory_used is None or now < self.next_check:
+              ignore_priority: bool = False) -> tuple[bool, Decision | None]:
+        """Every EVICTION_INTERVAL: each signal against evictionHard, its condition and event updated; whether a
+        condition changed, and the decision whose victim goes now (memory before pids), else the first decision
+        (None when not checked now). `ignore_priority` (the self-tests' fault) ranks every pod as priority 0."""
+        if (self.node_memory_used is None and self.node_pids is None) or now < self.next_check:
             return False, None
         self.next_check = now + EVICTION_INTERVAL
-        usages = [PodMemoryUsage(r.pod.without_priority() if ignore_priority else r.pod,
-                                 {c.name: self._working_set(live_cgroup(c)) for c in r.containers
-                                  if c.kind != PAUSE}) for r in live]
-        outside = max(0, self.node_memory_used() - sum(self._working_set(r.cgroup) for r in live))
-        decision = decide_memory_eviction(usages, facts, config, outside)
-        changed = decision.memory_pressure != self.conditions[MEMORY_PRESSURE]
-        if changed:
-            self.conditions[MEMORY_PRESSURE] = decision.memory_pressure
-            self.events.append({
-                "type": "Warning" if decision.memory_pressure else "Normal",
-                "reason": "NodeHasInsufficientMemory" if decision.memory_pressure else "NodeHasSufficientMemory",
-                "message": f"memory.available {decision.available} against threshold {decision.threshold}",
-            })
-            self.log.info("MemoryPressure %s (available %d, threshold %d)", decision.memory_pressure,
-                          decision.available, decision.threshold)
-        return changed, decision
+        pods = [r.pod.without_priority() if ignore_priority else r.pod for r in live]
+        decisions: list[Decision] = []
+        changed = False
+        if self.node_memory_used is not None:
+            memory = self._memory(live, pods, facts, config, self.node_memory_used())
+            changed |= self._set(MEMORY_PRESSURE, memory.memory_pressure, memory.available, memory.threshold)
+            decisions.append(memory)
+        if self.node_pids is not None:
+            pids = decide_pid_eviction([PodProcesses(p, self._processes(r)) for p, r in zip(pods, live)],
+                                       self.node_pids(), config)
+            changed |= self._set(PID_PRESSURE, pids.pid_pressure, pids.available, pids.threshold)
+            decisions.append(pids)
+        return changed, next((d for d in decisions if d.victim is not None), decisions[0])
+
+    def rlimit(self) -> RlimitDoc | None:
+        """The pid.available observation now, as the kubelet summary's node.rlimit (None: not observed)."""
+        if self.node_pids is None:
+            return None
+        observed = self.node_pids()
+        return {"maxpid": observed.max_pid, "curproc": observed.running}
+
+    def _memory(self, live: Sequence[PodRecord], pods: Sequence[Pod], facts: NodeFacts, config: KubeletConfig,
+                used: int) -> EvictionDecision:
+        usages = [PodMemoryUsage(p, {c.name: self._working_set(live_cgroup(c)) for c in r.containers
+                                     if c.kind != PAUSE}) for p, r in zip(pods, live)]
+        outside = max(0, used - sum(self._working_set(r.cgroup) for r in live))
+        return decide_memory_eviction(usages, facts, config, outside)
+
+    def _set(self, condition: str, holds: bool, available: int, threshold: int | None) -> bool:
+        """Record the condition; on a change, its node event; whether it changed."""
+        if holds == self.conditions[condition]:
+            return False
+        self.conditions[condition] = holds
+        insufficient, sufficient = EVENTS[condition]
+        signal = "memory.available" if condition == MEMORY_PRESSURE else "pid.available"
+        self.events.append({"type": "Warning" if holds else "Normal", "reason": insufficient if holds else sufficient,
+                            "message": f"{signal} {available} against threshold {threshold}"})
+        self.log.info("%s %s (available %d, threshold %s)", condition, holds, available, threshold)
+        return True
 
     def _working_set(self, path: str) -> int:
         """memory.current − inactive_file (the kubelet's working set), 0 when unreadable."""
         current = int_or_none(self.tree.read(path, "memory.current")) or 0
         return max(0, current - self.tree.keyed(path, "memory.stat").get("inactive_file", 0))
+
+    def _processes(self, record: PodRecord) -> int:
+        """The processes in the pod's containers (cadvisor's ProcessCount: the pids of each container cgroup's
+        cgroup.procs, summed over the containers as the kubelet's pod ProcessStats; the sandbox not counted)."""
+        return sum(len((self.tree.read(live_cgroup(c), "cgroup.procs") or "").split())
+                   for c in record.containers if c.kind != PAUSE)

@@ -212,9 +212,17 @@ class ExecDoc(TypedDict):
     stderr: str
 
 
+class RlimitDoc(TypedDict):
+    """The kubelet summary's node.rlimit: the task ceiling and the tasks running now."""
+
+    maxpid: int
+    curproc: int
+
+
 class NodeStatusDoc(TypedDict):
     conditions: dict[str, bool]
     events: list[EventDoc]
+    rlimit: RlimitDoc | None
 
 
 # NodeFacts fields sent by name besides the base ones; tuples travel as lists, kernel_config as [option, value] pairs.

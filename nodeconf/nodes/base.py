@@ -14,6 +14,7 @@ from nodeconf.errors import NotApplicable as NotApplicable  # re-exported: drive
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import NamespaceObject, Pod
 from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.eviction import PidObservation
 from nodeconf.semantics.expectation import Event
 
 UNLIMITED = "max"
@@ -188,6 +189,10 @@ class NodeConditions:
     def memory_pressure(self) -> bool:
         return self.conditions.get("MemoryPressure", False)
 
+    @property
+    def pid_pressure(self) -> bool:
+        return self.conditions.get("PIDPressure", False)
+
 
 @dataclass(frozen=True)
 class ExecResult:
@@ -309,6 +314,11 @@ class Node(ABC):
     def conditions(self) -> NodeConditions:
         """Node conditions (MemoryPressure) and node-level events; drivers that can read them override this."""
         raise NodeError(f"node {self.spec or type(self).__name__} does not report node conditions")
+
+    def pid_observation(self) -> PidObservation:
+        """The kubelet's pid.available observation now (its summary's node.rlimit: task ceiling and running
+        tasks); drivers that can read it override this."""
+        raise NotApplicable(f"node {self.spec or type(self).__name__} does not report its rlimit stats")
 
     @abstractmethod
     def metrics(self) -> Metrics: ...

@@ -31,10 +31,10 @@ def _float32(value: float) -> float:
     return float(struct.unpack("f", struct.pack("f", value))[0])
 
 
-def threshold_bytes(text: str, capacity: int, source: str = "") -> int:
-    """A memory threshold: a quantity (`100Mi`) or a percentage of capacity (`5%`), in whole bytes; a
-    percentage is a float32 and the product truncates (eviction/helpers.go parsePercentage, eviction/api
-    types.go GetThresholdQuantity)."""
+def threshold_bytes(text: str, capacity: int, source: str = "", signal: str = MEMORY_AVAILABLE) -> int:
+    """A threshold of `signal`: a quantity (`100Mi`) or a percentage of capacity (`5%`), in whole units (bytes,
+    or tasks for pid.available); a percentage is a float32 and the product truncates (eviction/helpers.go
+    parsePercentage, eviction/api types.go GetThresholdQuantity)."""
     raw = text.strip()
     try:
         if raw.endswith("%"):
@@ -46,7 +46,7 @@ def threshold_bytes(text: str, capacity: int, source: str = "") -> int:
     except (ValueError, OverflowError, QuantityError):
         raise InputError(
             f"invalid threshold {text!r}", source=source, obj="KubeletConfiguration",
-            field=f"evictionHard.{MEMORY_AVAILABLE}",
+            field=f"evictionHard.{signal}",
         ) from None
 
 

@@ -1,7 +1,9 @@
-"""Node-pressure eviction for memory: the signal, the pod ranking and the one pod evicted per pass.
+"""Node-pressure eviction for memory and for process IDs: the signals, the pod rankings and the one pod evicted
+per pass.
 
 Source: seed requests-limits-qos "Eviction under node resource pressure"; pkg/kubelet/eviction/helpers.go
-(rankMemoryPressure, evictionMessage) and eviction_manager.go (synchronize).
+(rankMemoryPressure, rankPIDPressure, process, makeSignalObservations, signalToNodeCondition, evictionMessage),
+eviction_manager.go (synchronize) and pkg/kubelet/stats/pidlimit/pidlimit_linux.go (Stats).
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import MEMORY, Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import format_amount
-from nodeconf.semantics.allocatable import eviction_memory_bytes
+from nodeconf.semantics.allocatable import effective_eviction_hard, eviction_memory_bytes, threshold_bytes
 from nodeconf.semantics.oom import is_critical
 from nodeconf.semantics.pod_resources import aggregate_containers, whole
 
 EVICTED = "Evicted"
 MEMORY_PRESSURE = "MemoryPressure"
+# helpers.go: signalToNodeCondition[pid.available] = PIDPressure; signalToResource[pid.available] = "pids".
+PID_AVAILABLE = "pid.available"
+PID_PRESSURE = "PIDPressure"
+PIDS = "pids"
 
 
 @dataclass(frozen=True)
@@ -95,3 +101,75 @@ def decide_memory_eviction(usages: Sequence[PodMemoryUsage], node: NodeFacts, co
             return EvictionDecision(True, available, threshold, candidate.pod, EVICTED,
                                     eviction_message(candidate, threshold, available))
     return EvictionDecision(True, available, threshold)
+
+
+@dataclass(frozen=True)
+class PidObservation:
+    """The node's rlimit stats (stats/pidlimit Stats): the task ceiling min(kernel.pid_max, kernel.threads-max)
+    and the tasks that exist now (the 4th field of /proc/loadavg after its slash, every thread counted)."""
+
+    max_pid: int
+    running: int
+
+    @property
+    def available(self) -> int:
+        """pid.available = MaxPID − NumOfRunningProcesses (helpers.go makeSignalObservations)."""
+        return self.max_pid - self.running
+
+
+@dataclass(frozen=True)
+class PodProcesses:
+    """A pod and how many processes its containers hold (the kubelet's pod ProcessStats.ProcessCount)."""
+
+    pod: Pod
+    processes: int
+
+
+@dataclass(frozen=True)
+class PidEvictionDecision:
+    """PIDPressure, the signal against its threshold (None: no pid.available threshold), and the pod to evict."""
+
+    pid_pressure: bool
+    available: int
+    threshold: int | None
+    victim: Pod | None = None
+    reason: str = ""
+    message: str = ""
+
+
+def rank_for_pid_pressure(pods: Sequence[PodProcesses]) -> list[PodProcesses]:
+    """Lower priority first, then more processes first (rankPIDPressure: orderedBy(priority, process(stats)))."""
+    return sorted(pods, key=lambda p: (p.pod.priority, -p.processes))
+
+
+def pid_threshold(config: KubeletConfig, max_pid: int) -> int | None:
+    """The hard pid.available threshold in tasks: a quantity, or a percentage of MaxPID (GetThresholdQuantity);
+    None when evictionHard sets none; the kubelet's defaults have none (defaults_linux.go DefaultEvictionHard)."""
+    text = effective_eviction_hard(config).get(PID_AVAILABLE)
+    return None if text is None else threshold_bytes(text, max_pid, config.source, PID_AVAILABLE)
+
+
+def decimal_si(amount: int) -> str:
+    """A count as a DecimalSI quantity prints it (resource.NewQuantity(n, DecimalSI).String(): the largest suffix
+    k, M, G, T, P, E whose power of 1000 divides it); a threshold written with a binary suffix prints as one."""
+    for suffix, power in (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6), ("k", 3)):
+        if amount and amount % 10**power == 0:
+            return f"{amount // 10**power}{suffix}"
+    return str(amount)
+
+
+def decide_pid_eviction(pods: Sequence[PodProcesses], observation: PidObservation,
+                        config: KubeletConfig) -> PidEvictionDecision:
+    """PIDPressure when pid.available < the hard threshold (thresholdsMet: the threshold's quantity exceeds the
+    observation); then the first non-critical pod in rankPIDPressure's order. evictionMessage names the resource
+    `pids` and the threshold met; no container line, as it reports usage only for memory and ephemeral storage."""
+    threshold = pid_threshold(config, observation.max_pid)
+    available = observation.available
+    if threshold is None or available >= threshold:
+        return PidEvictionDecision(False, available, threshold)
+    message = (f"The node was low on resource: {PIDS}. Threshold quantity: {decimal_si(threshold)}, "
+               f"available: {decimal_si(available)}. ")
+    for candidate in rank_for_pid_pressure(pods):
+        if not is_critical(candidate.pod):
+            return PidEvictionDecision(True, available, threshold, candidate.pod, EVICTED, message)
+    return PidEvictionDecision(True, available, threshold)

@@ -12,7 +12,7 @@ import pytest
 
 from nodeconf.fixtures.node import Deploy
 from nodeconf.manifest import MEMORY, Pod
-from nodeconf.nodes.base import CgroupFiles, PodHandle
+from nodeconf.nodes.base import CgroupFiles
 from nodeconf.semantics.documents import ARTICLE
 from nodeconf.semantics.eviction import PodMemoryUsage, rank_for_memory_pressure
 from nodeconf.semantics.expectation import Expected
@@ -20,7 +20,7 @@ from suites.toolkit.checks import check_admission, deploy_pods
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
 from suites.toolkit.kubelet import Kubelet, Oracle
 from suites.toolkit.pods import memhog, pod, renamed, with_container
-from suites.toolkit.pressure import watch_pods_hogs
+from suites.toolkit.pressure import eviction_order, watch_pods_hogs
 
 pytestmark = [pytest.mark.requests_limits, pytest.mark.disruptive]
 
@@ -98,7 +98,7 @@ def _assert_eviction_order(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, wor
     oracle_order = [u.pod.name for u in rank_for_memory_pressure(usages)]
 
     kubelet.use(replace(kubelet.config, eviction_hard={"memory.available": ALWAYS_PRESSURE}))
-    evicted = _eviction_order(deployed.handles, timeout=60)
+    evicted = eviction_order(deployed.handles, timeout=60)
     rows: list[ComparedValue] = [
         compare_value("", "", "(eviction)", "eviction order", Expected(", ".join(order), rule), ", ".join(evicted)),
         compare_value("", "", "(eviction)", "eviction order (oracle)", Expected(", ".join(oracle_order), rule),
@@ -112,13 +112,3 @@ def _assert_eviction_order(deploy: Deploy, oracle: Oracle, kubelet: Kubelet, wor
                                   f"{status.phase}/{status.reason}"))
     assert_matches("node under memory pressure", rows)
 
-
-def _eviction_order(handles: tuple[PodHandle, ...], timeout: float) -> list[str]:
-    """Pod names in the order the node evicted them, by each pod's disruption time (the kubelet's DisruptionTarget
-    condition; the agent's eviction clock), never by when a poll happened to see them: two evictions between two
-    polls stay in order."""
-    statuses = {h.pod.name: h.wait_for(lambda s: s.reason == "Evicted", timeout=timeout, what="evicted")
-                for h in handles}
-    missing = [name for name, status in statuses.items() if status.disrupted_at is None]
-    assert not missing, f"the node evicted {', '.join(missing)} without recording when (DisruptionTarget)"
-    return sorted(statuses, key=lambda name: statuses[name].disrupted_at or 0.0)

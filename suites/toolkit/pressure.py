@@ -1,4 +1,5 @@
-"""Memory pressure inside a pod: watch a memory hog until it holds its memory or is OOM-killed, sampling usage.
+"""Memory pressure inside a pod: watch a memory hog until it holds its memory or is OOM-killed, sampling usage;
+the order in which the node evicted pods under node pressure.
 
 Source: MEASURED.md (no memory.swap.peak on the 6.1 kernel: sample memory.swap.current).
 """
@@ -70,3 +71,14 @@ def _watch(read: Callable[[], list[PodEvidence]], handles: Sequence[PodHandle], 
             raise NodeError(f"pod {waiting}: hogs {', '.join(hogs)} neither held {mib} MiB nor ended "
                             f"within {timeout:g} s")
         time.sleep(0.2)
+
+
+def eviction_order(handles: Sequence[PodHandle], timeout: float) -> list[str]:
+    """Pod names in the order the node evicted them, by each pod's disruption time (the kubelet's DisruptionTarget
+    condition; the agent's eviction clock), never by when a poll happened to see them: two evictions between two
+    polls stay in order."""
+    statuses = {h.pod.name: h.wait_for(lambda s: s.reason == "Evicted", timeout=timeout, what="evicted")
+                for h in handles}
+    missing = [name for name, status in statuses.items() if status.disrupted_at is None]
+    assert not missing, f"the node evicted {', '.join(missing)} without recording when (DisruptionTarget)"
+    return sorted(statuses, key=lambda name: statuses[name].disrupted_at or 0.0)

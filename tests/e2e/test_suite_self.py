@@ -50,6 +50,7 @@ OOM_INIT = "suites/upstream/test_oom_init.py"
 DEFERRED = "suites/upstream/test_resize_deferred.py"
 DEFERRED_RETRIED = "test_deferred_resize_completes_after_another_pod_shrinks"
 EVICTION = "suites/resources/test_eviction.py"
+PID_EVICTION = "suites/resources/test_pid_eviction.py"
 OOM_ALLOCATABLE = "suites/upstream/test_oom_allocatable.py"
 KUBEPODS_LIMITS = f"{ALLOCATABLE}::test_kubepods_pids_and_hugepages_are_the_allocatable"
 OOM_GROUP_VALUE = ('value of cgroup "memory.oom.group" for container "app" of pod "oom-group"', 'was "1"; expected "0"')
@@ -115,20 +116,25 @@ CASES = {
     # swap, so its table cell and its pressure check (both expect memory.swap.max 0) fail; the fault drops the pod's
     # priority, so its oom_score_adj (-997 for a node-critical pod) is named in the same messages. Memory eviction
     # that ranks without priority (upstream eviction_test.go PriorityMemoryEvictionOrdering): the high-priority hog,
-    # the larger, goes first. A node that does not enforce `pods` (upstream oomkiller_linux_test.go "... more memory
+    # the larger, goes first; so does the high-priority fork bomb under PID pressure (PriorityPidEvictionOrdering of
+    # the same file), which holds 72 processes to the low-priority one's 48 (rankPIDPressure: priority, then
+    # processes). A node that does not enforce `pods` (upstream oomkiller_linux_test.go "... more memory
     # than node allocatable"): kubepods keeps the node's capacity as memory.max, so the hog without limits holds its
     # 256 MiB and runs on where it must be OOM-killed at the 160Mi left allocatable, and the LimitedSwap hog without a
     # limit holds its 144 MiB in memory with nothing in swap, where 16 MiB of it must lie beyond kubepods' 128Mi.
     "priority-and-allocatable-ignored": FaultCase(
         "limited-swap=ignore-critical&fault=eviction=ignore-priority&fault=pods-allocatable=ignore",
-        (TABLE, PRESSURE, EVICTION, OOM_ALLOCATABLE, "-k",
+        (TABLE, PRESSURE, EVICTION, PID_EVICTION, OOM_ALLOCATABLE, "-k",
          "critical-limitedswap or limitedswap-critical or spares_by_priority or oom_killed_at_allocatable or "
-         "holds_more_than_the_pods_memory"), {
+         "holds_more_than_the_pods_memory or pid_pressure_evicts_by_priority"), {
             "test_semantics_table_cell[vm-omitted-critical-limitedswap]": SWAP_MAX,
             "test_swap_fills_to_its_limit_then_oom_kills[vm-limitedswap-critical]": SWAP_MAX,
             "test_memory_pressure_spares_by_priority[vm]": (
                 'value of measurement "eviction order" for the node',
                 'was "high-priority-memory-hog-pod, memory-hog-pod, guaranteed-pod"'),
+            "test_pid_pressure_evicts_by_priority[vm]": (
+                'value of measurement "eviction order" for the node',
+                'was "fork-bomb-container-with-high-priority, fork-bomb-container-with-low-priority"'),
             "test_container_without_limits_is_oom_killed_at_allocatable[vm]": (
                 'value of cgroup "memory.max" for the node', f'expected "{160 << 20}"',
                 'value of measurement "termination reason (exit code)" for container "hog"',

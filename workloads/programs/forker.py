@@ -1,5 +1,7 @@
 """Fork up to N children that wait, stop at the first failed fork, and print what happened as JSON:
 `forker.py N` → {"forked": k, "error": "EAGAIN" | ""}. The children exit when it does (end of their pipe).
+With `--hold` it prints the same line once all are forked, then keeps itself and its children alive until killed
+(the pid-pressure check's fork bomb: its processes stay in the pod's cgroup until the node evicts the pod).
 
 A workload program of nodeconf's pods (the pids check: fork beyond pids.max fails with EAGAIN), run on the node as
 `python3 /opt/nodeconf/workloads/programs/forker.py 64`. Standard library only.
@@ -10,11 +12,13 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 import sys
 
 
-def fork_until_refused(limit: int) -> tuple[list[int], str]:
-    """Fork waiting children until `limit` or the first refusal; the children and the refusal's errno name."""
+def fork_until_refused(limit: int) -> tuple[list[int], str, int]:
+    """Fork waiting children until `limit` or the first refusal; the children, the refusal's errno name, and the
+    pipe end whose closing lets them exit."""
     read_end, write_end = os.pipe()
     children: list[int] = []
     refused = ""
@@ -30,15 +34,20 @@ def fork_until_refused(limit: int) -> tuple[list[int], str]:
             os._exit(0)
         children.append(pid)
     os.close(read_end)
-    os.close(write_end)
-    return children, refused
+    return children, refused, write_end
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or not argv[0].isdigit():
-        print("usage: forker.py N", file=sys.stderr)
+    hold = argv[1:] == ["--hold"]
+    if len(argv) not in (1, 2) or not argv[0].isdigit() or (len(argv) == 2 and not hold):
+        print("usage: forker.py N [--hold]", file=sys.stderr)
         return 2
-    children, refused = fork_until_refused(int(argv[0]))
+    children, refused, write_end = fork_until_refused(int(argv[0]))
+    if hold:
+        print(json.dumps({"forked": len(children), "error": refused}), flush=True)
+        while True:
+            signal.pause()
+    os.close(write_end)
     for pid in children:
         os.waitpid(pid, 0)
     print(json.dumps({"forked": len(children), "error": refused}))

@@ -31,6 +31,7 @@ from nodeconf.nodes.base import (
     Node,
     NodeConditions,
     NodeError,
+    NotApplicable,
     PodEvidence,
     PodHandle,
     parse_metrics,
@@ -56,6 +57,7 @@ from nodeconf.nodes.enforced.bundle import (
 )
 from nodeconf.nodes.enforced.pod import EnforcedPod, cgroup_from_doc, pod_evidence
 from nodeconf.nodes.enforced.runtime_choice import PROBE_TIMEOUT, RuntimeChoice, choose_runtime
+from nodeconf.semantics.eviction import PidObservation
 from nodeconf.semantics.expectation import Event
 
 # The end of the agent's log read over the transport once the agent no longer answers.
@@ -237,6 +239,13 @@ class EnforcedNode(Node):
         doc: NodeStatusDoc = self.client.call(Op.NODE_STATUS)
         return NodeConditions(doc["conditions"],
                               tuple(Event(e["type"], e["reason"], e["message"]) for e in doc["events"]))
+
+    def pid_observation(self) -> PidObservation:
+        doc: NodeStatusDoc = self.client.call(Op.NODE_STATUS)
+        rlimit = doc.get("rlimit")
+        if rlimit is None:
+            raise NotApplicable(f"node {self.spec}: the agent reads no task ceiling (kernel.pid_max, threads-max)")
+        return PidObservation(rlimit["maxpid"], rlimit["curproc"])
 
     def metrics(self) -> Metrics:
         return parse_metrics(self.client.call(Op.METRICS)["text"])

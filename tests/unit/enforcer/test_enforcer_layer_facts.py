@@ -14,8 +14,10 @@ from nodeconf.enforcer.facts import (
     init_and_version,
     kernel_config,
     mount_options,
+    node_pids,
     pid_capacity,
     psi_available,
+    running_tasks,
     swap_devices,
 )
 from nodeconf.enforcer.wire import LAYER_FIELDS, facts_from_dict, facts_to_dict
@@ -104,6 +106,20 @@ def test_hugepage_pools_and_pid_capacity(tmp_path: Path) -> None:
     assert pid_capacity(tmp_path / "sys") is None
     (tmp_path / "sys" / "threads-max").write_text("15703\n")
     assert pid_capacity(tmp_path / "sys") == 15703
+
+
+def test_node_pids_is_the_ceiling_and_loadavgs_task_count(tmp_path: Path) -> None:
+    """pid.available's observation: min(pid_max, threads-max) and the count after /proc/loadavg's slash (every
+    task; the part before it counts only the runnable ones)."""
+    (tmp_path / "sys").mkdir()
+    (tmp_path / "sys" / "pid_max").write_text("32768\n")
+    (tmp_path / "sys" / "threads-max").write_text("15703\n")
+    (tmp_path / "loadavg").write_text("0.52 0.58 0.59 3/241 4012\n")
+    assert running_tasks(tmp_path) == 241
+    observed = node_pids(tmp_path / "sys", tmp_path)
+    assert (observed.max_pid, observed.running, observed.available) == (15703, 241, 15462)
+    with pytest.raises(OSError, match="pid_max and threads-max"):
+        node_pids(tmp_path / "none", tmp_path)
 
 
 def test_layer_facts_survive_the_wire_and_old_documents_get_defaults() -> None:

@@ -8,7 +8,15 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Container, Pod, Resources
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity
-from nodeconf.semantics.eviction import PodMemoryUsage, decide_memory_eviction, rank_for_memory_pressure
+from nodeconf.semantics.eviction import (
+    PidObservation,
+    PodMemoryUsage,
+    PodProcesses,
+    decide_memory_eviction,
+    decide_pid_eviction,
+    rank_for_memory_pressure,
+    rank_for_pid_pressure,
+)
 
 MI = 2**20
 NODE = NodeFacts(memory_capacity=2048 * MI)
@@ -74,3 +82,61 @@ def test_critical_pods_are_skipped() -> None:
     static = usage("static-hog", None, 900, annotations={"kubernetes.io/config.source": "file"})
     decision = decide_memory_eviction([static, GUARANTEED], NODE, KubeletConfig(), other_usage=600 * MI)
     assert decision.memory_pressure and decision.victim is GUARANTEED.pod
+
+
+# PID pressure on a node whose task ceiling is 15511 (kernel.threads-max below kernel.pid_max 4194304).
+def procs(name: str, processes: int, priority: int = 0, annotations: dict[str, str] | None = None) -> PodProcesses:
+    return PodProcesses(Pod(name=name, containers=(Container("app"),), priority_value=priority,
+                            annotations=annotations or {}), processes)
+
+
+LOW_BOMB = procs("fork-bomb-low", 64)
+HIGH_BOMB = procs("fork-bomb-high", 96, priority=999_999_999)
+INNOCENT = procs("innocent", 1, priority=999_999_999)
+
+
+def test_pid_rank_is_priority_then_process_count() -> None:
+    # Priority 0 before 999999999 although it holds fewer processes; among equal priorities 96 before 1.
+    ranked = rank_for_pid_pressure([INNOCENT, HIGH_BOMB, LOW_BOMB])
+    assert [p.pod.name for p in ranked] == ["fork-bomb-low", "fork-bomb-high", "innocent"]
+
+
+@pytest.mark.parametrize(
+    "running, threshold, pressure",
+    [
+        # available = 15511 − 311 = 15200 < 15201: met.
+        pytest.param(311, "15201", True, id="one-below"),
+        # available = 15200, not below 15200: not met (the operator is LessThan).
+        pytest.param(311, "15200", False, id="equal"),
+        # 98% of 15511 as float32 0.98 (0.980000019…) × 15511 = 15200.78 → 15200: 15200 is not below it.
+        pytest.param(311, "98%", False, id="percentage-equal"),
+        # available = 15511 − 312 = 15199 < 15200.
+        pytest.param(312, "98%", True, id="percentage-below"),
+    ],
+)
+def test_pid_threshold(running: int, threshold: str, pressure: bool) -> None:
+    config = KubeletConfig(eviction_hard={"pid.available": threshold})
+    decision = decide_pid_eviction([LOW_BOMB], PidObservation(15_511, running), config)
+    assert decision.pid_pressure is pressure
+    assert decision.victim is (LOW_BOMB.pod if pressure else None)
+
+
+def test_no_pid_threshold_by_default() -> None:
+    # DefaultEvictionHard has no pid.available: even 0 tasks available is no pressure.
+    decision = decide_pid_eviction([LOW_BOMB], PidObservation(100, 100), KubeletConfig())
+    assert (decision.pid_pressure, decision.threshold, decision.available) == (False, None, 0)
+
+
+def test_pid_pressure_evicts_the_lowest_priority_with_the_kubelet_message() -> None:
+    # available = 15511 − 511 = 15000 < 15100; the message prints both as DecimalSI quantities: 15k and 15100.
+    config = KubeletConfig(eviction_hard={"pid.available": "15100"})
+    decision = decide_pid_eviction([HIGH_BOMB, INNOCENT, LOW_BOMB], PidObservation(15_511, 511), config)
+    assert decision.pid_pressure and decision.victim is LOW_BOMB.pod and decision.reason == "Evicted"
+    assert decision.message == "The node was low on resource: pids. Threshold quantity: 15100, available: 15k. "
+
+
+def test_pid_pressure_skips_critical_pods() -> None:
+    static = procs("static-bomb", 500, annotations={"kubernetes.io/config.source": "file"})
+    config = KubeletConfig(eviction_hard={"pid.available": "100%"})
+    decision = decide_pid_eviction([static, HIGH_BOMB], PidObservation(1000, 900), config)
+    assert decision.pid_pressure and decision.victim is HIGH_BOMB.pod
