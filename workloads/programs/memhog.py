@@ -26,16 +26,30 @@ HEADROOM = 4 * MIB  # kept free below memory.max: charges there never reach the 
 RECLAIM_ATTEMPTS = 50  # memory.reclaim answering EAGAIN this often in a row: nothing more can go to swap
 
 
-def cgroup_dirs() -> list[Path]:
-    """This process's cgroup v2 directory and its ancestors up to the root (/proc/self/cgroup "0::/path")."""
-    lines = Path("/proc/self/cgroup").read_text().splitlines()
-    own = next(line[3:] for line in lines if line.startswith("0::"))
+def cgroup_dirs(self_cgroup: str | None = None) -> list[Path]:
+    """This process's cgroup v2 directory and its ancestors up to the root. /proc/self/cgroup ("0::/path") names it
+    relative to the root of the process's cgroup namespace, which is the node's tree root unless a CRI runtime gave
+    the container a namespace of its own (containerd does on cgroup v2 for a container that is not privileged,
+    internal/cri/server/container_create.go), while the node's tree is still mounted at CGROUP_ROOT: then it is
+    the directory whose cgroup.procs lists this process (cgroup.procs numbers tasks in the reader's pid namespace,
+    0 for those outside it, kernel/cgroup/cgroup.c cgroup_procs_show)."""
+    text = Path("/proc/self/cgroup").read_text() if self_cgroup is None else self_cgroup
+    own = next(line[3:] for line in text.splitlines() if line.startswith("0::"))
     path = CGROUP_ROOT / own.lstrip("/")
+    if not _lists_me(path):
+        path = next((Path(d) for d, _, _ in os.walk(CGROUP_ROOT) if _lists_me(Path(d))), path)
     dirs = [path]
     while path != CGROUP_ROOT:
         path = path.parent
         dirs.append(path)
     return dirs
+
+
+def _lists_me(directory: Path) -> bool:
+    try:
+        return str(os.getpid()) in (directory / "cgroup.procs").read_text().split()
+    except OSError:
+        return False
 
 
 def _number(directory: Path, name: str) -> int | None:

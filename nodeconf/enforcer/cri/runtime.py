@@ -51,7 +51,9 @@ logger = logging.getLogger(__name__)  # below the agent's "nodeconf.enforcer"
 TOKEN_FILE = "cri-token"
 WORKLOAD_IMAGE = "nodeconf.local/workload"
 # Where containers see the node's programs (CRI mounts, read-only): as under the OCI runtimes, plus the agent's
-# home with the workload programs; /sys/fs/cgroup writable at its own place (oci_bundle.CGROUP_TREE).
+# home with the workload programs; /sys/fs/cgroup writable at its own place (oci_bundle.CGROUP_TREE). containerd still
+# gives each container a cgroup namespace of its own on cgroup v2, so /proc/self/cgroup reads `0::/` there
+# (memhog finds its directory by its pid instead).
 PROBE_NAME = "nodeconf-runtime-probe"
 # The sandbox image line of `containerd config dump`: `sandbox_image = "…"` (1.x, go-toml v1), `sandbox = '…'`
 # (2.x's pinned_images, go-toml v2 writes literal strings).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,28 @@ def test_reclaim_without_its_cgroup_in_view_is_refused(tmp_path: Path, monkeypat
     assert memhog.main(["8", "--reclaim"]) == 2
     assert capsys.readouterr().err == f"memhog: --reclaim needs {tmp_path}/pod/c/memory.reclaim, which this " \
                                       "process cannot see\n"
+
+
+def _tree(root: Path, procs: dict[str, str]) -> None:
+    """A cgroup tree whose cgroup.procs lists `procs` (relative directory → content)."""
+    for rel, text in procs.items():
+        (root / rel).mkdir(parents=True, exist_ok=True)
+        (root / rel / "cgroup.procs").write_text(text)
+
+
+def test_own_cgroup_is_the_path_proc_self_cgroup_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memhog, "CGROUP_ROOT", tmp_path)
+    _tree(tmp_path, {".": "1\n", "kubepods/pod/c": f"{os.getpid()}\n"})
+    assert memhog.cgroup_dirs("0::/kubepods/pod/c\n") == [tmp_path / "kubepods/pod/c", tmp_path / "kubepods/pod",
+                                                           tmp_path / "kubepods", tmp_path]
+
+
+def test_in_a_cgroup_namespace_own_cgroup_is_the_one_listing_this_process(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """containerd gives a container on cgroup v2 its own cgroup namespace: /proc/self/cgroup says `0::/`, while the
+    node's tree is mounted at /sys/fs/cgroup; cgroup.procs shows tasks outside the reader's pid namespace as 0."""
+    monkeypatch.setattr(memhog, "CGROUP_ROOT", tmp_path)
+    _tree(tmp_path, {".": "0\n0\n", "kubepods/pod": "", "kubepods/pod/pause": "0\n",
+                     "kubepods/pod/cri-containerd-1.scope": f"{os.getpid()}\n", "system.slice": "0\n"})
+    assert memhog.cgroup_dirs("0::/\n")[:2] == [tmp_path / "kubepods/pod/cri-containerd-1.scope",
+                                                tmp_path / "kubepods/pod"]
