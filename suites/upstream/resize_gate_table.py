@@ -92,11 +92,34 @@ class Gates:
     def id(self) -> str:
         return f"allocated={str(self.allocated_status).lower()},exclusive={str(self.exclusive_cpus).lower()}"
 
-    def case_text(self, case: ResizeCase) -> str:
-        """The Ginkgo text of `case` under these gates (the policy "none" title is empty)."""
-        return (f"Pod InPlace Resize Container / {case.name} ({ALLOCATED_STATUS}="
+    def case_text(self, case: ResizeCase, policy: CpuPolicy | None = None) -> str:
+        """The Ginkgo text of `case` under these gates and CPU manager policy (the policy "none" title is empty)."""
+        title = policy.title if policy is not None else ""
+        return (f"Pod InPlace Resize Container / {case.name}{title} ({ALLOCATED_STATUS}="
                 f"{str(self.allocated_status).lower()}, {EXCLUSIVE_CPUS}={str(self.exclusive_cpus).lower()})")
 
+
+@dataclass(frozen=True)
+class CpuPolicy:
+    """One cpuManagerPolicyConfig of the static policy (pod_resize_test.go policiesGeneralAvailability and
+    policiesBeta): its title and options; cpuManagerPolicyKubeletConfig reserves CPU 0 (reservedSystemCPUs) for both,
+    since both pass options."""
+
+    id: str
+    title: str
+    full_pcpus_only: bool
+
+    @property
+    def options(self) -> dict[str, str]:
+        """The four options upstream sets, only full-pcpus-only ever "true"."""
+        return {"full-pcpus-only": str(self.full_pcpus_only).lower(), "distribute-cpus-across-numa": "false",
+                "align-by-socket": "false", "distribute-cpus-across-cores": "false"}
+
+
+STATIC_POLICIES = (CpuPolicy("static", ", alongside CPU Manager Static Policy with no options", False),
+                   CpuPolicy("static-full-pcpus", ", alongside CPU Manager Static Policy with FullPCPUsOnlyOption",
+                             True))
+RESERVED_SYSTEM_CPUS = "0"
 
 # In upstream's order of the doPodResizeTests calls.
 GATE_SETTINGS = (Gates(False, False), Gates(True, False), Gates(False, True), Gates(True, True))

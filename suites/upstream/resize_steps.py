@@ -88,7 +88,8 @@ def resize_step(oracle: Oracle, pod: Resizable, desired: Pod, body: dict[str, ob
             wait_until(f"pod {name} {step}: restarts", restarted, RESTART_WAIT)
     evidence = settled_evidence(handle)
     again = {c: status == "Applied" and restarts.get(c, 0) > 0 for c in pod.started}  # the oracle's answer
-    expected = _oom_after_resize(oracle, pod, oracle.expect([desired], pod.kubelet.config).pods[0], again)
+    target = desired if status == "Applied" else pod.current  # an unapplied resize leaves the running values
+    expected = _oom_after_resize(oracle, pod, oracle.expect([target], pod.kubelet.config).pods[0], again)
     rows = [*status_rows(name, got, status, message, f"{rule} ({step})")]
     rows += [compare_value(name, c, evidence.container(c).cgroup.path, f"restart count {step}",
                            Expected(str(wanted[c]), restart_rule), str(evidence.status.container(c).restart_count))
