@@ -37,6 +37,8 @@ from suites.toolkit.resize import decision
 from suites.upstream.resize_gate_table import (
     ALLOCATED_STATUS,
     CASES,
+    EXTENDED_CASES,
+    EXTENDED_DESCRIBE,
     FILE,
     GATE_SETTINGS,
     RESERVED_SYSTEM_CPUS,
@@ -179,11 +181,32 @@ def test_resize_under_gates(node: Node, oracle: Oracle, base_config: KubeletConf
     (none, or static with reservedSystemCPUs 0: every container's cpuset.cpus and the exclusive containers' cpu.max
     as semantics/cpu_manager.py says). FullPCPUsOnly: upstream skips it on a node without SMT ("strict SMT alignment
     is trivially verified"); nodeconf runs it, its expectations there those of no options (CPUsPerCore 1)."""
+    _under(node, oracle, base_config, _applied, deploy, case, gates, policy)
+
+
+def _under(node: Node, oracle: Oracle, base_config: KubeletConfig, applied: Applied, deploy: Deploy,
+           case: ResizeCase, gates: Gates, policy: CpuPolicy | None) -> None:
+    """A case driven on the kubelet with these gates and CPU manager policy, judged under the gates' profile."""
     version = gates_profile(oracle.version)
-    kubelet = Kubelet(node, version, base_config, _applied)
+    kubelet = Kubelet(node, version, base_config, applied)
     kubelet.use(with_cpu_manager(with_gates(base_config, gates.feature_gates), policy))
     what = f" under {gates.id}" + (f", {policy.id}" if policy else "")
     _drive(replace(oracle, version=version), kubelet, deploy, case, RESIZE, what)
+
+
+BOTH_GATES = Gates(True, True)
+
+
+@pytest.mark.parametrize(("case", "policy"), [
+    pytest.param(case, policy, id=f"{case.id}-{policy.id}", marks=pytest.mark.upstream_e2e(
+        file=FILE, case=BOTH_GATES.case_text(case, policy, EXTENDED_DESCRIBE)))
+    for policy in STATIC_POLICIES for case in EXTENDED_CASES[policy.id]])
+def test_exclusive_cpu_resize(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: Applied,
+                              deploy: Deploy, case: ResizeCase, policy: CpuPolicy) -> None:
+    """pod_resize_test.go doPodResizeExtendTests: Guaranteed containers with exclusive CPUs grown or shrunk with both
+    gates on; the CPUs each keeps as semantics/cpu_manager.py says (upstream counts them). They need 2 to 4 CPUs of
+    their own: a node that cannot hold them skips, with the oracle's reason."""
+    _under(node, oracle, base_config, _applied, deploy, case, BOTH_GATES, policy)
 
 
 def _in_both_files(cases: Sequence[ResizeCase], describes: Mapping[str, str]) -> list[object]:
