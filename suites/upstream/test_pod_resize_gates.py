@@ -1,17 +1,18 @@
 """Opt-in (`-m resize_extended`): in-place resizes of one pod each, beyond the default run's tables. Upstream's node e2e
 resize tests (test/e2e_node/pod_resize_test.go), each under the four settings of the kubelet gates
-InPlacePodVerticalScalingAllocatedStatus and InPlacePodVerticalScalingExclusiveCPUs, and the Guaranteed pods with
+InPlacePodVerticalScalingAllocatedStatus and InPlacePodVerticalScalingExclusiveCPUs and its three CPU manager
+policies (none; static with no options or FullPCPUsOnlyOption), its Extended Cases, and the Guaranteed pods with
 three containers of test/e2e/common/node: created, resized, rolled back; after each step every cgroup value as the
 oracle says, each container's status resources and allocated resources, and its restart count as upstream expects.
 
-Source: kubernetes test/e2e_node/pod_resize_test.go (doPodResizeTests, the CPU manager policy "none" entries:
-patchAndVerify verifies the cgroups, the status resources and the restarts after the resize and after the rollback),
+Source: kubernetes test/e2e_node/pod_resize_test.go (doPodResizeTests and doPodResizeExtendTests: patchAndVerify
+verifies the cgroups, the status resources, the restarts and under static the CPUs after the resize and the rollback),
 test/e2e/common/node/pod_resize.go and pod_level_resources_resize.go ("guaranteed pods with multiple containers",
 doPatchAndRollback); suites/upstream/resize_gate_table.py and resize_table.py. The gates reach the node through the
-kubelet config's featureGates. Neither changes what this kubelet does (nodeconf/semantics/profile.py: ExclusiveCPUs is
-read only under the static CPU manager policy, AllocatedStatus by no kubelet code path), so every expectation is the
-same under all four; those checks run under the newest profile that has both gates (AllocatedStatus is gone from
-1.36).
+kubelet config's featureGates. Under policy none neither changes what this kubelet does (nodeconf/semantics/profile.py:
+ExclusiveCPUs is read only under the static CPU manager policy, AllocatedStatus by no kubelet code path); under static
+ExclusiveCPUs decides whether a Guaranteed pod's cpu resize is Infeasible (semantics/cpu_manager.py). The checks run
+under the newest profile that has both gates (AllocatedStatus is gone from 1.36).
 """
 
 from __future__ import annotations
