@@ -59,7 +59,7 @@ from suites.upstream.resize_table import (
     PLR_RESIZE_TEST,
     PLR_SIDECAR_POD_LEVEL_CASES,
 )
-from suites.upstream.shared import Res
+from suites.upstream.shared import Res, container, make_pod
 
 pytestmark = [
     pytest.mark.resize_extended,
@@ -241,3 +241,25 @@ def test_pod_level_resize_with_sidecar(oracle: Oracle, kubelet: Kubelet, deploy:
     policies: a container and its sidecar under pod-level resources that move; the two restart, per their policy,
     where they have no value of their own for the resource that moved (doPatchAndRollbackPLR)."""
     _drive(oracle, kubelet, deploy, case, PLR_RESIZE, "")
+
+
+@pytest.mark.kubelet_code
+@pytest.mark.parametrize("policy", [pytest.param(p, id=p.id) for p in STATIC_POLICIES])
+def test_exclusive_cpu_beside_the_shared_pool(node: Node, oracle: Oracle, base_config: KubeletConfig,
+                                              _applied: Applied, deploy: Deploy, policy: CpuPolicy) -> None:
+    """nodeconf's own (no upstream case runs it on a 2-CPU node): under upstream's static-policy config, a
+    Guaranteed pod of one 1-CPU container beside a Burstable one; each container's cpuset.cpus (the exclusive CPU,
+    the shared pool of the rest) and the exclusive container's and its pod's cpu.max without quota, as the oracle
+    says; skipped where the node cannot admit the pair."""
+    version = gates_profile(oracle.version)
+    kubelet = Kubelet(node, version, base_config, _applied)
+    kubelet.use(with_cpu_manager(with_gates(base_config, BOTH_GATES.feature_gates), policy))
+    judge = replace(oracle, version=version)
+    pods = [make_pod("exclusive-cpu", [container("c1", Res("1", "1", "64Mi", "64Mi"))]),
+            make_pod("shared-cpu", [container("c1", Res(mem_req="64Mi"))])]
+    expected = judge.expect(pods, kubelet.config)
+    if not all(p.admitted for p in expected.pods):
+        pytest.skip(f"this node cannot admit the pair: {'; '.join(e for p in expected.pods for e in p.errors)}")
+    deployed = deploy_pods(deploy, judge, kubelet, pods)
+    for pod in pods:
+        check_pod(deployed.handle(pod.name), deployed.expected(pod.name))

@@ -17,6 +17,7 @@ from nodeconf.semantics.expect import expect
 from nodeconf.semantics.profile import profile_for
 from nodeconf.semantics.resize import decide_resize
 from suites.upstream.resize_gate_table import CASES, EXTENDED_CASES, EXTENDED_DESCRIBE, STATIC_POLICIES, Gates
+from suites.upstream.resize_steps import expected_restart_counts
 from suites.upstream.test_pod_resize_gates import with_cpu_manager
 
 NODE8 = NodeFacts(memory_capacity=16 * 2**30, cpu_capacity_milli=8000)
@@ -82,3 +83,10 @@ def test_the_exclusive_cases_do_not_fit_the_reference_vm() -> None:
         fits = admitted and decide_resize(case.pod("p"), case.pod("p", resized=True), {}, vm, config,
                                           profile).status.value == "Applied"
         assert not fits, case.id
+
+
+@pytest.mark.parametrize(("status", "wanted"), [("Applied", {"c1": 3, "c2": 0}), ("Infeasible", {"c1": 2, "c2": 0})])
+def test_restarts_are_expected_only_of_an_applied_resize(status: str, wanted: dict[str, int]) -> None:
+    """A resize the kubelet refuses (Infeasible under static without the exclusive CPUs gate) restarts nothing,
+    whatever the test's resizePolicy would restart once it is applied."""
+    assert expected_restart_counts({"c1": 2, "c2": 0}, {"c1": 1}, status) == wanted
