@@ -14,6 +14,12 @@ one thread per core, as QEMU presents vCPUs without `-smp threads`. There takeBy
 cores, then single CPUs, lowest ids first) takes the lowest free ids, and FullPCPUsOnly (a request must be a multiple
 of CPUsPerCore, else SMTAlignmentError) holds for every request since CPUsPerCore is 1. A node with SMT or several
 sockets would number differently; nodeconf does not model that.
+
+Not modelled, by choice: the mustKeepCPUs container env var a decrease may name (a decrease keeps the lowest held
+CPUs), a resize between an integer and a fractional cpu request (the container leaves or joins the shared pool),
+the admission failure of a container no free CPUs can hold (left on the shared pool; the fit check refuses what
+exceeds allocatable), the reconcile loop's delay (the cpuset is expected at once), and the NUMA, socket and uncore
+options (refused in the kubelet config when true).
 """
 
 from __future__ import annotations
