@@ -12,7 +12,7 @@ from nodeconf import names
 # Read for every pod, container and node-level cgroup. memory.stat and the PSI files are costly to read (a stats
 # flush per read): callers ask for them as extra files. hugetlb: the x86-64 huge page sizes (2 MiB, 1 GiB).
 OBSERVED_FILES = (
-    "cgroup.procs", "cpu.weight", "cpu.max", "cpu.stat",
+    "cgroup.procs", "cpu.weight", "cpu.max", "cpu.stat", "cpuset.cpus",
     "memory.max", "memory.high", "memory.low", "memory.min", "memory.swap.max", "memory.oom.group",
     "memory.current", "memory.swap.current", "memory.peak", "memory.events", "memory.swap.events", "pids.current",
     "pids.max", "hugetlb.2MB.max", "hugetlb.1GB.max", "hugetlb.2MB.rsvd.max", "hugetlb.1GB.rsvd.max",

@@ -34,6 +34,17 @@ _NANOSECONDS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 
 # kubelet validation (pkg/kubelet/apis/config/validation/validation.go): cpuCFSQuotaPeriod within 1ms..1s inclusive.
 CFS_PERIOD_NS = (10**6, 10**9)
 MAX_DURATION_TEXT = 100
+# cpuManagerPolicy (pkg/kubelet/cm/cpumanager cpu_manager.go NewManager: any other name is "unknown policy") and the
+# static policy's options nodeconf models (policy_options.go: values are strconv.ParseBool strings); the others are
+# accepted only when "false", since nodeconf models no NUMA, socket or SMT layout (semantics/cpu_manager.py).
+CPU_MANAGER_POLICIES = ("none", "static")
+CPU_MANAGER_STATIC = "static"
+CPU_MANAGER_OPTIONS = ("full-pcpus-only", "distribute-cpus-across-numa", "align-by-socket",
+                       "distribute-cpus-across-cores", "strict-cpu-reservation", "prefer-align-cpus-by-uncorecache")
+MODELLED_CPU_MANAGER_OPTIONS = ("full-pcpus-only",)
+_BOOL_TEXT = {"1": "true", "t": "true", "T": "true", "true": "true", "TRUE": "true", "True": "true",
+              "0": "false", "f": "false", "F": "false", "false": "false", "FALSE": "false", "False": "false"}
+MAX_CPU_ID = 4096
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,10 @@ class KubeletConfig:
     pod_pids_limit: int = -1
     system_reserved_cgroup: str = ""
     kube_reserved_cgroup: str = ""
+    # cpuManagerPolicy, its options (normalised "true"/"false") and reservedSystemCPUs (a cpuset list, "" = unset).
+    cpu_manager_policy: str = "none"
+    cpu_manager_policy_options: Mapping[str, str] = field(default_factory=dict)
+    reserved_system_cpus: str = ""
     source: str = ""
 
     def gate(self, name: str) -> bool | None:
@@ -212,6 +227,50 @@ def _cgroup_name(value: Any, path: str, fail: Fail) -> str:
     return value
 
 
+def parse_cpuset(text: str) -> frozenset[int]:
+    """The CPU ids of a cpuset list ("0-3,8"; k8s.io/utils/cpuset Parse); ValueError names a bad one."""
+    cpus: set[int] = set()
+    for part in text.split(",") if text.strip() else ():
+        low, _, high = part.strip().partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            raise ValueError(f"invalid cpuset {text!r}")
+        first, last = int(low), int(high or low)
+        if first > last or last > MAX_CPU_ID:
+            raise ValueError(f"invalid cpuset {text!r}")
+        cpus.update(range(first, last + 1))
+    return frozenset(cpus)
+
+
+def _cpuset(value: Any, path: str, fail: Fail) -> str:
+    if value in (None, ""):
+        return ""
+    if not isinstance(value, str):
+        raise fail(path, f"expected a cpuset list such as \"0-1\", got {shown(value)}")
+    try:
+        parse_cpuset(value)
+    except ValueError as err:
+        raise fail(path, str(err)) from None
+    return value
+
+
+def _cpu_options(value: Any, path: str, fail: Fail) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+        raise fail(path, "expected a mapping of option names to \"true\" or \"false\"")
+    out = {}
+    for name, text in value.items():
+        if name not in CPU_MANAGER_OPTIONS:
+            raise fail(f"{path}.{name}", f"unknown CPU Manager policy option {shown(name)}")
+        if text not in _BOOL_TEXT:
+            raise fail(f"{path}.{name}", f"expected \"true\" or \"false\", got {shown(text)}")
+        if _BOOL_TEXT[text] == "true" and name not in MODELLED_CPU_MANAGER_OPTIONS:
+            raise fail(f"{path}.{name}", "changes which CPUs the static policy hands out, which nodeconf does not "
+                                         "model (it models full-pcpus-only only)")
+        out[str(name)] = _BOOL_TEXT[text]
+    return out
+
+
 def _same(value: Any) -> Any:
     return value
 
@@ -245,6 +304,9 @@ FIELDS: tuple[ConfigField, ...] = (
     ConfigField("kube_reserved_cgroup", "kubeReservedCgroup", _cgroup_name, _unless("")),
     ConfigField("memory_throttling_factor", "memoryThrottlingFactor", _factor, _unless(None), Compared.UNLESS_UNSET),
     ConfigField("eviction_hard", "evictionHard", _eviction, _unless(None, dict), Compared.OWN_RULE),
+    ConfigField("cpu_manager_policy", "cpuManagerPolicy", _choice(CPU_MANAGER_POLICIES, "none"), _unless("none")),
+    ConfigField("cpu_manager_policy_options", "cpuManagerPolicyOptions", _cpu_options, _unless({}, dict)),
+    ConfigField("reserved_system_cpus", "reservedSystemCPUs", _cpuset, _unless("")),
 )
 # Reserves that, when enforced, need their cgroup named (pkg/kubelet/apis/config/validation
 # ValidateKubeletConfiguration).

@@ -207,9 +207,7 @@ CONFIG_FIELDS = fields(
 UNMODELLED_CONFIG: Mapping[str, tuple[Any, ...]] = {
     "cgroupRoot": ("", "/"),  # the root of every pod cgroup path
     "cgroupsPerQOS": (True,),  # false: no kubepods QoS tiers
-    "cpuManagerPolicy": ("", "none", "None"),  # static: exclusive cpusets (and cpu.max without quota)
     "memoryManagerPolicy": ("", "none", "None"),
-    "reservedSystemCPUs": ("",),  # replaces systemReserved/kubeReserved cpu in allocatable
     "qosReserved": ({},),  # memory.max on the burstable and besteffort tiers (QOSReserved)
     "podsPerCore": (0,),  # admits fewer pods than maxPods
     "evictionSoft": ({},),

@@ -118,7 +118,7 @@ class Agent:
                                  "while pods run (delete them first)")
             if config.cgroup_driver != driver:
                 self.cgroups.clear()
-            self.oracle.config, self.oracle.version = config, version
+            self.oracle.set_config(config, version)
             warnings = self._enforce_logged()
             self.save()
             return {"warnings": list(warnings)}

@@ -25,7 +25,8 @@ from nodeconf.enforcer.ownership import (
 # The agent's own top-level cgroups: kubepods of the systemd and the cgroupfs drivers (kubelet cm/cgroup_manager).
 OWNED = ("kubepods.slice", "kubepods")
 # Controllers the agent enables top-down (cgroup-v2.rst "Top-down Constraint").
-CONTROLLERS = ("cpu", "memory", "pids", "hugetlb")
+# cpuset: the static CPU manager's cpuset.cpus (runc enables every available controller the same way).
+CONTROLLERS = ("cpuset", "cpu", "memory", "pids", "hugetlb")
 
 
 def cgroup2_mount(path: Path) -> Path | None:

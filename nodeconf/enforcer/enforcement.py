@@ -51,6 +51,7 @@ class Enforcement:
         each active pod and its containers."""
         limits = expectation.node_limits
         hugetlb = not self.oracle.faults.hugetlb_ignored
+        self.oracle.keep_cpus(expectation)
         for cgroup in expectation.cgroups.values():
             for problem in self.cgroups.write(with_node_limits(cgroup, limits.get(cgroup.path, {}), hugetlb=hugetlb)):
                 self.log.error("%s", problem)

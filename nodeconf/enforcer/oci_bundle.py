@@ -49,11 +49,13 @@ class CriResources:
     memory_swap_limit_in_bytes: int = 0
     unified: Mapping[str, str] = field(default_factory=dict)
     hugepage_limits: tuple[tuple[str, int], ...] = ()  # (page size as "2MB", bytes)
+    cpuset_cpus: str = ""  # the static CPU manager's CPUs (GetCPUAffinity), "" = unset
 
 
 def cri_resources(files: Mapping[str, str], shares: int) -> CriResources:
     """The CRI values behind the oracle's container cgroup files: shares as given (cpu.weight hides them),
-    quota and period from cpu.max, the limit from memory.max, and the kubelet's unified keys where it sets them
+    quota and period from cpu.max, the CPUs from cpuset.cpus (static CPU manager), the limit from memory.max, and
+    the kubelet's unified keys where it sets them
     (memory.swap.max whenever the oracle has it: the kubelet never sends CRI swap on cgroup v2, RUNTIME-FACTS 2a),
     and a hugepage limit per `hugetlb.<size>.max` the files hold (GetHugepageLimitsFromResources).
     The kubelet sends the period whenever cpuCFSQuota is on; the oracle's "max <period>" keeps it."""
@@ -70,6 +72,7 @@ def cri_resources(files: Mapping[str, str], shares: int) -> CriResources:
         memory_limit_in_bytes=int(limit) if limit.isdigit() else 0,
         unified=unified,
         hugepage_limits=hugepages,
+        cpuset_cpus=files.get("cpuset.cpus", ""),
     )
 
 
@@ -77,8 +80,10 @@ def linux_resources(cri: CriResources, swap_controller: bool) -> dict[str, Any]:
     """containerd WithResources: OCI `linux.resources` from CRI values. cpu period/quota/shares and the memory
     limit only when ≠ 0; `memory.swap` (memory+swap) = the CRI swap when set, else = the limit (no swap) when
     there is one, and only when the swap controller is available (SwapControllerAvailable); unified copied."""
-    cpu = {key: value for key, value in (("shares", cri.cpu_shares), ("quota", cri.cpu_quota),
-                                         ("period", cri.cpu_period)) if value}
+    cpu: dict[str, Any] = {key: value for key, value in (("shares", cri.cpu_shares), ("quota", cri.cpu_quota),
+                                                         ("period", cri.cpu_period)) if value}
+    if cri.cpuset_cpus:
+        cpu["cpus"] = cri.cpuset_cpus
     memory: dict[str, int] = {}
     if cri.memory_limit_in_bytes:
         memory["limit"] = cri.memory_limit_in_bytes

@@ -3,12 +3,13 @@ shapes it exchanges with them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import NamespaceObject, Pod
 from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.cpu_manager import Assignments
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.expectation import NodeExpectation
 from nodeconf.semantics.profile import Profile
@@ -29,5 +30,7 @@ class ResizeFn(Protocol):
                  config: KubeletConfig, profile: Profile, others: Sequence[Pod] = ...) -> ResizeDecision: ...
 
 
-ExpectFn = Callable[[Sequence[Pod], NodeFacts, KubeletConfig, Profile, Sequence[NamespaceObject]],
-                    NodeExpectation]
+class ExpectFn(Protocol):
+    def __call__(self, pods: Sequence[Pod], node: NodeFacts, config: KubeletConfig, profile: Profile,
+                 namespace_objects: Sequence[NamespaceObject] = ...,
+                 cpu_assignments: Assignments | None = ...) -> NodeExpectation: ...

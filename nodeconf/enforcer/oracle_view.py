@@ -37,6 +37,9 @@ class OracleView:
         self.version = DEFAULT_VERSION
         self.objects: list[NamespaceObject] = []
         self.object_docs: list[dict[str, Any]] = []
+        # The static CPU manager's state (the kubelet's cpu_manager_state): each container's exclusive CPUs as last
+        # enforced, handed back to the oracle so a running container keeps them.
+        self.cpu_assignments: dict[tuple[str, str], frozenset[int]] = {}
 
     def profile(self) -> Profile:
         return profile_for(self.version, self.config)
@@ -74,7 +77,20 @@ class OracleView:
     def expect(self, pods: Sequence[Pod]) -> NodeExpectation:
         """The oracle's expectation for the node running these pods."""
         return self.expect_fn(self.faults.pods_seen(pods, self.config.swap_behavior), self.facts_used(),
-                              self.config_used(), self.profile(), self.objects)
+                              self.config_used(), self.profile(), self.objects, cpu_assignments=self.cpu_assignments)
+
+    def keep_cpus(self, expectation: NodeExpectation) -> None:
+        """Take an enforced expectation's CPU assignments as the state (freed ones gone, new ones added)."""
+        self.cpu_assignments = dict(expectation.cpu_assignments)
+
+    def set_config(self, config: KubeletConfig, version: str) -> None:
+        """Take a new config and version; a changed CPU manager setting starts from an empty CPU state (the kubelet
+        refuses a state file of another policy or reserved set: upstream's e2e removes it with the config change)."""
+        cpus = (config.cpu_manager_policy, config.reserved_system_cpus, config.cpu_manager_policy_options)
+        if cpus != (self.config.cpu_manager_policy, self.config.reserved_system_cpus,
+                    self.config.cpu_manager_policy_options):
+            self.cpu_assignments = {}
+        self.config, self.version = config, version
 
     def decide_resize(self, current: Pod, desired: Pod, usage: Mapping[str, ContainerUsage],
                       others: Sequence[Pod]) -> ResizeDecision:
@@ -105,13 +121,18 @@ class OracleView:
     def reset(self) -> None:
         """Back to the default configuration, without namespace objects."""
         self.config, self.version, self.objects, self.object_docs = KubeletConfig(), DEFAULT_VERSION, [], []
+        self.cpu_assignments = {}
 
     def to_state(self) -> dict[str, Any]:
         """The settings for the state file."""
-        return {"config": kubelet_config_to_dict(self.config), "version": self.version, "objects": self.object_docs}
+        return {"config": kubelet_config_to_dict(self.config), "version": self.version, "objects": self.object_docs,
+                "cpuAssignments": [[uid, name, sorted(cpus)]
+                                   for (uid, name), cpus in sorted(self.cpu_assignments.items())]}
 
     def restore(self, previous: Mapping[str, Any]) -> None:
         """Take the settings back from a state file."""
         self.config = kubelet_config_from_dict(previous["config"], source="agent state")
         self.version = previous["version"]
         self.set_objects(previous["objects"])
+        self.cpu_assignments = {(str(uid), str(name)): frozenset(int(c) for c in cpus)
+                                for uid, name, cpus in previous.get("cpuAssignments", [])}

@@ -7,7 +7,7 @@ import struct
 from fractions import Fraction
 
 from nodeconf.errors import InputError
-from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig
+from nodeconf.kubelet_config import DEFAULT_EVICTION_HARD, KubeletConfig, parse_cpuset
 from nodeconf.manifest import CPU, MEMORY
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity, QuantityError
@@ -57,7 +57,11 @@ def eviction_memory_bytes(config: KubeletConfig, capacity: int) -> int:
 
 
 def reserved(config: KubeletConfig, resource: str) -> Fraction:
-    """systemReserved + kubeReserved of one resource."""
+    """systemReserved + kubeReserved of one resource; for cpu, the number of reservedSystemCPUs where set, which
+    replaces both (cmd/kubelet/app/server.go: "--reserved-cpus ... will overwrite the cpu setting in KubeReserved and
+    SystemReserved": kubeReserved cpu dropped, systemReserved cpu = the set's size)."""
+    if resource == CPU and config.reserved_system_cpus:
+        return Fraction(len(parse_cpuset(config.reserved_system_cpus)))
     total = Fraction(0)
     for reserve in (config.system_reserved, config.kube_reserved):
         if resource in reserve:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, LimitRange, Pod, ResourceQuota
 from nodeconf.node_facts import NodeFacts
@@ -12,6 +13,7 @@ from nodeconf.semantics import (
     allocatable,
     cgroup_paths,
     cpu,
+    cpu_manager,
     hugepages,
     memory,
     memory_qos,
@@ -19,6 +21,7 @@ from nodeconf.semantics import (
     oom,
     swap,
 )
+from nodeconf.semantics.cpu_manager import CpuPlacement
 from nodeconf.semantics.expectation import (
     CgroupExpectation,
     ContainerExpectation,
@@ -37,10 +40,11 @@ from nodeconf.semantics.validation import pod_errors, pod_warnings
 
 def _container(
     pod: Pod, container: Container, qos: QosClass, pod_path: str, node: NodeFacts, config: KubeletConfig,
-    profile: Profile, init: bool,
+    profile: Profile, init: bool, cpus: CpuPlacement,
 ) -> ContainerExpectation:
     files = {
         **cpu.container_files(pod, container, node, config, profile),
+        **cpus.container_files(pod, container, config, profile),
         **memory.container_files(pod, container, node, config, profile),
         "memory.swap.max": swap.container_swap_max(pod, container, qos, node, config, profile),
         **memory_qos.container_files(pod, container, qos, node, config, profile),
@@ -68,18 +72,20 @@ def _pause(pod: Pod, pod_path: str, config: KubeletConfig) -> ContainerExpectati
 
 
 def _admitted(
-    pod: Pod, qos: QosClass, warnings: tuple[str, ...], node: NodeFacts, config: KubeletConfig, profile: Profile
+    pod: Pod, qos: QosClass, warnings: tuple[str, ...], node: NodeFacts, config: KubeletConfig, profile: Profile,
+    cpus: CpuPlacement,
 ) -> PodExpectation:
     pod_path = cgroup_paths.pod_cgroup(pod.uid, qos, config.cgroup_driver)
     files = {
         **cpu.pod_files(pod, qos, config, profile),
+        **cpus.pod_files(pod, config, profile),
         **memory.pod_files(pod, qos, node, profile),
         "memory.swap.max": swap.pod_swap_max(pod, qos, node, config, profile),
         **memory_qos.pod_files(pod, qos, node, config, profile),
     }
     containers = tuple(
-        _container(pod, c, qos, pod_path, node, config, profile, init=True) for c in pod.init_containers
-    ) + tuple(_container(pod, c, qos, pod_path, node, config, profile, init=False) for c in pod.containers)
+        _container(pod, c, qos, pod_path, node, config, profile, True, cpus) for c in pod.init_containers
+    ) + tuple(_container(pod, c, qos, pod_path, node, config, profile, False, cpus) for c in pod.containers)
     return PodExpectation(
         pod=pod,
         qos_class=qos,
@@ -157,18 +163,24 @@ def expect(
     config: KubeletConfig,
     profile: Profile,
     namespace_objects: Sequence[LimitRange | ResourceQuota] = (),
+    cpu_assignments: cpu_manager.Assignments | None = None,
 ) -> NodeExpectation:
-    """What the node should show with all `pods` admitted in order (rejected ones reported with errors).
+    """What the node should show with all `pods` admitted in order (rejected ones reported with errors); under the
+    static CPU manager the containers keep the CPUs `cpu_assignments` (an earlier expectation's) gave them.
 
-    InputError when the kubelet would refuse to start with this config on this node (allocatable.check_reservation).
+    InputError when the kubelet would refuse to start with this config on this node (allocatable.check_reservation,
+    cpu_manager.reservation_error).
     """
     allocatable.check_reservation(node, config)
+    cpu_error = cpu_manager.reservation_error(node, config)
+    if cpu_error is not None:
+        raise InputError(cpu_error, source=config.source, obj="KubeletConfiguration", field="cpuManagerPolicy")
     alloc_memory = allocatable.allocatable_memory(node, config)
     alloc_cpu = allocatable.allocatable_cpu_milli(node, config)
     fit_allocatable = {PODS: config.max_pods, CPU: alloc_cpu, MEMORY: alloc_memory,
                        **allocatable.allocatable_hugepages(node, config)}
     used: dict[str, int] = {}
-    results: list[PodExpectation] = []
+    results: list[PodExpectation | tuple[Pod, QosClass, tuple[str, ...]]] = []
     admitted_by_namespace: dict[str, list[Pod]] = {}
     quota_used = _incremental_quota_used(profile)
     for raw in pods:
@@ -188,8 +200,10 @@ def expect(
         for name, amount in fit_amounts(requested).items():
             used[name] = used.get(name, 0) + amount
         neighbours.append(pod)
-        results.append(_admitted(pod, qos, warnings, node, config, profile))
-    admitted = [p for p in results if p.admitted]
+        results.append((pod, qos, warnings))
+    cpus = CpuPlacement.of([r[0] for r in results if isinstance(r, tuple)], node, config, profile, cpu_assignments)
+    done = tuple(r if isinstance(r, PodExpectation) else _admitted(*r, node, config, profile, cpus) for r in results)
+    admitted = [p for p in done if p.admitted]
     summary = NodeSummary(
         memory_capacity=node.memory_capacity,
         swap_capacity=node.swap_capacity,
@@ -211,10 +225,11 @@ def expect(
     return NodeExpectation(
         node=summary,
         cgroups=_node_cgroups(admitted, node, config, profile),
-        pods=tuple(results),
+        pods=done,
         metrics=metrics,
         warnings=gate_warnings(config, profile) + memory_qos.node_warnings(node, config, profile),
         node_limits=node_limits.node_limit_files(
             admitted, cgroup_paths.kubepods(config.cgroup_driver), node, config, profile
         ),
+        cpu_assignments=cpus.assignments,
     )

@@ -112,6 +112,9 @@ class NodeExpectation:
     # generic checks do not compare them; pod pids.max, pod/container and kubepods hugetlb, kubepods pids.max and the
     # reserve cgroups are enforced and checked by their own suites (semantics.node_limits).
     node_limits: Mapping[str, Mapping[str, Expected]] = field(default_factory=dict)
+    # Under the static CPU manager: (pod uid, container name) → the container's exclusive CPUs (semantics.cpu_manager),
+    # the state an agent keeps and hands back so a resize keeps the CPUs a container holds.
+    cpu_assignments: Mapping[tuple[str, str], frozenset[int]] = field(default_factory=dict)
 
     def pod(self, name: str, namespace: str = "default") -> PodExpectation:
         for p in self.pods:

@@ -47,11 +47,13 @@ _GATE_DEFAULTS: Mapping[str, Mapping[str, bool]] = {
 # InPlacePodVerticalScalingExclusiveCPUs: alpha and off since 1.32 (kube_features.go; upstream's newest node resize
 # e2e still switches it). The kubelet reads it only where the CPU manager's policy is static (allocation manager
 # canResizePod: "Resize is infeasible for Guaranteed Pods alongside CPU Manager static policy" unless the gate is on;
-# cpumanager policy_static.go), a policy nodeconf does not model, so it changes nothing the oracle decides.
+# cpumanager policy_static.go; semantics/cpu_manager.py). DisableCPUQuotaWithExclusiveCPUs: beta and on from 1.33
+# (kube_features.go): no CFS quota where the static policy gives a container CPUs of its own.
 _EVERY_VERSION: Mapping[str, bool] = {
     "CustomCPUCFSQuotaPeriod": False,
     "KubeletPSI": True,
     "InPlacePodVerticalScalingExclusiveCPUs": False,
+    "DisableCPUQuotaWithExclusiveCPUs": True,
 }
 
 # memoryThrottlingFactor when the kubelet config leaves it out: 0.9 through 1.36 (v1beta1

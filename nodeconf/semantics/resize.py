@@ -11,7 +11,7 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import CPU, MEMORY, Container, Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity
-from nodeconf.semantics import cpu, memory, memory_qos, swap
+from nodeconf.semantics import cpu, cpu_manager, memory, memory_qos, swap
 from nodeconf.semantics.allocatable import allocatable_cpu_milli, allocatable_memory
 from nodeconf.semantics.expectation import Expected
 from nodeconf.semantics.pod_resources import milli, pod_requests, whole
@@ -103,10 +103,14 @@ def _infeasible(current: Pod, desired: Pod, node: NodeFacts, config: KubeletConf
     """Kubelet Infeasible: beyond capacity before 1.36 (the API catches it later), or a LimitedSwap container's
     memory request resized without RestartContainer (kubelet canResizePod / disallowResizeForSwappableContainers).
     A static pod (config source other than the API) is refused first, whatever it asks for (pkg/kubelet/allocation
-    manager test "static pod, expect Infeasible"; kuberuntime IsInPlacePodVerticalScalingAllowed).
+    manager test "static pod, expect Infeasible"; kuberuntime IsInPlacePodVerticalScalingAllowed); then a Guaranteed
+    pod's cpu under the static CPU manager without InPlacePodVerticalScalingExclusiveCPUs (cpu_manager).
     """
     if current.is_static:
         return STATIC_RESIZE_MESSAGE
+    static_policy = cpu_manager.resize_infeasible(current, desired, config, profile)
+    if static_policy is not None:
+        return static_policy
     over = _over_allocatable(desired, node, config, profile)
     if over is not None:
         name, requested, allocatable = over

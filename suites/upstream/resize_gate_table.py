@@ -92,11 +92,35 @@ class Gates:
     def id(self) -> str:
         return f"allocated={str(self.allocated_status).lower()},exclusive={str(self.exclusive_cpus).lower()}"
 
-    def case_text(self, case: ResizeCase) -> str:
-        """The Ginkgo text of `case` under these gates (the policy "none" title is empty)."""
-        return (f"Pod InPlace Resize Container / {case.name} ({ALLOCATED_STATUS}="
+    def case_text(self, case: ResizeCase, policy: CpuPolicy | None = None,
+                  describe: str = "Pod InPlace Resize Container") -> str:
+        """The Ginkgo text of `case` under these gates and CPU manager policy (the policy "none" title is empty)."""
+        title = policy.title if policy is not None else ""
+        return (f"{describe} / {case.name}{title} ({ALLOCATED_STATUS}="
                 f"{str(self.allocated_status).lower()}, {EXCLUSIVE_CPUS}={str(self.exclusive_cpus).lower()})")
 
+
+@dataclass(frozen=True)
+class CpuPolicy:
+    """One cpuManagerPolicyConfig of the static policy (pod_resize_test.go policiesGeneralAvailability and
+    policiesBeta): its title and options; cpuManagerPolicyKubeletConfig reserves CPU 0 (reservedSystemCPUs) for both,
+    since both pass options."""
+
+    id: str
+    title: str
+    full_pcpus_only: bool
+
+    @property
+    def options(self) -> dict[str, str]:
+        """The four options upstream sets, only full-pcpus-only ever "true"."""
+        return {"full-pcpus-only": str(self.full_pcpus_only).lower(), "distribute-cpus-across-numa": "false",
+                "align-by-socket": "false", "distribute-cpus-across-cores": "false"}
+
+
+STATIC_POLICIES = (CpuPolicy("static", ", alongside CPU Manager Static Policy with no options", False),
+                   CpuPolicy("static-full-pcpus", ", alongside CPU Manager Static Policy with FullPCPUsOnlyOption",
+                             True))
+RESERVED_SYSTEM_CPUS = "0"
 
 # In upstream's order of the doPodResizeTests calls.
 GATE_SETTINGS = (Gates(False, False), Gates(True, False), Gates(False, True), Gates(True, True))
@@ -211,3 +235,24 @@ CASES: tuple[ResizeCase, ...] = (
               Ctr("c3", g("2", "300Mi"), NO_RESTART)),
              {"c1": g("4", "50Mi"), "c2": g("2", "240Mi"), "c3": g("4", "250Mi")}, {}),
 )
+
+EXTENDED_DESCRIBE = "Pod InPlace Resize Container Extended Cases"
+# doPodResizeExtendTests, run with both gates on, its tests per static policy (testsWithFalseFullCPUs,
+# testsWithTrueFullCPUs). Left out: the mustKeepCPUs tests (a container env var the static policy reads on a decrease,
+# which nodeconf does not model) and doMultiPodResizeTests' two-pod test (tools/upstream_cases.yaml).
+EXTENDED_CASES: Mapping[str, tuple[ResizeCase, ...]] = MappingProxyType({
+    "static": (
+        _one("x-increase-cpu-mem", "1 Guaranteed QoS pod, one container - increase CPU & memory, FullPCPUsOnlyOption "
+             "= false", g("1", "200Mi"), g("2", "400Mi"), NO_RESTART),
+        ResizeCase("x-two-increase-cpu-mem", "1 Guaranteed QoS pod, two containers - increase CPU & memory, "
+                   "FullPCPUsOnlyOption = false",
+                   (Ctr("c1", g("1", "200Mi"), NO_RESTART), Ctr("c2", g("1", "200Mi"), NO_RESTART)),
+                   {"c1": g("2", "400Mi"), "c2": g("2", "400Mi")}, {}),
+        _one("x-decrease-cpu-mem", "1 Guaranteed QoS pod, one container - decrease CPU & memory, FullPCPUsOnlyOption "
+             "= false", g("2", "400Mi"), g("1", "200Mi"), NO_RESTART),
+    ),
+    "static-full-pcpus": (
+        _one("x-decrease-cpu-mem", "1 Guaranteed QoS pod, one container - decrease CPU & memory, FullPCPUsOnlyOption "
+             "= true", g("4", "400Mi"), g("2", "200Mi"), NO_RESTART),
+    ),
+})

@@ -1,17 +1,18 @@
 """Opt-in (`-m resize_extended`): in-place resizes of one pod each, beyond the default run's tables. Upstream's node e2e
 resize tests (test/e2e_node/pod_resize_test.go), each under the four settings of the kubelet gates
-InPlacePodVerticalScalingAllocatedStatus and InPlacePodVerticalScalingExclusiveCPUs, and the Guaranteed pods with
+InPlacePodVerticalScalingAllocatedStatus and InPlacePodVerticalScalingExclusiveCPUs and its three CPU manager
+policies (none; static with no options or FullPCPUsOnlyOption), its Extended Cases, and the Guaranteed pods with
 three containers of test/e2e/common/node: created, resized, rolled back; after each step every cgroup value as the
 oracle says, each container's status resources and allocated resources, and its restart count as upstream expects.
 
-Source: kubernetes test/e2e_node/pod_resize_test.go (doPodResizeTests, the CPU manager policy "none" entries:
-patchAndVerify verifies the cgroups, the status resources and the restarts after the resize and after the rollback),
+Source: kubernetes test/e2e_node/pod_resize_test.go (doPodResizeTests and doPodResizeExtendTests: patchAndVerify
+verifies the cgroups, the status resources, the restarts and under static the CPUs after the resize and the rollback),
 test/e2e/common/node/pod_resize.go and pod_level_resources_resize.go ("guaranteed pods with multiple containers",
 doPatchAndRollback); suites/upstream/resize_gate_table.py and resize_table.py. The gates reach the node through the
-kubelet config's featureGates. Neither changes what this kubelet does (nodeconf/semantics/profile.py: ExclusiveCPUs is
-read only under the static CPU manager policy, AllocatedStatus by no kubelet code path), so every expectation is the
-same under all four; those checks run under the newest profile that has both gates (AllocatedStatus is gone from
-1.36).
+kubelet config's featureGates. Under policy none neither changes what this kubelet does (nodeconf/semantics/profile.py:
+ExclusiveCPUs is read only under the static CPU manager policy, AllocatedStatus by no kubelet code path); under static
+ExclusiveCPUs decides whether a Guaranteed pod's cpu resize is Infeasible (semantics/cpu_manager.py). The checks run
+under the newest profile that has both gates (AllocatedStatus is gone from 1.36).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.nodes.base import Node, PodStatus
 from nodeconf.quantity import Quantity
+from nodeconf.semantics.cpu_manager import STATIC_RESIZE_MESSAGE
 from nodeconf.semantics.expectation import Expected
 from nodeconf.semantics.profile import profile_for
 from nodeconf.semantics.resize import POD_ALLOCATED_RULE, STATUS_RESOURCES_RULE
@@ -33,7 +35,19 @@ from suites.toolkit.checks import check_pod, deploy_pods
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
 from suites.toolkit.kubelet import Applied, Kubelet, Oracle, with_gates
 from suites.toolkit.resize import decision
-from suites.upstream.resize_gate_table import ALLOCATED_STATUS, CASES, FILE, GATE_SETTINGS, Gates, ResizeCase
+from suites.upstream.resize_gate_table import (
+    ALLOCATED_STATUS,
+    CASES,
+    EXTENDED_CASES,
+    EXTENDED_DESCRIBE,
+    FILE,
+    GATE_SETTINGS,
+    RESERVED_SYSTEM_CPUS,
+    STATIC_POLICIES,
+    CpuPolicy,
+    Gates,
+    ResizeCase,
+)
 from suites.upstream.resize_steps import Resizable, resize_step
 from suites.upstream.resize_table import (
     BURSTABLE_EXTENDED,
@@ -45,7 +59,7 @@ from suites.upstream.resize_table import (
     PLR_RESIZE_TEST,
     PLR_SIDECAR_POD_LEVEL_CASES,
 )
-from suites.upstream.shared import Res
+from suites.upstream.shared import Res, container, make_pod
 
 pytestmark = [
     pytest.mark.resize_extended,
@@ -116,10 +130,19 @@ def _body(case: ResizeCase, resources: Mapping[str, Res], pod_res: Res | None = 
     return {"spec": spec}
 
 
-def _cases() -> list[object]:
-    return [pytest.param(case, gates, id=f"{case.id}-{gates.id}",
-                         marks=pytest.mark.upstream_e2e(file=FILE, case=gates.case_text(case)))
-            for gates in GATE_SETTINGS for case in CASES]
+def _cases(policies: Sequence[CpuPolicy | None]) -> list[object]:
+    return [pytest.param(case, gates, policy, id=f"{case.id}-{gates.id}" + (f"-{policy.id}" if policy else ""),
+                         marks=pytest.mark.upstream_e2e(file=FILE, case=gates.case_text(case, policy)))
+            for policy in policies for gates in GATE_SETTINGS for case in CASES]
+
+
+def with_cpu_manager(config: KubeletConfig, policy: CpuPolicy | None) -> KubeletConfig:
+    """The config with upstream's static policy (cpuManagerPolicyKubeletConfig: reservedSystemCPUs 0 and the
+    policy's options), or unchanged for policy "none"."""
+    if policy is None:
+        return config
+    return replace(config, cpu_manager_policy="static", reserved_system_cpus=RESERVED_SYSTEM_CPUS,
+                   cpu_manager_policy_options=policy.options)
 
 
 def _drive(judge: Oracle, kubelet: Kubelet, deploy: Deploy, case: ResizeCase, rule: str, what: str) -> None:
@@ -132,7 +155,8 @@ def _drive(judge: Oracle, kubelet: Kubelet, deploy: Deploy, case: ResizeCase, ru
     if not first.admitted:
         pytest.skip(f"this node cannot admit the test's pod: {'; '.join(first.errors)}")
     answer, message = decision(judge, kubelet, pod, resized)
-    if answer != "Applied":
+    applied = answer == "Applied"
+    if not applied and message != STATIC_RESIZE_MESSAGE:
         pytest.skip(f"the test's resize does not fit this node ({answer}: {message}); upstream expects it actuated")
     deployed = deploy_pods(deploy, judge, kubelet, [pod])
     handle = deployed.handle(name)
@@ -141,22 +165,49 @@ def _drive(judge: Oracle, kubelet: Kubelet, deploy: Deploy, case: ResizeCase, ru
     running = Resizable.running(handle, deployed.expected(name), pod, kubelet)
     rows = resize_step(judge, running, resized, _body(case, case.patch, case.pod_patch), case.restarts, rule, RESTART,
                        "after resize")
-    rows += status_resource_rows(name, handle.status(), resized, "after resize")
-    if case.rollback:
+    # Infeasible under the static policy without InPlacePodVerticalScalingExclusiveCPUs: the kubelet's answer
+    # (semantics/cpu_manager.resize_infeasible), judged as such; upstream's test expects the resize actuated there.
+    rows += status_resource_rows(name, handle.status(), resized if applied else pod, "after resize")
+    if case.rollback and applied:
         rollback = _body(case, {c.name: c.res for c in case.containers}, case.pod_res if case.pod_patch else None)
         rows += resize_step(judge, running, pod, rollback, case.restarts, rule, RESTART, "after rollback")
         rows += status_resource_rows(name, handle.status(), pod, "after rollback")
     assert_matches(f"pod {pod.ref} resize {case.id}{' and rollback' if case.rollback else ''}{what}", rows)
 
 
-@pytest.mark.parametrize(("case", "gates"), _cases())
+@pytest.mark.parametrize(("case", "gates", "policy"), _cases((None, *STATIC_POLICIES)))
 def test_resize_under_gates(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: Applied,
-                            deploy: Deploy, case: ResizeCase, gates: Gates) -> None:
-    """pod_resize_test.go's test under these gate values (the kubelet config's featureGates)."""
+                            deploy: Deploy, case: ResizeCase, gates: Gates, policy: CpuPolicy | None) -> None:
+    """pod_resize_test.go's test under these gate values (the kubelet config's featureGates) and CPU manager policy
+    (none, or static with reservedSystemCPUs 0: every container's cpuset.cpus and the exclusive containers' cpu.max
+    as semantics/cpu_manager.py says). FullPCPUsOnly: upstream skips it on a node without SMT ("strict SMT alignment
+    is trivially verified"); nodeconf runs it, its expectations there those of no options (CPUsPerCore 1)."""
+    _under(node, oracle, base_config, _applied, deploy, case, gates, policy)
+
+
+def _under(node: Node, oracle: Oracle, base_config: KubeletConfig, applied: Applied, deploy: Deploy,
+           case: ResizeCase, gates: Gates, policy: CpuPolicy | None) -> None:
+    """A case driven on the kubelet with these gates and CPU manager policy, judged under the gates' profile."""
     version = gates_profile(oracle.version)
-    kubelet = Kubelet(node, version, base_config, _applied)
-    kubelet.use(with_gates(base_config, gates.feature_gates))
-    _drive(replace(oracle, version=version), kubelet, deploy, case, RESIZE, f" under {gates.id}")
+    kubelet = Kubelet(node, version, base_config, applied)
+    kubelet.use(with_cpu_manager(with_gates(base_config, gates.feature_gates), policy))
+    what = f" under {gates.id}" + (f", {policy.id}" if policy else "")
+    _drive(replace(oracle, version=version), kubelet, deploy, case, RESIZE, what)
+
+
+BOTH_GATES = Gates(True, True)
+
+
+@pytest.mark.parametrize(("case", "policy"), [
+    pytest.param(case, policy, id=f"{case.id}-{policy.id}", marks=pytest.mark.upstream_e2e(
+        file=FILE, case=BOTH_GATES.case_text(case, policy, EXTENDED_DESCRIBE)))
+    for policy in STATIC_POLICIES for case in EXTENDED_CASES[policy.id]])
+def test_exclusive_cpu_resize(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: Applied,
+                              deploy: Deploy, case: ResizeCase, policy: CpuPolicy) -> None:
+    """pod_resize_test.go doPodResizeExtendTests: Guaranteed containers with exclusive CPUs grown or shrunk with both
+    gates on; the CPUs each keeps as semantics/cpu_manager.py says (upstream counts them). They need 2 to 4 CPUs of
+    their own: a node that cannot hold them skips, with the oracle's reason."""
+    _under(node, oracle, base_config, _applied, deploy, case, BOTH_GATES, policy)
 
 
 def _in_both_files(cases: Sequence[ResizeCase], describes: Mapping[str, str]) -> list[object]:
@@ -190,3 +241,25 @@ def test_pod_level_resize_with_sidecar(oracle: Oracle, kubelet: Kubelet, deploy:
     policies: a container and its sidecar under pod-level resources that move; the two restart, per their policy,
     where they have no value of their own for the resource that moved (doPatchAndRollbackPLR)."""
     _drive(oracle, kubelet, deploy, case, PLR_RESIZE, "")
+
+
+@pytest.mark.kubelet_code
+@pytest.mark.parametrize("policy", [pytest.param(p, id=p.id) for p in STATIC_POLICIES])
+def test_exclusive_cpu_beside_the_shared_pool(node: Node, oracle: Oracle, base_config: KubeletConfig,
+                                              _applied: Applied, deploy: Deploy, policy: CpuPolicy) -> None:
+    """nodeconf's own (no upstream case runs it on a 2-CPU node): under upstream's static-policy config, a
+    Guaranteed pod of one 1-CPU container beside a Burstable one; each container's cpuset.cpus (the exclusive CPU,
+    the shared pool of the rest) and the exclusive container's and its pod's cpu.max without quota, as the oracle
+    says; skipped where the node cannot admit the pair."""
+    version = gates_profile(oracle.version)
+    kubelet = Kubelet(node, version, base_config, _applied)
+    kubelet.use(with_cpu_manager(with_gates(base_config, BOTH_GATES.feature_gates), policy))
+    judge = replace(oracle, version=version)
+    pods = [make_pod("exclusive-cpu", [container("c1", Res("1", "1", "64Mi", "64Mi"))]),
+            make_pod("shared-cpu", [container("c1", Res(mem_req="64Mi"))])]
+    expected = judge.expect(pods, kubelet.config)
+    if not all(p.admitted for p in expected.pods):
+        pytest.skip(f"this node cannot admit the pair: {'; '.join(e for p in expected.pods for e in p.errors)}")
+    deployed = deploy_pods(deploy, judge, kubelet, pods)
+    for pod in pods:
+        check_pod(deployed.handle(pod.name), deployed.expected(pod.name))

@@ -257,6 +257,8 @@ class CriRuntime(OciRuntime):
                                "cpu_shares": cri.cpu_shares, "memory_limit_in_bytes": cri.memory_limit_in_bytes,
                                "memory_swap_limit_in_bytes": cri.memory_swap_limit_in_bytes,
                                "unified": dict(cri.unified)}
+        if cri.cpuset_cpus:
+            out["cpuset_cpus"] = cri.cpuset_cpus
         if cri.hugepage_limits:
             out["hugepage_limits"] = [{"page_size": size, "limit": limit} for size, limit in cri.hugepage_limits]
         return out

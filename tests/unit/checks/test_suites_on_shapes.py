@@ -25,9 +25,11 @@ from tests.unit.nodes.kube.kube_shapes import SHAPES, Shape
 ROOT = Path(__file__).resolve().parents[3]
 JUDGED_SHARE = 0.70
 # Skips that say the check does not apply to this node at all: a fact of the node (kernel features, capacity),
-# a newer profile than its kubelet's, or nothing to assert without --kubelet-config.
+# a newer profile than its kubelet's, nothing to assert without --kubelet-config, or processes a kube: node does
+# not show nodeconf (its kubelet's and runtime's).
 DOES_NOT_APPLY = re.compile(r"needs profile >= |offers no hugetlb|has no swap|no memory controller|needs kernel"
-                            r"|PSI|needs room for|nothing to assert|the node is judged as it runs")
+                            r"|PSI|needs room for|nothing to assert|the node is judged as it runs"
+                            r"|did not read the node's processes")
 _DIFFERENCE = r"[\w.\-/]+: (?:requested|profile) .+?, node has [^;)]+"
 NEEDS_ANOTHER_CONFIG = re.compile(rf"runs another kubelet configuration \({_DIFFERENCE}(?:; {_DIFFERENCE})*\)")
 

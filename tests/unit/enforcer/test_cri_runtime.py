@@ -50,6 +50,14 @@ def test_an_unlimited_container_sends_zeros_which_the_runtime_reads_as_unset(tmp
     sent = runtime(tmp_path).resources_for(cri, True)
     assert (sent["cpu_quota"], sent["memory_limit_in_bytes"], sent["cpu_period"]) == (0, 0, 100000)
     assert "hugepage_limits" not in sent
+    assert "cpuset_cpus" not in sent  # no CPU manager choice: the runtime's default
+
+
+def test_the_static_cpu_managers_cpus_reach_the_runtime(tmp_path: Path) -> None:
+    cri = oci_bundle.cri_resources({"cpu.max": "max 100000", "cpuset.cpus": "1,3"}, 2048)
+    sent = api.LinuxContainerResources()
+    sent.ParseFromString(encode(m.LINUX_CONTAINER_RESOURCES, runtime(tmp_path).resources_for(cri, True)))
+    assert sent.cpuset_cpus == "1,3"
 
 
 @pytest.mark.parametrize(("systemd", "pod", "parent", "container"), [

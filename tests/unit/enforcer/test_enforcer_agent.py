@@ -73,7 +73,7 @@ def test_controllers_enabled_top_down(agent: Agent) -> None:
     status = agent.run_pod(res_demo())["status"]
     for path in ("", "kubepods.slice", BURSTABLE, status["cgroup"]):
         assert (agent.tree.root / path / "cgroup.subtree_control").read_text().split() == [
-            "cpu", "memory", "pids", "hugetlb"]
+            "cpuset", "cpu", "memory", "pids", "hugetlb"]
 
 
 def test_burstable_sum_follows_pods(agent: Agent) -> None:

@@ -46,6 +46,9 @@ WORKLOADS = Path(__file__).resolve().parents[3] / "workloads"
     pytest.param(CriResources(unified={"memory.oom.group": "1", "memory.swap.max": "0"}), True,
                  {"cpu": {}, "memory": {}, "unified": {"memory.oom.group": "1", "memory.swap.max": "0"}},
                  id="unified"),
+    # The static CPU manager's CPUs: containerd WithResources sets linux.resources.cpu.cpus from CpusetCpus.
+    pytest.param(CriResources(cpu_shares=2, cpuset_cpus="1,3"), True, {"cpu": {"shares": 2, "cpus": "1,3"},
+                                                                        "memory": {}}, id="cpuset"),
 ])
 def test_with_resources(cri: CriResources, swap_controller: bool, resources: dict[str, Any]) -> None:
     assert linux_resources(cri, swap_controller) == resources
@@ -63,6 +66,9 @@ def test_with_resources(cri: CriResources, swap_controller: bool, resources: dic
                   "memory.high": "120795136", "memory.swap.max": "max"},
                  CriResources(100_000, 0, 256, 0, 0, {"memory.min": "67108864", "memory.high": "120795136",
                                                       "memory.swap.max": "max"}), id="memory-qos"),
+    # Static CPU manager: an exclusive container's CPUs, and no quota (cpu.max "max <period>").
+    pytest.param({"cpu.max": "max 100000", "memory.max": "max", "cpuset.cpus": "1-2"},
+                 CriResources(100_000, 0, 256, 0, 0, {}, (), "1-2"), id="cpuset"),
 ])
 def test_cri_values_behind_the_oracles_files(files: dict[str, str], cri: CriResources) -> None:
     assert cri_resources(files, 256) == cri

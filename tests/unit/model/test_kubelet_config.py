@@ -86,6 +86,7 @@ def test_every_field_survives_writing_and_parsing() -> None:
         merge_default_eviction_settings=True, enforce_node_allocatable=("pods", "kube-reserved"),
         cgroup_driver="cgroupfs", single_process_oom_kill=True, cpu_cfs_quota=False, cpu_cfs_quota_period_us=50_000,
         max_pods=20, pod_pids_limit=1024, system_reserved_cgroup="", kube_reserved_cgroup="/kube.slice",
+        cpu_manager_policy="static", cpu_manager_policy_options={"full-pcpus-only": "true"}, reserved_system_cpus="0",
     )
     assert all(getattr(config, f.attr) != getattr(KubeletConfig(), f.attr) for f in FIELDS
                if f.attr != "system_reserved_cgroup"), "each field must differ from its default to be tested"

@@ -99,8 +99,9 @@ def test_workload_templates_are_checked_down_to_their_containers() -> None:
 
 
 @pytest.mark.parametrize(("field", "value", "named"), [
-    ("cpuManagerPolicy", "static", True),
+    ("cpuManagerPolicy", "static", False),  # modelled: semantics/cpu_manager.py
     ("cpuManagerPolicy", "none", False),
+    ("memoryManagerPolicy", "Static", True),
     ("cgroupsPerQOS", False, True),
     ("cgroupsPerQOS", True, False),
     ("cgroupRoot", "/custom", True),
