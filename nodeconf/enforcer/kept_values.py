@@ -46,9 +46,9 @@ class KeptValues:
                 self.kept.pop(path, None)
                 continue
             rule = kept_rule(level, profile)
-            kept = self.kept.setdefault(path, {})
-            for name in sorted(files & set(enforced.files)):
-                kept.setdefault(name, Expected(enforced.files[name].value, rule))
+            now = {name: Expected(enforced.files[name].value, rule) for name in files & set(enforced.files)}
+            if now:
+                self.kept[path] = {**now, **self.kept.get(path, {})}
 
     def resized(self, pod_path: str, profile: Profile) -> None:
         """A resize of the pod in `pod_path` applied by a kubelet of `profile`: the files it rewrites are kept no
