@@ -121,7 +121,10 @@ class Agent:
                 self.cgroups.clear()
                 self.enforcement.kept.clear()
             self.oracle.config, self.oracle.version = config, version
-            self.enforcement.kept.restart(self.oracle.profile())
+            if self.oracle.faults.memory_qos_restart_ignored:  # every value rewritten, as if each pod had just started
+                self.enforcement.kept.clear()
+            else:
+                self.enforcement.kept.restart(self.oracle.profile())
             warnings = self._enforce_logged()
             self.save()
             return {"warnings": list(warnings)}

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from nodeconf.enforcer.agent import Agent
+from nodeconf.enforcer.lifecycle import Faults
 from suites.toolkit.builders import container, pod_manifest
 from tests.unit.enforcer.enforcer_support import make_agent, running_agent
 
@@ -73,3 +74,15 @@ def test_a_deleted_pod_keeps_nothing(agent: Agent) -> None:
     rolled_back(agent, "1.38")
     agent.delete("default/rollback")
     assert agent.enforcement.kept.kept == {}
+
+
+def test_the_restart_fault_rewrites_the_running_pod(tmp_path: Path) -> None:
+    """`memory-qos-restart=ignore`: configure rewrites the running pod's Memory QoS values as if it had just started
+    (the self-test fault of suites/memory_qos/test_rollback.py)."""
+    faulty = make_agent(tmp_path, Faults.parse(["memory-qos-restart=ignore"]))
+    try:
+        pod, app = rolled_back(faulty, "1.38")
+        assert (faulty.tree.read(pod, "memory.low"), faulty.tree.read(app, "memory.low")) == ("0", "0")
+        assert faulty.tree.read(app, "memory.high") == "max"
+    finally:
+        faulty.shutdown()
