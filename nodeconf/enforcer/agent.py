@@ -66,7 +66,8 @@ class Agent:
 
     def save(self) -> None:
         """Write the state file (it lets the agent's pods survive its own restart)."""
-        self.state_file.save({**self.oracle.to_state(), "pods": self.pods.saved(), "nodeEvents": self.pressure.events})
+        self.state_file.save({**self.oracle.to_state(), "pods": self.pods.saved(), "nodeEvents": self.pressure.events,
+                              "keptValues": self.enforcement.kept.to_state()})
 
     def recover(self) -> None:
         """Refuse a node with a kubepods cgroup nodeconf did not create (ForeignCgroup, before any write); kill
@@ -83,6 +84,7 @@ class Agent:
                 self.oracle.restore(previous)
                 self.pressure.events = previous["nodeEvents"]
                 self.pods.restore(previous["pods"])
+                self.enforcement.kept.restore(previous.get("keptValues"))
                 self.log.info("restored %d pods from the state file", len(self.pods))
             self._enforce_logged()
             self.save()
@@ -102,7 +104,7 @@ class Agent:
         return tuple(expectation.warnings)
 
     def configure(self, config_doc: Mapping[str, Any], version: str | None = None) -> dict[str, Any]:
-        """Take a KubeletConfiguration (as a kubelet restart would) and rewrite every value for it."""
+        """Take a KubeletConfiguration as a kubelet restart would (Enforcement.restarted keeps what one keeps)."""
         with self.lock:
             config, version = self.oracle.parse_config(config_doc, version)
             try:
@@ -119,6 +121,7 @@ class Agent:
             if config.cgroup_driver != driver:
                 self.cgroups.clear()
             self.oracle.set_config(config, version)
+            self.enforcement.restarted(driver_changed=config.cgroup_driver != driver)
             warnings = self._enforce_logged()
             self.save()
             return {"warnings": list(warnings)}
@@ -258,6 +261,7 @@ class Agent:
             for record in self.pods.values():
                 self.enforcement.teardown(record)
             self.cgroups.clear()
+            self.enforcement.kept.clear()
             self.pods.clear()
             self.state_file.remove()
             return {"stopped": True}

@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 
 from nodeconf.enforcer.cgroup_writer import CgroupWriter, with_node_limits
+from nodeconf.enforcer.kept_values import KeptValues
 from nodeconf.enforcer.launcher import Launcher, live_cgroup, with_pause
 from nodeconf.enforcer.lifecycle import restarts_for_resize
 from nodeconf.enforcer.oracle import ContainerUsage
@@ -21,6 +22,7 @@ from nodeconf.enforcer.readings import int_or_none
 from nodeconf.enforcer.records import PAUSE, ContainerRecord, PodRecord
 from nodeconf.manifest import Pod
 from nodeconf.semantics.expectation import NodeExpectation
+from nodeconf.semantics.memory_qos_restart import NODE
 
 APPLIED = "Applied"
 # Resize outcomes that stay pending and are asked about again on every tick (PodResizeInProgress, Deferred).
@@ -37,6 +39,7 @@ class Enforcement:
         self.cgroups = cgroups
         self.launcher = launcher
         self.log = log
+        self.kept = KeptValues()  # Memory QoS values a kubelet restart (configure) left in place
 
     def expect(self, extra: Sequence[Pod] = ()) -> NodeExpectation:
         """The oracle's expectation for the live pods (and the given ones)."""
@@ -46,20 +49,32 @@ class Enforcement:
         """Write the expectation for the live pods."""
         self.apply(self.expect())
 
+    def restarted(self, driver_changed: bool) -> None:
+        """After a new configuration: keep what a kubelet restart leaves on running pods (KeptValues.restart), nothing
+        when the cgroup driver changed or under the memory-qos-restart=ignore fault (every value rewritten, as if each
+        pod had just started)."""
+        if driver_changed or self.oracle.faults.memory_qos_restart_ignored:
+            self.kept.clear()
+        else:
+            self.kept.restart(self.oracle.profile())
+
     def apply(self, expectation: NodeExpectation) -> None:
-        """Write every value the oracle computes: node level first (kubepods with its pids.max and hugetlb), then
-        each active pod and its containers."""
+        """Write every value the oracle computes (but the Memory QoS files a restart kept): node level first
+        (kubepods with its pids.max and hugetlb), then each active pod and its containers."""
         limits = expectation.node_limits
         hugetlb = not self.oracle.faults.hugetlb_ignored
         self.oracle.keep_cpus(expectation)
-        for cgroup in expectation.cgroups.values():
+        for computed in expectation.cgroups.values():
+            cgroup = self.kept.overlay(computed, NODE)
             for problem in self.cgroups.write(with_node_limits(cgroup, limits.get(cgroup.path, {}), hugetlb=hugetlb)):
                 self.log.error("%s", problem)
         self.cgroups.write_reserves(expectation, self.oracle.reserve_paths(self.cgroups.tree), hugetlb)
-        for pe in expectation.pods:
-            record = self.pods.get(pe.pod.ref)
-            if record is None or record.phase in TERMINAL or pe.cgroup is None:
+        for computed_pod in expectation.pods:
+            record = self.pods.get(computed_pod.pod.ref)
+            if record is None or record.phase in TERMINAL or computed_pod.cgroup is None:
                 continue
+            pe = self.kept.overlay_pod(computed_pod)
+            assert pe.cgroup is not None
             pod_cgroup = with_node_limits(pe.cgroup, limits.get(pe.cgroup.path, {}), hugetlb=hugetlb)
             cgroups = [pod_cgroup, *(with_node_limits(c.cgroup, limits.get(c.cgroup.path, {}), pids=False,
                                                       hugetlb=hugetlb)
@@ -81,6 +96,7 @@ class Enforcement:
                 c.state, c.reason, c.exit_code = "terminated", "Killed", 137
         self.cgroups.remove(record.cgroup)
         self.launcher.forget(record.cgroup)
+        self.kept.forget(record.cgroup)
 
     def try_resize(self, record: PodRecord) -> None:
         """Ask the oracle about the pending resize with current usage; apply it when it says so."""
@@ -93,6 +109,7 @@ class Enforcement:
         if status == APPLIED:
             restart = restarts_for_resize(record.pod, record.desired)
             record.pod, record.desired = record.desired, None
+            self.kept.resized(record.cgroup, self.oracle.profile())
             self.enforce()
             for name in restart:
                 self._restart_for_resize(record, record.container(name))

@@ -59,6 +59,7 @@ _SWITCHES = {
     "resize-retry=ignore": "resize_retry_ignored",
     "eviction=ignore-priority": "eviction_ignores_priority",
     "pods-allocatable=ignore": "pods_allocatable_ignored",
+    "memory-qos-restart=ignore": "memory_qos_restart_ignored",
 }
 
 
@@ -82,6 +83,7 @@ class Faults:
     resize_retry_ignored: bool = False
     eviction_ignores_priority: bool = False
     pods_allocatable_ignored: bool = False
+    memory_qos_restart_ignored: bool = False
 
     @classmethod
     def parse(cls, items: Iterable[str]) -> Faults:
@@ -89,7 +91,8 @@ class Faults:
         `limited-swap=ignore-explicit`, `limited-swap=ignore-request-limit`, `limited-swap=ignore-critical`,
         `pids-limit=ignore`, `single-process-oom-kill=ignore`, `hugetlb=ignore`, `reserved-cgroups=ignore`,
         `psi-metrics=micro`, `resize-usage=ignore`, `sidecar-resize=ignore`, `oom-reason=ignore`,
-        `resize-retry=ignore`, `eviction=ignore-priority`, `pods-allocatable=ignore`; ValueError otherwise."""
+        `resize-retry=ignore`, `eviction=ignore-priority`, `pods-allocatable=ignore`, `memory-qos-restart=ignore`;
+        ValueError otherwise."""
         fields: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")

@@ -18,11 +18,21 @@ from nodeconf.manifest import MEMORY, Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import PodEvidence
 from nodeconf.semantics.expectation import Expected, QosClass
-from suites.memory_qos.sources import EDGES, HIGH, MEMORY_QOS_TEST, MI, POLICIES, POST_TABLE, PROTECTION, THROTTLING
+from suites.memory_qos.sources import (
+    EDGES,
+    HIGH,
+    MEMORY_QOS_TEST,
+    MI,
+    POLICIES,
+    POST_TABLE,
+    PROTECTION,
+    THROTTLING,
+    upstream_pod,
+)
 from suites.toolkit.checks import check_pod, deploy_pods, seed_files, settled_evidence
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_pod, compare_value
 from suites.toolkit.kubelet import Kubelet, Oracle
-from suites.toolkit.pods import pod, renamed, with_container
+from suites.toolkit.pods import with_container
 from suites.toolkit.resize import decision, patch, status_rows
 from suites.toolkit.tolerance import page_floor
 
@@ -42,22 +52,16 @@ EVENTS = "MemoryQoS / memory.events observability / should have memory.events fi
 EVENT_COUNTERS = ("low", "high", "max", "oom", "oom_kill")
 
 
-def _upstream_pod(name: str, requests: dict[str, str], limits: dict[str, str]) -> Pod:
-    """upstream's memqosMakePod: one container `app` that sleeps, with these requests and limits."""
-    return renamed(with_container(pod("memory-qos/burstable-512mi.yaml"), "app", requests=requests, limits=limits),
-                   name)
-
-
 def _multi_container() -> Pod:
     """upstream's memqos-multi-container: requests 128Mi and 256Mi, both limited to 512Mi."""
-    first = _upstream_pod("memqos-multi-container", {MEMORY: "128Mi"}, {MEMORY: "512Mi"})
+    first = upstream_pod("memqos-multi-container", {MEMORY: "128Mi"}, {MEMORY: "512Mi"})
     second = replace(with_container(first, "app", requests={MEMORY: "256Mi"}).containers[0], name="second")
     return first.with_containers([first.containers[0], second], [])
 
 
 def _equal_memory() -> Pod:
     """upstream's memqos-burstable-equal-mem: memory request == limit (128Mi), cpu 100m below its 200m limit."""
-    return _upstream_pod("memqos-burstable-equal-mem", {MEMORY: "128Mi", CPU: "100m"}, {MEMORY: "128Mi", CPU: "200m"})
+    return upstream_pod("memqos-burstable-equal-mem", {MEMORY: "128Mi", CPU: "100m"}, {MEMORY: "128Mi", CPU: "200m"})
 
 
 def _literals(p: Pod, evidence: PodEvidence, page: int) -> list[ComparedValue]:
@@ -92,15 +96,15 @@ def _literals(p: Pod, evidence: PodEvidence, page: int) -> list[ComparedValue]:
 ENTRIES = {
     "multi-container-pod-low": ("tiered", 0.9, _multi_container, QosClass.BURSTABLE, (
         f"{PROTECTION}should set pod-level memory.low = sum(container requests) for multi-container pod",)),
-    "pod-level-high": ("none", 0.9, lambda: _upstream_pod("memqos-high-pod-level", {MEMORY: "128Mi"},
+    "pod-level-high": ("none", 0.9, lambda: upstream_pod("memqos-high-pod-level", {MEMORY: "128Mi"},
                                                             {MEMORY: "256Mi"}), QosClass.BURSTABLE,
                        (f"{THROTTLING}should NOT set memory.high on pod-level cgroup",)),
-    "factor-1": ("none", 1.0, lambda: _upstream_pod("memqos-factor-1", {MEMORY: "256Mi"}, {MEMORY: "512Mi"}),
+    "factor-1": ("none", 1.0, lambda: upstream_pod("memqos-factor-1", {MEMORY: "256Mi"}, {MEMORY: "512Mi"}),
                  QosClass.BURSTABLE, (f"{THROTTLING}should set memory.high = limit when memoryThrottlingFactor=1.0",)),
-    "factor-unset": ("none", None, lambda: _upstream_pod("memqos-nil-factor", {MEMORY: "256Mi"}, {MEMORY: "512Mi"}),
+    "factor-unset": ("none", None, lambda: upstream_pod("memqos-nil-factor", {MEMORY: "256Mi"}, {MEMORY: "512Mi"}),
                      QosClass.BURSTABLE,
                      (f"{THROTTLING}should NOT set memory.high when memoryThrottlingFactor is nil (default)",)),
-    "events": ("none", 0.9, lambda: _upstream_pod("memqos-events", {MEMORY: "128Mi"}, {MEMORY: "256Mi"}),
+    "events": ("none", 0.9, lambda: upstream_pod("memqos-events", {MEMORY: "128Mi"}, {MEMORY: "256Mi"}),
                QosClass.BURSTABLE, (EVENTS,)),
     "request-eq-limit-cpu-differs": ("tiered", 0.9, _equal_memory, QosClass.BURSTABLE, (
         f"{EDGES}should use memory.low for Burstable pod where memory req == limit but CPU differs",)),
@@ -130,7 +134,7 @@ def test_pod_memory_low_follows_a_resize(deploy: Deploy, oracle: Oracle, kubelet
     """Under TieredReservation, upstream's resize of memory request 128Mi → 192Mi (limit 256Mi → 384Mi, no restart):
     the pod's and the container's memory.low follow the new request; every memory value as the oracle's resized pod."""
     kubelet.use(replace(kubelet.file(POLICIES["tiered"]), memory_throttling_factor=0.9))
-    before = _upstream_pod("memqos-resize-protection", {MEMORY: "128Mi", CPU: "50m"}, {MEMORY: "256Mi", CPU: "100m"})
+    before = upstream_pod("memqos-resize-protection", {MEMORY: "128Mi", CPU: "50m"}, {MEMORY: "256Mi", CPU: "100m"})
     deployed = deploy_pods(deploy, oracle, kubelet, [before])
     handle = deployed.handle(before.name)
 
