@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 
-from nodeconf.enforcer import process
 from nodeconf.enforcer.enforcement import Enforcement
 from nodeconf.enforcer.launcher import Launcher
 from nodeconf.enforcer.lifecycle import Backoff, pod_phase, ready_to_start, restarts
@@ -74,16 +73,12 @@ class Supervision:
             c.state, c.reason = "terminated", reason
 
     def start_due(self, record: PodRecord, now: float) -> bool:
-        """Start every container whose turn has come, together; return once each sits in its cgroup."""
+        """Start every container whose turn has come; return once each runs in its cgroup (or failed to start)."""
         attempted = False
-        ready: list[int] = []
         for c in record.containers:
             if c.state == "waiting" and c.next_start <= now and ready_to_start(record.containers, c):
                 attempted = True
-                fd = self.launcher.start(record, c)
-                if fd is not None:
-                    ready.append(fd)
-        process.await_ready(ready)
+                self.launcher.start(record, c)
         return attempted
 
     def _update_phase(self, record: PodRecord) -> bool:
