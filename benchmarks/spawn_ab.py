@@ -99,6 +99,7 @@ def tree_of(revision: str, into: Path) -> Path:
     """The source tree of a git revision, unpacked."""
     archive = subprocess.run(["git", "-C", str(repo_root()), "archive", revision, "nodeconf"], check=True,
                              capture_output=True).stdout
+    into.mkdir()
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into
 
