@@ -53,8 +53,8 @@ class Launcher:
     def tree(self) -> CgroupTree:
         return self.cgroups.tree
 
-    def start(self, record: PodRecord, c: ContainerRecord) -> None:
-        """Launch one container's process; on return it runs in its cgroup (or the container is a StartError)."""
+    def start(self, record: PodRecord, c: ContainerRecord) -> int | None:
+        """Launch one container's process; its ready fd (None: a runtime started it, or it could not start)."""
         if c.started_at is not None:
             c.restarts += 1
         c.oom_kills_at_start = self.tree.keyed(c.cgroup, "memory.events").get("oom_kill", 0)
@@ -64,18 +64,19 @@ class Launcher:
         log = container_log(self.state_dir, record, c.name)
         try:
             if isinstance(self.runtime, CriRuntime):
-                c.proc = self._cri_spawn(self.runtime, record, c, log)
+                c.proc, ready = self._cri_spawn(self.runtime, record, c, log), None
             elif self.runtime is not None:
-                c.proc = self._runtime_spawn(self.runtime, c, log)
+                c.proc, ready = self._runtime_spawn(self.runtime, c, log), None
             elif self.tree.needs_process(c.cgroup):
-                c.proc = self._scope_spawn(record, c, log)
+                c.proc, ready = self._scope_spawn(record, c, log), None
             else:
-                c.proc = process.spawn(c.argv, self.tree.dir(c.cgroup), c.oom_score_adj, log)
+                c.proc, ready = process.spawn(c.argv, self.tree.dir(c.cgroup), c.oom_score_adj, log)
         except (OSError, RuntimeCommandError, ForeignCgroup) as err:
             c.state, c.reason, c.exit_code = "terminated", "StartError", 128
             record.event("Warning", "Failed", f"Error: failed to start container {c.name}: {err}")
-            return
+            return None
         c.state, c.reason, c.exit_code, c.started_at = "running", "", None, time.time()
+        return ready
 
     def _runtime_spawn(self, runtime: OciRuntime, c: ContainerRecord, log: Path) -> RuntimeProcess:
         """`run` the container from its bundle in its cgroup, created (and marked) here first: the runtime's

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 
+from nodeconf.enforcer import process
 from nodeconf.enforcer.enforcement import Enforcement
 from nodeconf.enforcer.launcher import Launcher
 from nodeconf.enforcer.lifecycle import Backoff, pod_phase, ready_to_start, restarts
@@ -73,12 +74,16 @@ class Supervision:
             c.state, c.reason = "terminated", reason
 
     def start_due(self, record: PodRecord, now: float) -> bool:
-        """Start every container whose turn has come; return once each runs in its cgroup (or failed to start)."""
+        """Start every container whose turn has come, together; return once each sits in its cgroup."""
         attempted = False
+        ready: list[int] = []
         for c in record.containers:
             if c.state == "waiting" and c.next_start <= now and ready_to_start(record.containers, c):
                 attempted = True
-                self.launcher.start(record, c)
+                fd = self.launcher.start(record, c)
+                if fd is not None:
+                    ready.append(fd)
+        process.await_ready(ready)
         return attempted
 
     def _update_phase(self, record: PodRecord) -> bool:
