@@ -185,9 +185,10 @@ def repo_root() -> Path:
     return SOURCE_DIR
 
 
-def agent_bundle() -> bytes:
-    """A tar of what runs on the node: the stdlib-only packages and the workload programs."""
-    root = repo_root()
+def agent_bundle(root: Path | None = None) -> bytes:
+    """A tar of what runs on the node: the stdlib-only packages (of the source tree at root, default this one; a
+    benchmark compares two trees' agents) and the workload programs."""
+    root = root or repo_root()
     files = [root / "nodeconf" / name for name in BUNDLE_MODULES]
     for package in BUNDLE_PACKAGES:
         files += sorted((root / "nodeconf" / package).glob("*.py"))
