@@ -60,16 +60,18 @@ def swap_rows(tree: CgroupTree, live: Iterable[PodRecord]) -> list[tuple[str, st
 
 def pressure_rows(tree: CgroupTree, live: Iterable[PodRecord],
                   files: Sequence[str]) -> list[tuple[dict[str, str], dict[str, str | None]]]:
-    """The labels and pressure files of each container of the live pods."""
+    """The labels and pressure files of each container of the live pods, at the cgroup its process is in (a CRI
+    runtime's own scope, launcher.live_cgroup)."""
     rows = []
     for record in live:
         for c in record.containers:
             if c.kind == PAUSE:
                 continue
             image = next((s.image for s in record.pod.all_containers if s.name == c.name), "")
-            labels = {"container": c.name, "id": "/" + c.cgroup, "image": image, "name": "",
+            cgroup = live_cgroup(c)
+            labels = {"container": c.name, "id": "/" + cgroup, "image": image, "name": "",
                       "namespace": record.pod.namespace, "pod": record.pod.name}
-            rows.append((labels, {f: tree.read(c.cgroup, f) for f in files}))
+            rows.append((labels, {f: tree.read(cgroup, f) for f in files}))
     return rows
 
 

@@ -7,11 +7,14 @@ Source: kubernetes pkg/features/kube_features.go (KubeletPSI beta, on from 1.34)
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from nodeconf.enforcer.lifecycle import Faults
 from nodeconf.enforcer.metrics import render_cadvisor
+from nodeconf.enforcer.oci_runtime import RuntimeProcess
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import parse_metrics
 from nodeconf.semantics.profile import SUPPORTED_VERSIONS, profile_for
@@ -106,3 +109,23 @@ def test_the_agent_serves_its_containers_counters(tmp_path: Path, fault: tuple[s
         key = tuple(sorted(labels.items()))
         assert samples[("container_pressure_memory_waiting_seconds_total", key)] == want
         assert ("container_pressure_cpu_waiting_seconds_total", key) not in samples, "no cpu.pressure, no series"
+
+
+def test_a_cri_runtimes_container_is_read_in_the_runtimes_own_scope(tmp_path: Path) -> None:
+    """Under a CRI runtime a container's process lives in the runtime's scope (cri-containerd-<id>.scope), not at
+    the oracle's path: its counters and its `id` label come from there (the sid containerd run served none)."""
+    for agent in running_agent(tmp_path, Faults.parse(())):
+        agent.run_pod(res_demo())
+        record = next(iter(agent.pods.live()))
+        hello = next(c for c in record.containers if c.name == "hello")
+        scope = hello.cgroup.rsplit("/", 1)[0] + "/cri-containerd-0123.scope"
+        agent.tree.dir(scope).mkdir(parents=True, exist_ok=True)
+        (agent.tree.dir(scope) / "memory.pressure").write_text(MEMORY + "\n")
+        started, hello.proc = hello.proc, cast(RuntimeProcess, SimpleNamespace(cgroup=scope))  # a CRI record
+        try:
+            samples = parse_metrics(agent.cadvisor_metrics()).samples
+        finally:
+            hello.proc = started
+        found = {dict(key)["id"]: value for (name, key), value in samples.items()
+                 if name == "container_pressure_memory_waiting_seconds_total" and dict(key)["container"] == "hello"}
+        assert found == {"/" + scope: 2.5}
