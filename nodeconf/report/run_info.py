@@ -17,9 +17,8 @@ from pathlib import Path
 
 import yaml
 
-from nodeconf.build_info import commit, version
+from nodeconf.build_info import version
 from nodeconf.kubelet_config import KubeletConfig, kubelet_config_to_dict
-from nodeconf.resources import Tree
 
 # `nodeconf run` hands its own (redacted) command line to the pytest it starts; direct pytest use records pytest's.
 COMMAND_ENV = "NODECONF_COMMAND"
@@ -95,7 +94,7 @@ def kubelet_config_record(path: str | Path | None, text: str | None = None) -> K
 class RunInfo:
     """The run's identity for environment.properties."""
 
-    tree: Tree | None
+    commit: str  # the suite tree's commit when the run started (build_info.commit)
     profile: str
     kubelet_config: KubeletConfigRecord
     command: str
@@ -104,7 +103,7 @@ class RunInfo:
 
     def entries(self) -> list[tuple[str, str]]:
         """`(key, value)` pairs in RUN_KEYS order."""
-        values = (version(), commit(self.tree) or "unknown", self.profile, self.kubelet_config.origin,
+        values = (version(), self.commit or "unknown", self.profile, self.kubelet_config.origin,
                   self.kubelet_config.sha256, self.command, self.started, self.finished, socket.gethostname())
         return list(zip(RUN_KEYS, values, strict=True))
 

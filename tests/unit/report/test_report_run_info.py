@@ -12,7 +12,6 @@ import yaml
 
 from nodeconf.report.html_run import run_header
 from nodeconf.report.run_info import RUN_KEYS, RunInfo, command_line, kubelet_config_record, redact, utc_now
-from nodeconf.resources import Tree
 
 
 @pytest.mark.parametrize(
@@ -58,7 +57,7 @@ def test_utc_now_is_iso_utc_to_the_second() -> None:
 
 
 def test_entries_in_order(tmp_path: Path) -> None:
-    info = RunInfo(Tree(tmp_path, "installed"), "1.36", kubelet_config_record(None), "nodeconf run",
+    info = RunInfo("", "1.36", kubelet_config_record(None), "nodeconf run",
                    "2026-11-30T14:00:00+00:00", "2026-11-30T14:01:00+00:00")
     entries = dict(info.entries())
     assert list(entries) == list(RUN_KEYS)
