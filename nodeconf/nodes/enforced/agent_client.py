@@ -4,6 +4,7 @@ driver states per operation (a hung agent fails the run within it, never hangs i
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -60,6 +61,7 @@ class AgentClient:
         self.ids = itertools.count(1)
         self.last_agent_ms = 0.0
         self.failed = ""
+        self.interrupted = 0  # a request whose wait was interrupted (Ctrl-C, SIGTERM): its answer may still come
 
     def bound(self, op: Op, args: Mapping[str, Any]) -> float:
         """Seconds to wait for the answer to op: its bound (an exec's own timeout plus EXEC_MARGIN), plus `held`."""
@@ -76,7 +78,7 @@ class AgentClient:
             name = op.value
             try:
                 self.stream.write(encode_request(ident, op, args))
-                line = self.stream.readline(bound)
+                line = self._answer(bound)
             except (TimeoutError, OSError) as err:
                 # A late answer would pair with the next request: the stream is given up.
                 self.failed = (f"it did not answer {name!r} within {bound:g} s, the bound for {name!r}: "
@@ -84,6 +86,9 @@ class AgentClient:
                 host = f"; {self.describe_host()}" if self.describe_host else ""
                 raise NodeError(f"the enforcer did not answer {name!r} within {bound:g} s (the bound for {name!r}): "
                                 f"{err or 'timeout'}{host}") from None
+            except BaseException:
+                self.interrupted = ident  # the cleanup that follows an interrupt must not read this one's answer
+                raise
         if not line:
             raise NodeError(f"the enforcer closed the connection during {name!r} (see its log)")
         reply = decode_reply(line)
@@ -94,5 +99,22 @@ class AgentClient:
         self.last_agent_ms = reply.agent_ms
         return reply.result
 
+    def _answer(self, bound: float) -> bytes:
+        """The next answer line, passing by the late answers of requests whose wait was interrupted (the agent
+        answers in order, so each has an id at most `interrupted`)."""
+        line = self.stream.readline(bound)
+        while line and self.interrupted and _ident(line) <= self.interrupted:
+            line = self.stream.readline(bound)
+        self.interrupted = 0
+        return line
+
     def close(self) -> None:
         self.stream.close()
+
+
+def _ident(line: bytes) -> int:
+    """A reply line's id (0 when it has none)."""
+    try:
+        return int(json.loads(line).get("id") or 0)
+    except (ValueError, AttributeError, TypeError):
+        return 0

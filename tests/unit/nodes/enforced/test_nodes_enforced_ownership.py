@@ -5,6 +5,7 @@ under a temporary directory stand for the node's."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import secrets
 import sys
@@ -145,3 +146,34 @@ def test_a_node_whose_python_is_too_old_is_refused_before_anything_is_made(tmp_p
     assert str(refused.value) == (f"nodeconf agent: the node's {old_python} is Python 3.8.10; the agent needs Python "
                                   "3.9 or newer (python= names another interpreter)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cgroup", "python3.8"]
+
+
+class InterruptedStream:
+    """An agent stream whose first wait for an answer is interrupted (Ctrl-C, SIGTERM) before the answer comes."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, object]] = []
+        self.waits = 0
+
+    def write(self, data: bytes) -> None:
+        self.sent.append(json.loads(data))
+
+    def readline(self, timeout: float | None = None) -> bytes:
+        self.waits += 1
+        if self.waits == 1:
+            raise KeyboardInterrupt
+        ident = self.sent[0]["id"] if self.waits == 2 else self.sent[-1]["id"]  # the late answer first
+        return json.dumps({"id": ident, "ok": True, "result": f"answer {ident}", "agentMs": 1.0}).encode() + b"\n"
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_cleanup_after_an_interrupted_request_reads_its_own_answers() -> None:
+    """An interrupt during a wait leaves that request's answer on the stream; the cleanup's requests that follow
+    (deleting the pods on the node) pass by it instead of failing on "answered request 1 to request 2"."""
+    client = AgentClient(InterruptedStream())
+    with pytest.raises(KeyboardInterrupt):
+        client.call(Op.PING)
+    assert client.call(Op.PING) == "answer 2"
+    assert client.call(Op.PING) == "answer 3"
