@@ -7,14 +7,14 @@ Source: issue 27 item 3 (the agent by composition); kubelet /metrics/resource, /
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from nodeconf.cgroup_files import evidence_files
 from nodeconf.enforcer import process, reserved
 from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.launcher import live_cgroup
-from nodeconf.enforcer.records import PAUSE, PodRecord
+from nodeconf.enforcer.records import PAUSE, ContainerRecord, PodRecord
 
 
 def pod_evidence(tree: CgroupTree, record: PodRecord, extra_files: Sequence[str] = ()) -> dict[str, Any]:
@@ -47,31 +47,34 @@ def node_cgroups(tree: CgroupTree, paths: Iterable[str], reserves: Iterable[str]
     return {p: found for p, found in read.items() if found is not None}
 
 
+def live_containers(live: Iterable[PodRecord]) -> Iterator[tuple[PodRecord, ContainerRecord, str]]:
+    """Each container of the live pods but pause, with the cgroup its process is in (a CRI runtime's own scope,
+    launcher.live_cgroup), where its per-container series are read."""
+    for record in live:
+        for c in record.containers:
+            if c.kind != PAUSE:
+                yield record, c, live_cgroup(c)
+
+
 def swap_rows(tree: CgroupTree, live: Iterable[PodRecord]) -> list[tuple[str, str, str, int]]:
     """memory.swap.current of each container of the live pods: namespace, pod, container, bytes."""
     rows = []
-    for record in live:
-        for c in record.containers:
-            value = tree.read(c.cgroup, "memory.swap.current") if c.kind != PAUSE else None
-            if value is not None and value.isdigit():
-                rows.append((record.pod.namespace, record.pod.name, c.name, int(value)))
+    for record, c, cgroup in live_containers(live):
+        value = tree.read(cgroup, "memory.swap.current")
+        if value is not None and value.isdigit():
+            rows.append((record.pod.namespace, record.pod.name, c.name, int(value)))
     return rows
 
 
 def pressure_rows(tree: CgroupTree, live: Iterable[PodRecord],
                   files: Sequence[str]) -> list[tuple[dict[str, str], dict[str, str | None]]]:
-    """The labels and pressure files of each container of the live pods, at the cgroup its process is in (a CRI
-    runtime's own scope, launcher.live_cgroup)."""
+    """The labels and pressure files of each container of the live pods."""
     rows = []
-    for record in live:
-        for c in record.containers:
-            if c.kind == PAUSE:
-                continue
-            image = next((s.image for s in record.pod.all_containers if s.name == c.name), "")
-            cgroup = live_cgroup(c)
-            labels = {"container": c.name, "id": "/" + cgroup, "image": image, "name": "",
-                      "namespace": record.pod.namespace, "pod": record.pod.name}
-            rows.append((labels, {f: tree.read(cgroup, f) for f in files}))
+    for record, c, cgroup in live_containers(live):
+        image = next((s.image for s in record.pod.all_containers if s.name == c.name), "")
+        labels = {"container": c.name, "id": "/" + cgroup, "image": image, "name": "",
+                  "namespace": record.pod.namespace, "pod": record.pod.name}
+        rows.append((labels, {f: tree.read(cgroup, f) for f in files}))
     return rows
 
 

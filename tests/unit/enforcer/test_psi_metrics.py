@@ -111,21 +111,26 @@ def test_the_agent_serves_its_containers_counters(tmp_path: Path, fault: tuple[s
         assert ("container_pressure_cpu_waiting_seconds_total", key) not in samples, "no cpu.pressure, no series"
 
 
-def test_a_cri_runtimes_container_is_read_in_the_runtimes_own_scope(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("endpoint", "file", "text", "metric", "want"), [
+    ("cadvisor_metrics", "memory.pressure", MEMORY, "container_pressure_memory_waiting_seconds_total", 2.5),
+    ("metrics", "memory.swap.current", "4096", "container_swap_usage_bytes", 4096.0),
+], ids=["psi", "swap"])
+def test_a_cri_runtimes_container_is_read_in_the_runtimes_own_scope(tmp_path: Path, endpoint: str, file: str,
+                                                                    text: str, metric: str, want: float) -> None:
     """Under a CRI runtime a container's process lives in the runtime's scope (cri-containerd-<id>.scope), not at
-    the oracle's path: its counters and its `id` label come from there (the sid containerd run served none)."""
+    the oracle's path: its series are read there (the sid containerd run served no PSI series)."""
     for agent in running_agent(tmp_path, Faults.parse(())):
         agent.run_pod(res_demo())
         record = next(iter(agent.pods.live()))
         hello = next(c for c in record.containers if c.name == "hello")
         scope = hello.cgroup.rsplit("/", 1)[0] + "/cri-containerd-0123.scope"
         agent.tree.dir(scope).mkdir(parents=True, exist_ok=True)
-        (agent.tree.dir(scope) / "memory.pressure").write_text(MEMORY + "\n")
+        (agent.tree.dir(scope) / file).write_text(text + "\n")
         started, hello.proc = hello.proc, cast(RuntimeProcess, SimpleNamespace(cgroup=scope))  # a CRI record
         try:
-            samples = parse_metrics(agent.cadvisor_metrics()).samples
+            samples = parse_metrics(getattr(agent, endpoint)()).samples
         finally:
             hello.proc = started
-        found = {dict(key)["id"]: value for (name, key), value in samples.items()
-                 if name == "container_pressure_memory_waiting_seconds_total" and dict(key)["container"] == "hello"}
-        assert found == {"/" + scope: 2.5}
+        found = [(dict(key).get("id"), value) for (name, key), value in samples.items()
+                 if name == metric and dict(key)["container"] == "hello"]
+        assert found == [("/" + scope if endpoint == "cadvisor_metrics" else None, want)]
