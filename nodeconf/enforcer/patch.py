@@ -13,7 +13,8 @@ from nodeconf.manifest_writer import pod_to_dict
 
 def patched_pod(pod: Pod, patch: Mapping[str, Any]) -> Pod:
     """The pod after a resize patch: `spec.containers[].resources` and `spec.resources` merged by key
-    (strategic merge on the resize subresource: containers by name, resource maps key by key)."""
+    (strategic merge on the resize subresource: containers by name, resource maps key by key). Any other key of a
+    container entry (env, say) is dropped, as the resize subresource drops it (strategy.go dropNonResizeUpdates)."""
     doc = pod_to_dict(pod)
     spec = patch.get("spec")
     if not isinstance(spec, Mapping) or not set(spec) <= {"containers", "initContainers", "resources"}:

@@ -15,11 +15,16 @@ cores, then single CPUs, lowest ids first) takes the lowest free ids, and FullPC
 of CPUsPerCore, else SMTAlignmentError) holds for every request since CPUsPerCore is 1. A node with SMT or several
 sockets would number differently; nodeconf does not model that.
 
-Not modelled, by choice: the mustKeepCPUs container env var a decrease may name (a decrease keeps the lowest held
-CPUs), a resize between an integer and a fractional cpu request (the container leaves or joins the shared pool),
-the admission failure of a container no free CPUs can hold (left on the shared pool; the fit check refuses what
-exceeds allocatable), the reconcile loop's delay (the cpuset is expected at once), and the NUMA, socket and uncore
-options (refused in the kubelet config when true).
+No released kubelet reads a mustKeepCPUs container env var (the CPUs upstream's Extended Cases name in a decrease's
+patch): only unmerged pull-request branches do (policy_static.go GetMustKeepCPUs; kubernetes#130232, closed, built on
+#129719); SIG Node turned the env var down (#129719, 2025-03-11), KEP-5554 keeps checkpointed baseline CPUs instead.
+A resize patch's env never reaches the kubelet either: the resize subresource keeps only each container's resources
+and resizePolicy (pkg/registry/core/pod/strategy.go dropNonResizeUpdates), so such a patch is a plain decrease.
+
+Not modelled, by choice: a resize between an integer and a fractional cpu request (the container leaves or joins the
+shared pool), the admission failure of a container no free CPUs can hold (left on the shared pool; the fit check
+refuses what exceeds allocatable), the reconcile loop's delay (the cpuset is expected at once), and the NUMA, socket
+and uncore options (refused in the kubelet config when true).
 """
 
 from __future__ import annotations

@@ -116,18 +116,29 @@ def _resources_doc(requests: Mapping[str, Quantity], limits: Mapping[str, Quanti
     return {k: {n: str(q) for n, q in v.items()} for k, v in (("requests", requests), ("limits", limits)) if v}
 
 
-def _body(case: ResizeCase, resources: Mapping[str, Res], pod_res: Res | None = None) -> dict[str, object]:
+def resize_body(case: ResizeCase, resources: Mapping[str, Res], pod_res: Res | None = None,
+                env: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, object]:
     """A resize patch setting these requests and limits per container (a sidecar's under initContainers) and at pod
-    level (the test's patch; its rollback, ResizeContainerPatch / MakeResizePatch, names the original values)."""
+    level, and the env it names (the test's patch; its rollback, ResizeContainerPatch / MakeResizePatch, names the
+    original values and no env)."""
     sidecars = {c.name for c in case.containers if c.sidecar}
     spec: dict[str, object] = {}
     for key, names in (("containers", [n for n in resources if n not in sidecars]),
                        ("initContainers", [n for n in resources if n in sidecars])):
         if names:
-            spec[key] = [{"name": n, "resources": resources[n].doc()} for n in names]
+            spec[key] = [_entry(n, resources[n], (env or {}).get(n, {})) for n in names]
     if pod_res is not None:
         spec["resources"] = pod_res.doc()
     return {"spec": spec}
+
+
+def _entry(name: str, res: Res, env: Mapping[str, str]) -> dict[str, object]:
+    """One container's entry of a resize patch: its name, the env it names (if any) and its resources."""
+    entry: dict[str, object] = {"name": name}
+    if env:
+        entry["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    entry["resources"] = res.doc()
+    return entry
 
 
 def _cases(policies: Sequence[CpuPolicy | None]) -> list[object]:
@@ -163,13 +174,14 @@ def _drive(judge: Oracle, kubelet: Kubelet, deploy: Deploy, case: ResizeCase, ru
     check_pod(handle, deployed.expected(name))
     assert_matches(f"pod {pod.ref} as created", status_resource_rows(name, handle.status(), pod, "as created"))
     running = Resizable.running(handle, deployed.expected(name), pod, kubelet)
-    rows = resize_step(judge, running, resized, _body(case, case.patch, case.pod_patch), case.restarts, rule, RESTART,
-                       "after resize")
+    body = resize_body(case, case.patch, case.pod_patch, case.patch_env)
+    rows = resize_step(judge, running, resized, body, case.restarts, rule, RESTART, "after resize")
     # Infeasible under the static policy without InPlacePodVerticalScalingExclusiveCPUs: the kubelet's answer
     # (semantics/cpu_manager.resize_infeasible), judged as such; upstream's test expects the resize actuated there.
     rows += status_resource_rows(name, handle.status(), resized if applied else pod, "after resize")
     if case.rollback and applied:
-        rollback = _body(case, {c.name: c.res for c in case.containers}, case.pod_res if case.pod_patch else None)
+        rollback = resize_body(case, {c.name: c.res for c in case.containers},
+                               case.pod_res if case.pod_patch else None)
         rows += resize_step(judge, running, pod, rollback, case.restarts, rule, RESTART, "after rollback")
         rows += status_resource_rows(name, handle.status(), pod, "after rollback")
     assert_matches(f"pod {pod.ref} resize {case.id}{' and rollback' if case.rollback else ''}{what}", rows)
@@ -205,8 +217,10 @@ BOTH_GATES = Gates(True, True)
 def test_exclusive_cpu_resize(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: Applied,
                               deploy: Deploy, case: ResizeCase, policy: CpuPolicy) -> None:
     """pod_resize_test.go doPodResizeExtendTests: Guaranteed containers with exclusive CPUs grown or shrunk with both
-    gates on; the CPUs each keeps as semantics/cpu_manager.py says (upstream counts them). They need 2 to 4 CPUs of
-    their own: a node that cannot hold them skips, with the oracle's reason."""
+    gates on; the CPUs each keeps as semantics/cpu_manager.py says (upstream counts them). The mustKeepCPUs cases send
+    upstream's patch with its env: the resize subresource (and the enforcer's) drops the env, so the CPUs kept are a
+    plain decrease's. They need 2 to 4 CPUs of their own: a node that cannot hold them skips, with the oracle's
+    reason."""
     _under(node, oracle, base_config, _applied, deploy, case, BOTH_GATES, policy)
 
 

@@ -16,17 +16,24 @@ from nodeconf.semantics.cpu_manager import STATIC_RESIZE_MESSAGE
 from nodeconf.semantics.expect import expect
 from nodeconf.semantics.profile import profile_for
 from nodeconf.semantics.resize import decide_resize
-from suites.upstream.resize_gate_table import CASES, EXTENDED_CASES, EXTENDED_DESCRIBE, STATIC_POLICIES, Gates
+from suites.upstream.resize_gate_table import (
+    CASES,
+    EXTENDED_CASES,
+    EXTENDED_DESCRIBE,
+    STATIC_POLICIES,
+    CpuPolicy,
+    Gates,
+)
 from suites.upstream.resize_steps import expected_restart_counts
-from suites.upstream.test_pod_resize_gates import with_cpu_manager
+from suites.upstream.test_pod_resize_gates import resize_body, with_cpu_manager
 
 NODE8 = NodeFacts(memory_capacity=16 * 2**30, cpu_capacity_milli=8000)
 STATIC, FULL = STATIC_POLICIES
 
 
-def _config(exclusive: bool) -> KubeletConfig:
+def _config(exclusive: bool, policy: CpuPolicy = STATIC) -> KubeletConfig:
     gates = Gates(True, exclusive).feature_gates
-    return with_cpu_manager(KubeletConfig(feature_gates=gates), STATIC)
+    return with_cpu_manager(KubeletConfig(feature_gates=gates), policy)
 
 
 def test_the_static_policy_config_is_upstreams() -> None:
@@ -42,7 +49,7 @@ def test_case_texts_are_upstreams() -> None:
         "Pod InPlace Resize Container / Guaranteed QoS pod, one container - increase CPU & memory, alongside CPU "
         "Manager Static Policy with no options (InPlacePodVerticalScalingAllocatedStatus=false, "
         "InPlacePodVerticalScalingExclusiveCPUs=true)")
-    (full,) = EXTENDED_CASES[FULL.id]
+    (full,) = [c for c in EXTENDED_CASES[FULL.id] if c.id == "x-decrease-cpu-mem"]
     assert Gates(True, True).case_text(full, FULL, EXTENDED_DESCRIBE) == (
         "Pod InPlace Resize Container Extended Cases / 1 Guaranteed QoS pod, one container - decrease CPU & memory, "
         "FullPCPUsOnlyOption = true, alongside CPU Manager Static Policy with FullPCPUsOnlyOption "
@@ -57,20 +64,49 @@ def test_a_guaranteed_cpu_resize_needs_the_exclusive_cpus_gate(exclusive: bool, 
     assert (got.status.value, got.message) == (status, STATIC_RESIZE_MESSAGE if status == "Infeasible" else "")
 
 
-@pytest.mark.parametrize(("case_id", "before", "after"), [
-    ("x-increase-cpu-mem", {"c1": "1"}, {"c1": "1-2"}),  # upstream: cpuset 1, then 1 ∪ 2
-    ("x-two-increase-cpu-mem", {"c1": "1", "c2": "2"}, {"c1": "1,3", "c2": "2,4"}),
-    ("x-decrease-cpu-mem", {"c1": "1-2"}, {"c1": "1"}),  # a decrease keeps the lowest held
+@pytest.mark.parametrize(("policy", "case_id", "before", "after"), [
+    (STATIC, "x-increase-cpu-mem", {"c1": "1"}, {"c1": "1-2"}),  # upstream: cpuset 1, then 1 ∪ 2
+    (STATIC, "x-two-increase-cpu-mem", {"c1": "1", "c2": "2"}, {"c1": "1,3", "c2": "2,4"}),
+    (STATIC, "x-decrease-cpu-mem", {"c1": "1-2"}, {"c1": "1"}),  # a decrease keeps the lowest held
+    # The mustKeepCPUs patches' env is dropped by the resize subresource: plain decreases, whatever CPUs they name
+    # (11: not held; 2,12: one held; 1,2: two held), the lowest held kept; upstream counts 1 and 2 CPUs.
+    (STATIC, "x-decrease-cpu-mem-must-keep", {"c1": "1-2"}, {"c1": "1"}),
+    (FULL, "x-decrease-cpu-must-keep", {"c1": "1-4"}, {"c1": "1-2"}),
+    (FULL, "x-decrease-cpu-wrong-must-keep", {"c1": "1-4"}, {"c1": "1-2"}),
 ])
-def test_exclusive_cases_keep_and_add_cpus(case_id: str, before: dict[str, str], after: dict[str, str]) -> None:
-    (case,) = [c for c in EXTENDED_CASES[STATIC.id] if c.id == case_id]
-    config = _config(True)
+def test_exclusive_cases_keep_and_add_cpus(policy: CpuPolicy, case_id: str, before: dict[str, str],
+                                           after: dict[str, str]) -> None:
+    (case,) = [c for c in EXTENDED_CASES[policy.id] if c.id == case_id]
+    config = _config(True, policy)
     profile = profile_for("1.35", config)
     first = expect([case.pod("p")], NODE8, config, profile)
     resized = expect([case.pod("p", resized=True)], NODE8, config, profile, cpu_assignments=first.cpu_assignments)
     for got, want in ((first, before), (resized, after)):
         assert {c.name: c.cgroup.files["cpuset.cpus"].value for c in got.pods[0].containers} == want
         assert all(c.cgroup.files["cpu.max"].value == "max 100000" for c in got.pods[0].containers)
+
+
+def test_the_must_keep_patches_are_upstreams() -> None:
+    """The patch sent is upstream's patchString (testsWithFalseFullCPUs / testsWithTrueFullCPUs), env included."""
+    cases = {c.id: c for c in (*EXTENDED_CASES[STATIC.id], *EXTENDED_CASES[FULL.id])}
+    sent = {i: resize_body(cases[i], cases[i].patch, cases[i].pod_patch, cases[i].patch_env) for i in
+            ("x-decrease-cpu-mem-must-keep", "x-decrease-cpu-must-keep", "x-decrease-cpu-wrong-must-keep")}
+    assert sent == {
+        "x-decrease-cpu-mem-must-keep": {"spec": {"containers": [
+            {"name": "c1", "env": [{"name": "mustKeepCPUs", "value": "11"}],
+             "resources": {"requests": {"cpu": "1", "memory": "400Mi"}, "limits": {"cpu": "1", "memory": "400Mi"}}}]}},
+        "x-decrease-cpu-must-keep": {"spec": {"containers": [
+            {"name": "c1", "env": [{"name": "mustKeepCPUs", "value": "2,12"}],
+             "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}}]}},
+        "x-decrease-cpu-wrong-must-keep": {"spec": {"containers": [
+            {"name": "c1", "env": [{"name": "mustKeepCPUs", "value": "1,2"}],
+             "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "2"}}}]}},
+    }
+    # the rollback (ResizeContainerPatch of the original containers) names no env
+    case = cases["x-decrease-cpu-must-keep"]
+    assert resize_body(case, {c.name: c.res for c in case.containers}) == {"spec": {"containers": [
+        {"name": "c1", "resources": {"requests": {"cpu": "4", "memory": "200Mi"},
+                                     "limits": {"cpu": "4", "memory": "200Mi"}}}]}}
 
 
 def test_the_exclusive_cases_do_not_fit_the_reference_vm() -> None:

@@ -70,3 +70,21 @@ def test_the_cpu_state_survives_an_agent_restart(tmp_path: Path) -> None:
     finally:
         again.shutdown()
         agent.shutdown()
+
+
+def test_a_decrease_naming_must_keep_cpus_keeps_the_lowest_held(tmp_path: Path) -> None:
+    """upstream's mustKeepCPUs patches: the env they name is dropped as the resize subresource drops it (strategy.go
+    dropNonResizeUpdates), so 2 → 1 keeps CPU 1, the lowest held, not the CPU 2 the env names."""
+    agent = make_agent(tmp_path, facts=NODE4)
+    try:
+        agent.configure(STATIC, "1.35")
+        agent.run_pod(guaranteed("a", "2"))
+        assert cpuset(agent, "default/a") == "1-2"
+        one = {"cpu": "1", "memory": "64Mi"}
+        patch = {"spec": {"containers": [{"name": "c", "env": [{"name": "mustKeepCPUs", "value": "2"}],
+                                          "resources": {"requests": one, "limits": one}}]}}
+        assert agent.resize("default/a", patch)["status"] == "Applied"
+        assert cpuset(agent, "default/a") == "1"
+        assert agent.oracle.cpu_assignments == {(agent.pods.record("default/a").pod.uid, "c"): frozenset({1})}
+    finally:
+        agent.shutdown()
