@@ -26,6 +26,14 @@ def node_name() -> str:
     return socket.gethostname().strip().lower()
 
 
+def _meminfo() -> str | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
 class Readouts:
     """The metrics and stats pages of one agent's pods."""
 
@@ -50,7 +58,7 @@ class Readouts:
         with self.lock:
             with_psi = bool(psi_metrics(self.oracle.profile()))
             return stats_summary.summary(self.tree, self.pods.live(), kubepods(self.oracle.config.cgroup_driver),
-                                         node_name(), with_psi)
+                                         node_name(), with_psi, _meminfo() if self.tree.kernel else None)
 
     def resource_metrics(self) -> str:
         """/metrics/resource: rendered from the summary, as the kubelet's collector does."""

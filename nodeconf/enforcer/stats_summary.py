@@ -11,10 +11,13 @@ memory.stat anon, workingSet = usage − inactive_file, 0 below it; swap = memor
 container/common/helpers.go (limit = memory.max, swap limit = memory.swap.max, `max` = unlimited); runc
 cgroups/fs2 (cpu total = cpu.stat usage_usec × 1000 ns; PSI `total` kept in the kernel's µs, kernel psi.rst).
 
+The node's own stats come from the root cgroup as runc's fs2 reads it (cpu.stat; memory.stat anon + file for
+usage, rootStatsFromMeminfo; swap from /proc/meminfo), read only on a real cgroup2 mount.
+
 Left out: usageNanoCores (a rate between two housekeeping samples, not a file), network, filesystems, volumes and
-rlimit (no cgroup file holds them), the node's own cpu and memory and its kubelet/runtime/misc system containers
-(not cgroups nodeconf made; the root cgroup has no memory.current), and a PSI line the kernel does not write (the
-cgroup's cpu.pressure `full` line before Linux 5.13).
+rlimit (no cgroup file holds them), the node's availableBytes and PSI, its kubelet/runtime/misc system containers
+(no cgroups nodeconf made), and a PSI line the kernel does not write (the cgroup's cpu.pressure `full` line before
+Linux 5.13).
 """
 
 from __future__ import annotations
@@ -159,11 +162,42 @@ def pod_stats(tree: CgroupTree, record: PodRecord, at: float, with_psi: bool) ->
     return doc
 
 
+def node_stats(root: Files, meminfo: str | None, at: str) -> dict[str, Any]:
+    """The node's own cpu, memory and swap as runc reads the root cgroup, which has no memory.current (fs2
+    rootStatsFromMeminfo): usage = memory.stat anon + file, swap = (SwapTotal − SwapFree) of /proc/meminfo."""
+    doc: dict[str, Any] = {}
+    cpu = cpu_stats(root, at, with_psi=False)
+    if cpu is not None:
+        doc["cpu"] = cpu
+    stat = keyed(root.get("memory.stat"))
+    if "anon" in stat and "file" in stat:
+        usage = stat["anon"] + stat["file"]
+        doc["memory"] = memory_stats({"memory.current": str(usage), "memory.stat": root.get("memory.stat")}, at,
+                                     with_psi=False)
+    rows = [line.split() for line in (meminfo or "").splitlines()]
+    kib = {row[0].rstrip(":"): int(row[1]) for row in rows if len(row) >= 2 and row[1].isdigit()}
+    if "SwapTotal" in kib and "SwapFree" in kib:
+        doc["swap"] = {"time": at, "swapUsageBytes": (kib["SwapTotal"] - kib["SwapFree"]) * 1024}
+    return doc
+
+
+def root_files(tree: CgroupTree) -> Files:
+    """The root cgroup's cpu.stat and memory.stat (read, never written: the root is no cgroup of nodeconf's)."""
+    files: dict[str, str | None] = {}
+    for name in ("cpu.stat", "memory.stat"):
+        try:
+            files[name] = (tree.root / name).read_text()
+        except OSError:
+            files[name] = None
+    return files
+
+
 def summary(tree: CgroupTree, live: Iterable[PodRecord], kubepods: str, node_name: str, with_psi: bool,
-            at: float | None = None) -> dict[str, Any]:
-    """The Summary: the node (its name and the `pods` system container, the kubepods cgroup) and each live pod."""
+            meminfo: str | None = None, at: float | None = None) -> dict[str, Any]:
+    """The Summary: the node (its name, its own usage, and the `pods` system container: the kubepods cgroup) and
+    each live pod."""
     now = time.time() if at is None else at
-    node: dict[str, Any] = {"nodeName": node_name}
+    node: dict[str, Any] = {"nodeName": node_name, **node_stats(root_files(tree), meminfo, rfc3339(now))}
     files = _read(tree, kubepods)
     if files is not None:
         node["systemContainers"] = [{"name": PODS, **cgroup_stats(files, rfc3339(now), with_psi)}]

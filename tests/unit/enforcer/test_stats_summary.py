@@ -17,7 +17,7 @@ import pytest
 
 from nodeconf.enforcer.oci_runtime import RuntimeProcess
 from nodeconf.enforcer.resource_metrics import epoch, render
-from nodeconf.enforcer.stats_summary import cgroup_stats, psi
+from nodeconf.enforcer.stats_summary import cgroup_stats, node_stats, psi
 from nodeconf.nodes.base import parse_metrics
 from tests.unit.enforcer.enforcer_support import res_demo, running_agent
 
@@ -131,3 +131,17 @@ def test_a_sample_carries_its_stats_time_in_ms() -> None:
                                                      "containers": [], "memory": {"time": "1970-01-01T00:01:40Z",
                                                                                   "workingSetBytes": 7}}]}
     assert 'pod_memory_working_set_bytes{namespace="ns",pod="p"} 7.0 100000' in render(summary).splitlines()
+
+
+def test_the_nodes_own_stats_are_the_root_cgroups_as_runc_reads_it() -> None:
+    """The root has no memory.current: usage = anon + file = 300 MiB, working set 300 − 100 MiB inactive; swap
+    from /proc/meminfo: (2048000 − 2047000) KiB."""
+    root = {"cpu.stat": "usage_usec 7000000\nuser_usec 5000000",
+            "memory.stat": f"anon {100 * MIB}\nfile {200 * MIB}\ninactive_file {100 * MIB}\npgfault 9"}
+    meminfo = "MemTotal:        2000000 kB\nSwapTotal:       2048000 kB\nSwapFree:        2047000 kB\nnonsense\n"
+    stats = node_stats(root, meminfo, EPOCH)
+    assert stats["cpu"] == {"time": EPOCH, "usageCoreNanoSeconds": 7_000_000_000}
+    assert stats["memory"] == {"time": EPOCH, "usageBytes": 300 * MIB, "workingSetBytes": 200 * MIB,
+                               "rssBytes": 100 * MIB, "pageFaults": 9}
+    assert stats["swap"] == {"time": EPOCH, "swapUsageBytes": 1024000}
+    assert node_stats({}, None, EPOCH) == {}, "nothing read, nothing reported"
