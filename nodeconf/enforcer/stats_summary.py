@@ -22,6 +22,7 @@ Linux 5.13).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -72,10 +73,12 @@ def psi(text: str | None) -> dict[str, dict[str, float | int]] | None:
     None without a `some` line."""
     lines: dict[str, dict[str, float | int]] = {}
     for row in (text or "").splitlines():
-        kind, *fields = row.split()
+        kind, *fields = row.split() or [""]
         pairs = dict(f.split("=", 1) for f in fields if "=" in f)
         if kind in ("some", "full") and {"avg10", "avg60", "avg300", "total"} <= pairs.keys():
-            lines[kind] = {"total": int(pairs["total"]), **{k: float(pairs[k]) for k in ("avg10", "avg60", "avg300")}}
+            with contextlib.suppress(ValueError):
+                lines[kind] = {"total": int(pairs["total"]),
+                               **{k: float(pairs[k]) for k in ("avg10", "avg60", "avg300")}}
     return lines if "some" in lines else None
 
 
@@ -98,7 +101,7 @@ def memory_stats(files: Files, at: str, with_psi: bool) -> dict[str, Any] | None
         if key in stat:
             doc[name] = stat[key]
     limit = limited(files.get("memory.max"))
-    if limit is not None and limit >= working_set:
+    if limit is not None and limit >= working_set:  # above it, the kubelet's uint64 subtraction would wrap
         doc["availableBytes"] = limit - working_set
     return _with_psi(doc, files.get("memory.pressure"), with_psi)
 
@@ -150,7 +153,7 @@ def pod_stats(tree: CgroupTree, record: PodRecord, at: float, with_psi: bool) ->
         if files is not None:
             containers.append({"name": c.name, **_started(c.started_at), **cgroup_stats(files, stamp, with_psi)})
             processes += len((files.get("cgroup.procs") or "").split())
-    starts = [c.started_at for c in record.containers if c.started_at is not None]
+    starts = [c.started_at for c in record.containers if c.started_at is not None]  # the sandbox's included
     pod = record.pod
     doc: dict[str, Any] = {"podRef": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
                            **_started(min(starts) if starts else None), "containers": containers}

@@ -71,8 +71,9 @@ def test_without_the_psi_gate_no_psi_and_no_io() -> None:
     assert "psi" not in stats["cpu"] and "psi" not in stats["memory"] and "io" not in stats
 
 
-def test_a_file_without_a_some_line_is_no_psi() -> None:
-    assert psi("garbage") is None and psi(None) is None
+@pytest.mark.parametrize("text", ["garbage", "", "\n", "some avg10=0.00 avg60=0.00 avg300=0.00 total=x", None])
+def test_a_file_without_a_readable_some_line_is_no_psi(text: str | None) -> None:
+    assert psi(text) is None
 
 
 def _summary_of(tmp_path: Path, scope: bool) -> tuple[dict[str, Any], float, float]:
