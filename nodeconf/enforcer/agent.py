@@ -1,7 +1,7 @@
 """The node agent: admit pods through the oracle, run, read back, resize and delete them, one operation per request,
 wired from objects with one job each: the oracle's view (oracle_view), the pods (pod_table), the cgroup tree
 (cgroup_writer), the runtime (launcher), enforcing the expectation (enforcement), supervision and node pressure,
-and the state file.
+the metrics and stats pages (readouts), and the state file.
 
 Source: issue 12 (the agent's operations); issue 27 item 3 (the agent by composition).
 """
@@ -22,7 +22,6 @@ from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.enforcement import Enforcement
 from nodeconf.enforcer.launcher import Launcher, container_log, live_cgroup
 from nodeconf.enforcer.lifecycle import KUBELET_BACKOFF, NO_FAULTS, Backoff, Faults
-from nodeconf.enforcer.metrics import render, render_cadvisor
 from nodeconf.enforcer.oci_runtime import OciRuntime, RuntimeCommandError
 from nodeconf.enforcer.oracle import ExpectFn, ResizeFn
 from nodeconf.enforcer.oracle_view import OracleView
@@ -30,6 +29,7 @@ from nodeconf.enforcer.ownership import kill_recorded
 from nodeconf.enforcer.patch import patched_pod
 from nodeconf.enforcer.pod_table import TERMINAL, PodTable, admitted_record, check_names
 from nodeconf.enforcer.pressure import NodePressure
+from nodeconf.enforcer.readouts import Readouts
 from nodeconf.enforcer.state_file import LOG_FILE, StateFile
 from nodeconf.enforcer.supervision import Supervision
 from nodeconf.enforcer.wire import ExecDoc, NodeStatusDoc
@@ -38,7 +38,6 @@ from nodeconf.manifest import Pod
 from nodeconf.manifest_reader import object_from_dict
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.eviction import PidObservation
-from nodeconf.semantics.psi import psi_metrics
 from nodeconf.semantics.resize import pod_allocated_resources
 
 
@@ -63,6 +62,7 @@ class Agent:
         self.pressure = NodePressure(tree, node_memory_used, self.log, node_pids)
         self.supervision = Supervision(self.pods, self.launcher, self.enforcement, self.pressure, backoff, self.log)
         self.state_file = StateFile(state_dir)
+        self.readouts = Readouts(tree, self.pods, self.oracle, self.enforcement, self.lock)
 
     def save(self) -> None:
         """Write the state file (it lets the agent's pods survive its own restart)."""
@@ -226,18 +226,6 @@ class Agent:
             self.enforcement.enforce()
             self.save()
             return {"deleted": ref}
-
-    def metrics(self) -> str:
-        with self.lock:
-            return render(self.enforcement.expect().metrics, readings.swap_rows(self.tree, self.pods.live()))
-
-    def cadvisor_metrics(self) -> str:
-        """/metrics/cadvisor: the profile's PSI counters of each running container, read from its cgroup's
-        pressure files (readings.pressure_rows)."""
-        with self.lock:
-            metrics = psi_metrics(self.oracle.profile())
-            rows = readings.pressure_rows(self.tree, self.pods.live(), sorted({m.file for m in metrics}))
-            return render_cadvisor(metrics, rows, micro=self.oracle.faults.psi_metrics_micro)
 
     def logs(self, ref: str | None = None, container: str | None = None, limit: int = 1 << 20) -> str:
         """The agent's log, or a container's output; the last `limit` bytes."""

@@ -68,8 +68,10 @@ OPERATIONS: dict[str, Handler] = {
     Op.EXEC_NODE: lambda agent, r: agent.exec_in_reserve(_text(r, "cgroup"), _strings(r, "argv"),
                                                         float(r.get("timeout", 30))),
     Op.DELETE: lambda agent, r: agent.delete(_text(r, "pod")),
-    Op.METRICS: lambda agent, r: {"text": agent.metrics()},
-    Op.CADVISOR_METRICS: lambda agent, r: {"text": agent.cadvisor_metrics()},
+    Op.METRICS: lambda agent, r: {"text": agent.readouts.metrics()},
+    Op.CADVISOR_METRICS: lambda agent, r: {"text": agent.readouts.cadvisor_metrics()},
+    Op.STATS_SUMMARY: lambda agent, r: agent.readouts.stats_summary(),
+    Op.RESOURCE_METRICS: lambda agent, r: {"text": agent.readouts.resource_metrics()},
     Op.LOGS: lambda agent, r: {"text": agent.logs(r.get("pod"), r.get("container"))},
     Op.RESET: lambda agent, r: agent.reset(),
 }

@@ -44,6 +44,8 @@ class Op(StrEnum):
     DELETE = "delete"
     METRICS = "metrics"
     CADVISOR_METRICS = "cadvisor_metrics"
+    STATS_SUMMARY = "stats_summary"
+    RESOURCE_METRICS = "resource_metrics"
     LOGS = "logs"
     RESET = "reset"
     SHUTDOWN = "shutdown"
@@ -58,13 +60,15 @@ ARGUMENTS: Mapping[Op, frozenset[str]] = {
     Op.NODE_CGROUPS: frozenset({"files"}), Op.RESIZE: frozenset({"pod", "patch"}),
     Op.EXEC: frozenset({"pod", "container", "argv", "timeout"}), Op.DELETE: frozenset({"pod"}),
     Op.EXEC_NODE: frozenset({"cgroup", "argv", "timeout"}),
-    Op.METRICS: frozenset(), Op.CADVISOR_METRICS: frozenset(), Op.LOGS: frozenset({"pod", "container"}),
+    Op.METRICS: frozenset(), Op.CADVISOR_METRICS: frozenset(), Op.STATS_SUMMARY: frozenset(),
+    Op.RESOURCE_METRICS: frozenset(), Op.LOGS: frozenset({"pod", "container"}),
     Op.RESET: frozenset(),
     Op.SHUTDOWN: frozenset(),
 }
 # Operations that only read (answered after the agent's lock, in milliseconds); the others start or kill processes.
 READS = frozenset({Op.PING, Op.FACTS, Op.STATUS, Op.PODS, Op.NODE_STATUS, Op.EVIDENCE, Op.EVIDENCE_BATCH,
-                   Op.NODE_CGROUPS, Op.METRICS, Op.CADVISOR_METRICS, Op.LOGS, Op.OBJECTS})
+                   Op.NODE_CGROUPS, Op.METRICS, Op.CADVISOR_METRICS, Op.STATS_SUMMARY, Op.RESOURCE_METRICS, Op.LOGS,
+                   Op.OBJECTS})
 
 
 class WireError(ValueError):

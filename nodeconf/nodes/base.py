@@ -328,6 +328,14 @@ class Node(ABC):
         this."""
         raise NotApplicable(f"node {self.spec or type(self).__name__} does not serve /metrics/cadvisor")
 
+    def stats_summary(self) -> Mapping[str, Any]:
+        """The kubelet's /stats/summary (stats/v1alpha1 Summary as JSON); drivers that can read it override this."""
+        raise NotApplicable(f"node {self.spec or type(self).__name__} does not serve /stats/summary")
+
+    def resource_metrics(self) -> Metrics:
+        """The kubelet's /metrics/resource; drivers that can read it override this."""
+        raise NotApplicable(f"node {self.spec or type(self).__name__} does not serve /metrics/resource")
+
     @abstractmethod
     def logs(self) -> str: ...
 

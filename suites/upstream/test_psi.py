@@ -8,7 +8,7 @@ interface": `some`/`full` lines of avg10, avg60, avg300 and `total`, the absolut
 Documentation/admin-guide/cgroup-v2.rst (`cpu.pressure`, `memory.pressure`, `io.pressure` in every non-root
 cgroup). The kubelet's counters mirror container_metrics_test.go ("should report container metrics": the
 container_pressure_* families) and follow nodeconf.semantics.psi (cadvisor metrics/prometheus.go). The Summary API's
-PSI fields (/stats/summary) are not checked: no driver reads that endpoint yet.
+PSI fields (/stats/summary) are checked against the same pressure files by test_summary_api.py.
 """
 
 from __future__ import annotations

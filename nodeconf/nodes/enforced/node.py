@@ -253,6 +253,13 @@ class EnforcedNode(Node):
     def cadvisor_metrics(self) -> Metrics:
         return parse_metrics(self.client.call(Op.CADVISOR_METRICS)["text"])
 
+    def stats_summary(self) -> Mapping[str, Any]:
+        summary: Mapping[str, Any] = self.client.call(Op.STATS_SUMMARY)
+        return summary
+
+    def resource_metrics(self) -> Metrics:
+        return parse_metrics(self.client.call(Op.RESOURCE_METRICS)["text"])
+
     def logs(self) -> str:
         """The agent's log: through the agent, or read from its file over the transport once the agent no longer
         answers (the log then says why it hangs); tried once, as a lost host answers nothing at all."""

@@ -118,9 +118,21 @@ class NodeReadings:
         """The kubelet's /metrics/cadvisor through the node proxy (same permission as /metrics)."""
         return self._kubelet_metrics("metrics/cadvisor")
 
+    def resource_metrics(self) -> Metrics:
+        """The kubelet's /metrics/resource through the node proxy (same permission as /metrics)."""
+        return self._kubelet_metrics("metrics/resource")
+
+    def stats_summary(self) -> Mapping[str, Any]:
+        """The kubelet's /stats/summary through the node proxy (same permission as /metrics)."""
+        summary: Mapping[str, Any] = json.loads(self._kubelet_page("stats/summary"))
+        return summary
+
     def _kubelet_metrics(self, path: str) -> Metrics:
+        return parse_metrics(self._kubelet_page(path))
+
+    def _kubelet_page(self, path: str) -> str:
         try:
-            return parse_metrics(self.api.node_proxy(self.node, path))
+            return self.api.node_proxy(self.node, path)
         except KubeApiError as err:
             if err.status in (401, 403):
                 raise NotApplicable(f"the kubelet metrics of node {self.node} cannot be read ({err}); they need "

@@ -407,7 +407,7 @@ def test_metrics_text(agent: Agent) -> None:
     agent.run_pod(res_demo())
     cgroup = containers(agent.status("default/res-demo"))["hello"]["cgroup"]
     (agent.tree.dir(cgroup) / "memory.swap.current").write_text("4096\n")
-    text = agent.metrics()
+    text = agent.readouts.metrics()
     assert "kubelet_node_swap_allocated_bytes 0" in text
     assert 'container_swap_usage_bytes{container="hello",namespace="default",pod="res-demo"} 4096' in text
 

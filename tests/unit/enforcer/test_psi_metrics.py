@@ -102,7 +102,7 @@ def test_the_agent_serves_its_containers_counters(tmp_path: Path, fault: tuple[s
         doc = res_demo()
         hello = next(c for c in agent.run_pod(doc)["status"]["containers"] if c["name"] == "hello")
         (agent.tree.dir(hello["cgroup"]) / "memory.pressure").write_text(MEMORY + "\n")
-        samples = parse_metrics(agent.cadvisor_metrics()).samples
+        samples = parse_metrics(agent.readouts.cadvisor_metrics()).samples
         labels = {"container": "hello", "id": "/" + hello["cgroup"],
                   "image": doc["spec"]["containers"][0]["image"], "name": "", "namespace": "default",
                   "pod": "res-demo"}
@@ -128,7 +128,7 @@ def test_a_cri_runtimes_container_is_read_in_the_runtimes_own_scope(tmp_path: Pa
         (agent.tree.dir(scope) / file).write_text(text + "\n")
         started, hello.proc = hello.proc, cast(RuntimeProcess, SimpleNamespace(cgroup=scope))  # a CRI record
         try:
-            samples = parse_metrics(getattr(agent, endpoint)()).samples
+            samples = parse_metrics(getattr(agent.readouts, endpoint)()).samples
         finally:
             hello.proc = started
         found = [(dict(key).get("id"), value) for (name, key), value in samples.items()

@@ -74,6 +74,16 @@ def test_resize_exec_metrics_logs(tmp_path: Path, local_node: EnforcedNode) -> N
     assert "pod default/res-demo admitted (Burstable)" in local_node.logs()
 
 
+def test_the_stats_pages_cross_the_wire(tmp_path: Path, local_node: EnforcedNode) -> None:
+    """/stats/summary and /metrics/resource through the socket: the container's memory.swap.current, 8192."""
+    handle = local_node.run(typed_pod(res_demo()))
+    (tmp_path / "cgroup" / handle.evidence().container("hello").cgroup.path / "memory.swap.current").write_text("8192")
+    [pod] = local_node.stats_summary()["pods"]
+    assert [c["swap"]["swapUsageBytes"] for c in pod["containers"]] == [8192]
+    assert local_node.resource_metrics().value("container_swap_usage_bytes", container="hello", namespace="default",
+                                               pod="res-demo") == 8192
+
+
 def test_agent_errors_are_one_line(local_node: EnforcedNode) -> None:
     with pytest.raises(NodeError, match="enforcer: no pod default/ghost"):
         local_node.client.call(Op.STATUS, pod="default/ghost")

@@ -165,6 +165,15 @@ CADVISOR = """\
 container_pressure_memory_waiting_seconds_total{container="app",id="/kubepods.slice/x",image="busybox",\
 name="abc",namespace="ns",pod="p"} 2.5 1764550000000
 """
+# A kubelet's /metrics/resource and /stats/summary, cut to one series and one pod (shapes of pkg/kubelet/metrics/
+# collectors/resource_metrics.go and stats/v1alpha1 types.go; the sample's timestamp in ms).
+RESOURCE = """\
+# TYPE container_memory_working_set_bytes gauge
+container_memory_working_set_bytes{container="app",namespace="ns",pod="p"} 8.388608e+06 1764550000000
+"""
+SUMMARY = {"node": {"nodeName": NODE, "startTime": "2026-12-01T00:00:00Z"},
+           "pods": [{"podRef": {"name": "p", "namespace": "ns", "uid": "u"}, "startTime": "2026-12-01T00:00:00Z",
+                     "containers": [], "memory": {"time": "2026-12-01T00:00:10Z", "workingSetBytes": 8388608}}]}
 
 
 class FakeClock:
@@ -240,7 +249,8 @@ class FakeKube:
         if self.forbidden_proxy:
             raise KubeApiError(403, f'nodes "{node}" is forbidden: User "dev" cannot get resource "nodes/proxy" '
                                     'in API group "" at the cluster scope', "Forbidden")
-        return {"configz": json.dumps(self.configz), "metrics": METRICS, "metrics/cadvisor": CADVISOR}[path]
+        return {"configz": json.dumps(self.configz), "metrics": METRICS, "metrics/cadvisor": CADVISOR,
+                "metrics/resource": RESOURCE, "stats/summary": json.dumps(SUMMARY)}[path]
 
     def list_pods(self, field_selector: str) -> list[dict[str, Any]]:
         assert field_selector == f"spec.nodeName={NODE}"

@@ -389,6 +389,17 @@ def test_cadvisor_metrics_come_from_the_kubelets_cadvisor_endpoint(node: KubeNod
         node.cadvisor_metrics()
 
 
+def test_the_stats_pages_come_from_the_kubelets_endpoints(node: KubeNode, fake: FakeKube) -> None:
+    """/metrics/resource and /stats/summary through the node proxy, with the same permission as /metrics."""
+    assert node.resource_metrics().value("container_memory_working_set_bytes", container="app", namespace="ns",
+                                         pod="p") == 8388608
+    assert node.stats_summary()["pods"][0]["memory"]["workingSetBytes"] == 8388608
+    fake.forbidden_proxy = True
+    for page in (node.resource_metrics, node.stats_summary):
+        with pytest.raises(NotApplicable, match=r"metrics .* cannot be read"):
+            page()
+
+
 def test_namespace_objects_are_replaced_and_quotas_awaited(node: KubeNode, fake: FakeKube) -> None:
     limits = LimitRange(name="mem", namespace="team", limits=(LimitRangeItem(
         type="Container", max={"memory": Quantity.parse("2Gi")}),))
