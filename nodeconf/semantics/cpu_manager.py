@@ -67,8 +67,10 @@ from nodeconf.semantics.qos import pod_qos
 EXCLUSIVE_CPUS_GATE = "InPlacePodVerticalScalingExclusiveCPUs"
 NO_QUOTA_GATE = "DisableCPUQuotaWithExclusiveCPUs"
 ALLOCATE_RULE = ("cpumanager policy_static.go Allocate/guaranteedCPUs: a Guaranteed pod's container with an integer "
-                 "cpu request gets that many CPUs of its own, lowest free ids first (takeByTopology); any other "
-                 "container runs on the shared pool (GetCPUAffinity: the default set, all CPUs minus the exclusive)")
+                 "cpu request gets that many CPUs of its own, lowest free ids first (takeByTopology), and keeps them "
+                 "through an in-place resize (a container already in the state is skipped; no released kubelet "
+                 "resizes them); any other container runs on the shared pool (GetCPUAffinity: the default set, all "
+                 "CPUs minus the exclusive)")
 RESERVED_MESSAGE = ("[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu to be greater "
                     "than zero")
 NO_QUOTA_RULE = ("DisableCPUQuotaWithExclusiveCPUs (kube_features.go, beta and on from 1.33): no CFS quota for a "
