@@ -43,9 +43,13 @@ strategy.go dropNonResizeUpdates).
 
 Not modelled, by choice: the admission failure of a container no free CPUs can hold (left on the shared pool; the fit
 check refuses what exceeds allocatable), FullPCPUsOnly's check of the free physical CPUs, which Allocate makes before
-it looks at the state (a resize of a container holding CPUs fails it when fewer CPUs than it asks for are free), the
-reconcile loop's delay (the cpuset is expected at once), and the NUMA, socket and uncore options (refused in the
-kubelet config when true).
+it looks at the state (a resize of a container holding CPUs fails it when fewer CPUs than it asks for are free; the
+1.34 canResizePod read makes any admit failure Deferred with the handler's message), the reconcile loop's delay (the
+cpuset is expected at once), and the NUMA, socket and uncore options (refused in the kubelet config when true).
+**Open**: a container holding CPUs runs without quota, so the runtime reports no cpu limit and kubelet_pods.go
+convertToAPIContainerStatuses keeps the one it reported before: after a cpu resize its status.resources shows the old
+limit (kubernetes#129719, 2026-06-22) until kubernetes#140249 (the limit follows the request; merged after 2026-07-21,
+milestone v1.37, the first release carrying it not pinned); nodeconf's status checks expect the new limit.
 """
 
 from __future__ import annotations
