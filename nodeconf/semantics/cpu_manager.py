@@ -1,13 +1,14 @@
 """The kubelet's CPU manager: under cpuManagerPolicy `static`, the reserved CPUs, the shared pool, the exclusive CPUs
-of Guaranteed containers with an integer cpu request, the cpuset every container runs on, and which CPUs a resize
-keeps. Under `none` (the default) no container gets a cpuset and nothing here applies.
+of Guaranteed containers with an integer cpu request, the cpuset every container runs on, and what a resize does to
+them. Under `none` (the default) no container gets a cpuset and nothing here applies.
 
 Source: kubernetes pkg/kubelet/cm/cpumanager (read at 0083b964bdb8dc7d25ca89d28ac5181d7ca5f586 and later):
 policy_static.go (NewStaticPolicy, guaranteedCPUs, Allocate, allocateCPUs, updateCPUsToReuse, RemoveContainer),
 cpu_manager.go (NewManager: numReservedCPUs; GetCPUAffinity: the assignment, else the default set),
 cpu_assignment.go (takeByTopology), policy_options.go; cmd/kubelet/app/server.go (reservedSystemCPUs replaces the
-reserved cpu); pkg/kubelet/allocation/allocation_manager.go canResizePod; test/e2e_node/pod_resize_test.go
-(doPodResizeExtendTests: a decrease keeps the lowest CPUs of the old set).
+reserved cpu); pkg/kubelet/allocation handlers.go podResizesAdmitHandler.Admit (earlier allocation_manager.go
+canResizePod); pkg/kubelet/kubelet.go NewMainKubelet (the allocation manager's admit handlers: the resize handler,
+then the container manager's); pkg/kubelet/cm/topologymanager scope_none.go, scope.go admitPolicyNone.
 
 Topology (nodeconf's choice): NodeFacts hold a CPU count, no topology, so nodeconf takes CPUs 0..n-1 on one socket,
 one thread per core, as QEMU presents vCPUs without `-smp threads`. There takeByTopology (whole sockets, then whole
@@ -15,16 +16,40 @@ cores, then single CPUs, lowest ids first) takes the lowest free ids, and FullPC
 of CPUsPerCore, else SMTAlignmentError) holds for every request since CPUsPerCore is 1. A node with SMT or several
 sockets would number differently; nodeconf does not model that.
 
-No released kubelet reads a mustKeepCPUs container env var (the CPUs upstream's Extended Cases name in a decrease's
-patch): only unmerged pull-request branches do (policy_static.go GetMustKeepCPUs; kubernetes#130232, closed, built on
-#129719); SIG Node turned the env var down (#129719, 2025-03-11), KEP-5554 keeps checkpointed baseline CPUs instead.
-A resize patch's env never reaches the kubelet either: the resize subresource keeps only each container's resources
-and resizePolicy (pkg/registry/core/pod/strategy.go dropNonResizeUpdates), so such a patch is a plain decrease.
+In-place resize of a Guaranteed pod's cpu under static (every profile, 1.34 to 1.38). Decided from the kubelet
+source (SEMANTICS.md precedence 2), against upstream's node e2e at the commit tools/upstream_cases.yaml pins:
+- InPlacePodVerticalScalingExclusiveCPUs (kube_features.go: alpha, off, since 1.32; still so in the newest
+  kube_features.go read) off: Infeasible, "Resize is infeasible for Guaranteed Pods alongside CPU Manager policy
+  "static"", when any resizable container's cpu request moves (handlers.go podResizesAdmitHandler.Admit,
+  guaranteedPodResourceResizeRequired; the same text and test in allocation_manager.go canResizePod before).
+- On: the resize is admitted and every container keeps the CPUs it holds, whatever its new request. The resize's
+  admission runs the admit handlers, the topology manager's among them (policy none: admitPolicyNone calls the CPU
+  manager's Allocate per container); policy_static.go Allocate returns at once for a request that is not an integer
+  (the state keeps the CPUs) and skips a container already in the state ("Static policy: container already present
+  in state, skipping"). Only a container that held none and now asks for an integer count gets CPUs, the lowest free.
+  Every merged policy_static.go read (from 0083b964 through the master copy with PodLevelResourceManagers, and the
+  copy openshift/origin vendors) has no other path; a resize branch (GetPromisedCPUSet, "attempting
+  InPlacePodVerticalScaling") exists only in unmerged pull requests (kubernetes#129719, #130232; #140629 open,
+  KEP-5554 aiming at alpha in 1.38, enhancements#6330 open). kubernetes#140031 reports it of v1.34.5. The release
+  branches themselves could not be read (the repository snapshot exceeds the fetch limit); **open**: re-pin the 1.38
+  profile once #140629 merges. Upstream's test (pod_resize_test.go at the pinned commit, from that pull-request
+  line) expects the count to follow the resize, an increase adding CPUs and a decrease keeping the lowest.
 
-Not modelled, by choice: a resize between an integer and a fractional cpu request (the container leaves or joins the
-shared pool), the admission failure of a container no free CPUs can hold (left on the shared pool; the fit check
-refuses what exceeds allocatable), the reconcile loop's delay (the cpuset is expected at once), and the NUMA, socket
-and uncore options (refused in the kubelet config when true).
+No released kubelet reads a mustKeepCPUs container env var either (the CPUs upstream's Extended Cases name in a
+decrease's patch): only the same unmerged branches do (policy_static.go GetMustKeepCPUs); SIG Node turned the env var
+down (#129719, 2025-03-11), KEP-5554 keeps checkpointed baseline CPUs instead. A resize patch's env never reaches the
+kubelet: the resize subresource keeps only each container's resources and resizePolicy (pkg/registry/core/pod/
+strategy.go dropNonResizeUpdates).
+
+Not modelled, by choice: the admission failure of a container no free CPUs can hold (left on the shared pool; the fit
+check refuses what exceeds allocatable), FullPCPUsOnly's check of the free physical CPUs, which Allocate makes before
+it looks at the state (a resize of a container holding CPUs fails it when fewer CPUs than it asks for are free; the
+1.34 canResizePod read makes any admit failure Deferred with the handler's message), the reconcile loop's delay (the
+cpuset is expected at once), and the NUMA, socket and uncore options (refused in the kubelet config when true).
+**Open**: a container holding CPUs runs without quota, so the runtime reports no cpu limit and kubelet_pods.go
+convertToAPIContainerStatuses keeps the one it reported before: after a cpu resize its status.resources shows the old
+limit (kubernetes#129719, 2026-06-22) until kubernetes#140249 (the limit follows the request; merged after 2026-07-21,
+milestone v1.37, the first release carrying it not pinned); nodeconf's status checks expect the new limit.
 """
 
 from __future__ import annotations
@@ -46,8 +71,10 @@ from nodeconf.semantics.qos import pod_qos
 EXCLUSIVE_CPUS_GATE = "InPlacePodVerticalScalingExclusiveCPUs"
 NO_QUOTA_GATE = "DisableCPUQuotaWithExclusiveCPUs"
 ALLOCATE_RULE = ("cpumanager policy_static.go Allocate/guaranteedCPUs: a Guaranteed pod's container with an integer "
-                 "cpu request gets that many CPUs of its own, lowest free ids first (takeByTopology); any other "
-                 "container runs on the shared pool (GetCPUAffinity: the default set, all CPUs minus the exclusive)")
+                 "cpu request gets that many CPUs of its own, lowest free ids first (takeByTopology), and keeps them "
+                 "through an in-place resize (a container already in the state is skipped; no released kubelet "
+                 "resizes them); any other container runs on the shared pool (GetCPUAffinity: the default set, all "
+                 "CPUs minus the exclusive)")
 RESERVED_MESSAGE = ("[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu to be greater "
                     "than zero")
 NO_QUOTA_RULE = ("DisableCPUQuotaWithExclusiveCPUs (kube_features.go, beta and on from 1.33): no CFS quota for a "
@@ -114,24 +141,17 @@ def _take(free: Iterable[int], count: int) -> frozenset[int]:
     return frozenset(sorted(free)[:count])
 
 
-def _resized(old: frozenset[int], count: int, free: frozenset[int]) -> frozenset[int]:
-    """A container's CPUs after a resize (InPlacePodVerticalScalingExclusiveCPUs): an increase keeps the old ones and
-    adds the lowest free; a decrease keeps the lowest of the old (pod_resize_test.go doPodResizeExtendTests expects
-    cpuset.New(old.List()[0]) after 2 → 1)."""
-    if count <= len(old):
-        return _take(old, count)
-    return old | _take(free, count - len(old))
-
-
 def assign(policy: StaticPolicy, pods: Sequence[Pod], profile: Profile,
            previous: Assignments | None = None) -> dict[tuple[str, str], frozenset[int]]:
     """The exclusive CPUs of every container of `pods` (admitted in this order), keeping what `previous` gave.
 
-    A container of a pod no longer present gives its CPUs back (RemoveContainer). Containers are allocated init
-    containers first, then app containers (the topology manager's admit order); a plain init container's CPUs may be
-    taken again by the later containers of its pod (updateCPUsToReuse), a sidecar's may not (it keeps running).
-    A container whose request no free CPUs can hold is left without (the kubelet refuses such a pod at admission
-    with "not enough cpus available"; nodeconf's fit check refuses what exceeds allocatable and no more)."""
+    A container of a pod no longer present gives its CPUs back (RemoveContainer). A container `previous` holds keeps
+    exactly its CPUs whatever its request now (policy_static.go Allocate; the module docstring: what a resize does).
+    Containers are allocated init containers first, then app containers (the topology manager's admit order); a plain
+    init container's CPUs may be taken again by the later containers of its pod (updateCPUsToReuse), a sidecar's may
+    not (it keeps running). A container whose request no free CPUs can hold is left without (the kubelet refuses such
+    a pod at admission with "not enough cpus available"; nodeconf's fit check refuses what exceeds allocatable and no
+    more)."""
     previous = previous or {}
     live = {(p.uid, c.name) for p in pods for c in (*p.init_containers, *p.containers)}
     state = {key: cpus for key, cpus in previous.items() if key in live}
@@ -139,18 +159,16 @@ def assign(policy: StaticPolicy, pods: Sequence[Pod], profile: Profile,
         reusable: frozenset[int] = frozenset()
         for c in (*pod.init_containers, *pod.containers):
             count = exclusive_count(pod, c, profile)
+            if count == 0:  # Allocate returns before the state: CPUs held stay held
+                continue
             key = (pod.uid, c.name)
-            if count == 0:
-                state.pop(key, None)
-                continue
-            old = state.get(key)
-            taken = frozenset().union(*state.values())  # its own CPUs too: `free` is what it may add
-            free = (policy.cpus - policy.reserved - taken) | (reusable - (old or frozenset()))
-            cpus = _resized(old, count, free) if old is not None else _take(free, count)
-            if len(cpus) < count:
-                state.pop(key, None)
-                continue
-            state[key] = cpus
+            cpus = state.get(key)  # held: "container already present in state, skipping"
+            if cpus is None:
+                taken = frozenset().union(*state.values())
+                cpus = _take((policy.cpus - policy.reserved - taken) | reusable, count)
+                if len(cpus) < count:
+                    continue
+                state[key] = cpus
             if c in pod.init_containers and not c.is_sidecar:
                 reusable |= cpus
             else:
@@ -217,9 +235,10 @@ class CpuPlacement:
 
 
 def resize_infeasible(current: Pod, desired: Pod, config: KubeletConfig, profile: Profile) -> str | None:
-    """allocation_manager.go canResizePod: a Guaranteed pod whose cpu request moves on any resizable container
-    (app containers and sidecars; guaranteedPodResourceResizeRequired) is Infeasible under the static policy unless
-    InPlacePodVerticalScalingExclusiveCPUs is on."""
+    """handlers.go podResizesAdmitHandler.Admit (allocation_manager.go canResizePod before): a Guaranteed pod whose
+    cpu request moves on any resizable container (app containers and sidecars; guaranteedPodResourceResizeRequired)
+    is Infeasible under the static policy unless InPlacePodVerticalScalingExclusiveCPUs is on; with it on the resize
+    is admitted and the CPUs held stay (assign)."""
     if config.cpu_manager_policy != CPU_MANAGER_STATIC or profile.gate(EXCLUSIVE_CPUS_GATE):
         return None
     if pod_qos(desired, profile) is not QosClass.GUARANTEED:

@@ -45,10 +45,11 @@ _GATE_DEFAULTS: Mapping[str, Mapping[str, bool]] = {
 # a non-default cpuCFSQuotaPeriod without it (pkg/kubelet/apis/config/validation). KubeletPSI: alpha in 1.33, beta
 # and on from 1.34 (pkg/features/kube_features.go), so on in every supported profile.
 # InPlacePodVerticalScalingExclusiveCPUs: alpha and off since 1.32 (kube_features.go; upstream's newest node resize
-# e2e still switches it). The kubelet reads it only where the CPU manager's policy is static (allocation manager
-# canResizePod: "Resize is infeasible for Guaranteed Pods alongside CPU Manager static policy" unless the gate is on;
-# cpumanager policy_static.go; semantics/cpu_manager.py). DisableCPUQuotaWithExclusiveCPUs: beta and on from 1.33
-# (kube_features.go): no CFS quota where the static policy gives a container CPUs of its own.
+# e2e still switches it). The kubelet reads it only where the CPU manager's policy is static (allocation
+# handlers.go, before allocation_manager.go canResizePod: a Guaranteed pod's cpu resize is Infeasible unless the gate
+# is on; with it on the containers keep the CPUs they hold, policy_static.go Allocate; semantics/cpu_manager.py).
+# DisableCPUQuotaWithExclusiveCPUs: beta and on from 1.33 (kube_features.go): no CFS quota where the static policy
+# gives a container CPUs of its own.
 _EVERY_VERSION: Mapping[str, bool] = {
     "CustomCPUCFSQuotaPeriod": False,
     "KubeletPSI": True,

@@ -11,8 +11,10 @@ test/e2e/common/node/pod_resize.go and pod_level_resources_resize.go ("guarantee
 doPatchAndRollback); suites/upstream/resize_gate_table.py and resize_table.py. The gates reach the node through the
 kubelet config's featureGates. Under policy none neither changes what this kubelet does (nodeconf/semantics/profile.py:
 ExclusiveCPUs is read only under the static CPU manager policy, AllocatedStatus by no kubelet code path); under static
-ExclusiveCPUs decides whether a Guaranteed pod's cpu resize is Infeasible (semantics/cpu_manager.py). The checks run
-under the newest profile that has both gates (AllocatedStatus is gone from 1.36).
+ExclusiveCPUs decides whether a Guaranteed pod's cpu resize is Infeasible, and with it on a container keeps the CPUs
+it holds, as released kubelets do, where upstream's test expects their count to follow the resize
+(semantics/cpu_manager.py). The checks run under the newest profile that has both gates (AllocatedStatus is gone
+from 1.36).
 """
 
 from __future__ import annotations
@@ -217,10 +219,10 @@ BOTH_GATES = Gates(True, True)
 def test_exclusive_cpu_resize(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: Applied,
                               deploy: Deploy, case: ResizeCase, policy: CpuPolicy) -> None:
     """pod_resize_test.go doPodResizeExtendTests: Guaranteed containers with exclusive CPUs grown or shrunk with both
-    gates on; the CPUs each keeps as semantics/cpu_manager.py says (upstream counts them). The mustKeepCPUs cases send
-    upstream's patch with its env: the resize subresource (and the enforcer's) drops the env, so the CPUs kept are a
-    plain decrease's. They need 2 to 4 CPUs of their own: a node that cannot hold them skips, with the oracle's
-    reason."""
+    gates on; the CPUs each keeps as semantics/cpu_manager.py says: those it was admitted with, as released kubelets
+    keep them (upstream counts CPUs that follow the resize, from the unmerged KEP-5554 line). The mustKeepCPUs cases
+    send upstream's patch with its env: the resize subresource (and the enforcer's) drops the env, so they are plain
+    decreases. They need 2 to 4 CPUs of their own: a node that cannot hold them skips, with the oracle's reason."""
     _under(node, oracle, base_config, _applied, deploy, case, BOTH_GATES, policy)
 
 

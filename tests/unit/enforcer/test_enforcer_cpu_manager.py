@@ -46,10 +46,10 @@ def test_cpusets_are_written_kept_on_resize_and_freed_on_delete(tmp_path: Path) 
         patch = {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"},
                                                                     "limits": {"cpu": "2"}}}]}}
         assert agent.resize("default/a", patch)["status"] == "Applied"
-        assert cpuset(agent, "default/a") == "1,3"  # keeps 1, adds the lowest free
-        assert cpuset(agent, "default/shared") == "0"
+        assert cpuset(agent, "default/a") == "1"  # keeps exactly what it holds (policy_static.go Allocate)
+        assert cpuset(agent, "default/shared") == "0,3"
         agent.delete("default/b")
-        assert cpuset(agent, "default/shared") == "0,2"
+        assert cpuset(agent, "default/shared") == "0,2-3"
     finally:
         agent.shutdown()
 
@@ -72,9 +72,10 @@ def test_the_cpu_state_survives_an_agent_restart(tmp_path: Path) -> None:
         agent.shutdown()
 
 
-def test_a_decrease_naming_must_keep_cpus_keeps_the_lowest_held(tmp_path: Path) -> None:
+def test_a_decrease_naming_must_keep_cpus_keeps_every_cpu_held(tmp_path: Path) -> None:
     """upstream's mustKeepCPUs patches: the env they name is dropped as the resize subresource drops it (strategy.go
-    dropNonResizeUpdates), so 2 → 1 keeps CPU 1, the lowest held, not the CPU 2 the env names."""
+    dropNonResizeUpdates), and a released kubelet keeps a container's CPUs through a resize (policy_static.go
+    Allocate skips a container already in the state): 2 → 1 keeps {1, 2}, neither the lowest held nor the env's 2."""
     agent = make_agent(tmp_path, facts=NODE4)
     try:
         agent.configure(STATIC, "1.35")
@@ -84,7 +85,7 @@ def test_a_decrease_naming_must_keep_cpus_keeps_the_lowest_held(tmp_path: Path) 
         patch = {"spec": {"containers": [{"name": "c", "env": [{"name": "mustKeepCPUs", "value": "2"}],
                                           "resources": {"requests": one, "limits": one}}]}}
         assert agent.resize("default/a", patch)["status"] == "Applied"
-        assert cpuset(agent, "default/a") == "1"
-        assert agent.oracle.cpu_assignments == {(agent.pods.record("default/a").pod.uid, "c"): frozenset({1})}
+        assert cpuset(agent, "default/a") == "1-2"
+        assert agent.oracle.cpu_assignments == {(agent.pods.record("default/a").pod.uid, "c"): frozenset({1, 2})}
     finally:
         agent.shutdown()

@@ -102,15 +102,47 @@ def test_a_plain_init_containers_cpus_are_reused_a_sidecars_are_not() -> None:
     assert cpusets([pod("a", "1", init="2", sidecar=True)])["a/c1"] == "3"
 
 
-def test_a_resize_keeps_the_cpus_held_growing_from_the_lowest_free_shrinking_to_the_lowest_held() -> None:
+def test_an_increase_keeps_exactly_the_cpus_held() -> None:
+    # Allocate skips a container already in the state ("container already present in state, skipping"): a, grown
+    # from 1 to 2 CPUs while holding {2}, keeps {2}; CPU 3 stays free, b keeps {1}.
     policy = static_policy(NODE4, STATIC)
     assert policy is not None
     a, b = pod("a", "2"), pod("b", "1")
     held = {(a.uid, "c1"): frozenset({2}), (b.uid, "c1"): frozenset({1})}
-    grown = assign(policy, [a, b], PROFILE, held)
-    assert grown[(a.uid, "c1")] == {2, 3}  # keeps 2, adds 3 (1 is b's)
-    shrunk = assign(policy, [pod("a", "1")], PROFILE, {(a.uid, "c1"): frozenset({2, 3})})
-    assert shrunk == {(a.uid, "c1"): frozenset({2})}
+    assert assign(policy, [a, b], PROFILE, held) == held
+
+
+def test_a_decrease_keeps_every_cpu_held() -> None:
+    policy = static_policy(NODE4, STATIC)
+    assert policy is not None
+    a = pod("a", "1")
+    assert assign(policy, [a], PROFILE, {(a.uid, "c1"): frozenset({2, 3})}) == {(a.uid, "c1"): frozenset({2, 3})}
+
+
+def test_a_container_resized_to_a_fraction_keeps_its_cpus_and_runs_without_quota() -> None:
+    # a takes {1}, b {2}; a resized to 500m: Allocate returns before it reads the state when the request is not an
+    # integer, so the state keeps a's {1}: a stays on CPU 1 without quota, not on the shared pool {0, 3}.
+    a = pod("a", "1")
+    first = expect([a], NODE4, STATIC, PROFILE)
+    assert first.cpu_assignments == {(a.uid, "c1"): frozenset({1})}
+    b = pod("b", "1")
+    both = expect([a, b], NODE4, STATIC, PROFILE, cpu_assignments=first.cpu_assignments)
+    shrunk = pod("a", "500m")
+    after = expect([shrunk, b], NODE4, STATIC, PROFILE, cpu_assignments=both.cpu_assignments).pods
+    files = {p.pod.name: p.containers[0].cgroup.files for p in after}
+    assert files["a"]["cpuset.cpus"].value == "1"
+    assert files["a"]["cpu.max"].value == "max 100000"
+    assert files["b"]["cpuset.cpus"].value == "2"
+
+
+def test_a_container_resized_from_a_fraction_to_an_integer_takes_the_lowest_free() -> None:
+    # Not in the state: the resize's admission (topology manager admit handler → Allocate) gives it the lowest
+    # free CPUs, {2, 3} beside b's {1}.
+    policy = static_policy(NODE4, STATIC)
+    assert policy is not None
+    a, b = pod("a", "2"), pod("b", "1")
+    got = assign(policy, [a, b], PROFILE, {(b.uid, "c1"): frozenset({1})})
+    assert got == {(a.uid, "c1"): frozenset({2, 3}), (b.uid, "c1"): frozenset({1})}
 
 
 def test_a_deleted_pod_gives_its_cpus_back() -> None:
