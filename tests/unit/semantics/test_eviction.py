@@ -137,6 +137,7 @@ def test_pid_pressure_evicts_the_lowest_priority_with_the_kubelet_message() -> N
 
 def test_pid_pressure_skips_critical_pods() -> None:
     static = procs("static-bomb", 500, annotations={"kubernetes.io/config.source": "file"})
-    config = KubeletConfig(eviction_hard={"pid.available": "100%"})
+    # 100 available < 101: met ("100%" would set no threshold: parseThresholdStatement ignores it).
+    config = KubeletConfig(eviction_hard={"pid.available": "101"})
     decision = decide_pid_eviction([static, HIGH_BOMB], PidObservation(1000, 900), config)
     assert decision.pid_pressure and decision.victim is HIGH_BOMB.pod
