@@ -1,9 +1,11 @@
-"""Node-pressure eviction on memory.available and pid.available: the MemoryPressure and PIDPressure conditions,
-their node events, and the pod the oracle picks to evict, checked every EVICTION_INTERVAL.
+"""Node-pressure eviction on memory.available, allocatableMemory.available and pid.available: the MemoryPressure
+and PIDPressure conditions, their node events, and the pod the oracle picks to evict, checked every
+EVICTION_INTERVAL.
 
-Source: issue 27 item 3 (the agent by composition), issue 30 (pid.available); kubelet eviction_manager.go
-(synchronize: one pod per pass, memory thresholds first, helpers.go byEvictionPriority), nodestatus/setters.go
-(the NodeHasInsufficientMemory/PID events), semantics/eviction.py.
+Source: issue 27 item 3 (the agent by composition), issue 30 (pid.available, allocatableMemory.available); kubelet
+eviction_manager.go (synchronize: one pod per pass, memory thresholds first, helpers.go byEvictionPriority),
+summary_sys_containers.go (the `pods` system container: kubepods), nodestatus/setters.go (the
+NodeHasInsufficientMemory/PID events), semantics/eviction.py.
 """
 
 from __future__ import annotations
@@ -20,14 +22,17 @@ from nodeconf.enforcer.wire import EventDoc, RlimitDoc
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.node_facts import NodeFacts
+from nodeconf.semantics.cgroup_paths import kubepods
 from nodeconf.semantics.eviction import (
     MEMORY_PRESSURE,
+    PID_AVAILABLE,
     PID_PRESSURE,
     EvictionDecision,
     PidEvictionDecision,
     PidObservation,
     PodMemoryUsage,
     PodProcesses,
+    PodsMemoryObservation,
     decide_memory_eviction,
     decide_pid_eviction,
 )
@@ -67,12 +72,13 @@ class NodePressure:
         changed = False
         if self.node_memory_used is not None:
             memory = self._memory(live, pods, facts, config, self.node_memory_used())
-            changed |= self._set(MEMORY_PRESSURE, memory.memory_pressure, memory.available, memory.threshold)
+            changed |= self._set(MEMORY_PRESSURE, memory.memory_pressure, memory.signal, memory.available,
+                                 memory.threshold)
             decisions.append(memory)
         if self.node_pids is not None:
             pids = decide_pid_eviction([PodProcesses(p, self._processes(r)) for p, r in zip(pods, live)],
                                        self.node_pids(), config)
-            changed |= self._set(PID_PRESSURE, pids.pid_pressure, pids.available, pids.threshold)
+            changed |= self._set(PID_PRESSURE, pids.pid_pressure, PID_AVAILABLE, pids.available, pids.threshold)
             decisions.append(pids)
         return changed, next((d for d in decisions if d.victim is not None), decisions[0])
 
@@ -88,18 +94,23 @@ class NodePressure:
         usages = [PodMemoryUsage(p, {c.name: self._working_set(live_cgroup(c)) for c in r.containers
                                      if c.kind != PAUSE}) for p, r in zip(pods, live)]
         outside = max(0, used - sum(self._working_set(r.cgroup) for r in live))
-        return decide_memory_eviction(usages, facts, config, outside)
+        return decide_memory_eviction(usages, facts, config, outside, self._pods_memory(config))
 
-    def _set(self, condition: str, holds: bool, available: int, threshold: int | None) -> bool:
-        """Record the condition; on a change, its node event; whether it changed."""
+    def _pods_memory(self, config: KubeletConfig) -> PodsMemoryObservation:
+        """The kubepods cgroup as cadvisor reports the summary's `pods` container: its memory.max (None for `max`
+        or when it does not exist) and its working set."""
+        path = kubepods(config.cgroup_driver)
+        return PodsMemoryObservation(int_or_none(self.tree.read(path, "memory.max")), self._working_set(path))
+
+    def _set(self, condition: str, holds: bool, signal: str, available: int, threshold: int | None) -> bool:
+        """Record the condition; on a change, its node event naming the signal; whether it changed."""
         if holds == self.conditions[condition]:
             return False
         self.conditions[condition] = holds
         insufficient, sufficient = EVENTS[condition]
-        signal = "memory.available" if condition == MEMORY_PRESSURE else "pid.available"
         self.events.append({"type": "Warning" if holds else "Normal", "reason": insufficient if holds else sufficient,
                             "message": f"{signal} {available} against threshold {threshold}"})
-        self.log.info("%s %s (available %d, threshold %s)", condition, holds, available, threshold)
+        self.log.info("%s %s (%s %d, threshold %s)", condition, holds, signal, available, threshold)
         return True
 
     def _working_set(self, path: str) -> int:

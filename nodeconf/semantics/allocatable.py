@@ -16,15 +16,22 @@ from nodeconf.semantics import hugepages
 MEMORY_AVAILABLE = "memory.available"
 
 
+# eviction/helpers.go parseThresholdStatement: these exact values make no threshold at all ("ignore 0% and 100%").
+IGNORED_THRESHOLDS = ("0%", "100%")
+
+
 def effective_eviction_hard(config: KubeletConfig) -> dict[str, str]:
     """evictionHard as the kubelet uses it: the defaults when unset; when set, only the listed thresholds
     (the others are zeroed) unless mergeDefaultEvictionSettings fills them in (seed "The system reserve";
-    pkg/kubelet/apis/config/v1beta1/defaults.go, cmd/kubelet/app/server.go)."""
+    pkg/kubelet/apis/config/v1beta1/defaults.go, cmd/kubelet/app/server.go); a value of exactly `0%` or `100%`
+    then sets no threshold (IGNORED_THRESHOLDS)."""
     if config.eviction_hard is None:
-        return dict(DEFAULT_EVICTION_HARD)
-    if config.merge_default_eviction_settings:
-        return {**DEFAULT_EVICTION_HARD, **config.eviction_hard}
-    return dict(config.eviction_hard)
+        given = dict(DEFAULT_EVICTION_HARD)
+    elif config.merge_default_eviction_settings:
+        given = {**DEFAULT_EVICTION_HARD, **config.eviction_hard}
+    else:
+        given = dict(config.eviction_hard)
+    return {signal: text for signal, text in given.items() if text not in IGNORED_THRESHOLDS}
 
 
 def _float32(value: float) -> float:

@@ -2,8 +2,10 @@
 per pass.
 
 Source: seed requests-limits-qos "Eviction under node resource pressure"; pkg/kubelet/eviction/helpers.go
-(rankMemoryPressure, rankPIDPressure, process, makeSignalObservations, signalToNodeCondition, evictionMessage),
-eviction_manager.go (synchronize) and pkg/kubelet/stats/pidlimit/pidlimit_linux.go (Stats).
+(rankMemoryPressure, rankPIDPressure, process, makeSignalObservations, signalToNodeCondition, evictionMessage,
+addAllocatableThresholds, getThresholdMetInfo), eviction_manager.go (synchronize), pkg/kubelet/stats/helper.go
+(AvailableBytes), summary_sys_containers.go (the `pods` system container) and
+pkg/kubelet/stats/pidlimit/pidlimit_linux.go (Stats).
 """
 
 from __future__ import annotations
@@ -16,12 +18,20 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import MEMORY, Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import format_amount
-from nodeconf.semantics.allocatable import effective_eviction_hard, eviction_memory_bytes, threshold_bytes
+from nodeconf.semantics.allocatable import (
+    MEMORY_AVAILABLE,
+    effective_eviction_hard,
+    eviction_memory_bytes,
+    threshold_bytes,
+)
 from nodeconf.semantics.oom import is_critical
 from nodeconf.semantics.pod_resources import aggregate_containers, whole
 
 EVICTED = "Evicted"
 MEMORY_PRESSURE = "MemoryPressure"
+# helpers.go: signalToNodeCondition[allocatableMemory.available] = MemoryPressure, signalToResource = memory, and
+# buildSignalToRankFunc ranks it with rankMemoryPressure, as memory.available.
+ALLOCATABLE_MEMORY_AVAILABLE = "allocatableMemory.available"
 # helpers.go: signalToNodeCondition[pid.available] = PIDPressure; signalToResource[pid.available] = "pids".
 PID_AVAILABLE = "pid.available"
 PID_PRESSURE = "PIDPressure"
@@ -51,7 +61,8 @@ class PodMemoryUsage:
 
 @dataclass(frozen=True)
 class EvictionDecision:
-    """The node condition and the pod to evict now (None when no threshold is met or nothing may go)."""
+    """The node condition, the signal named (the one met, else memory.available) with its observation and
+    threshold, and the pod to evict now (None when no threshold is met or nothing may go)."""
 
     memory_pressure: bool
     available: int
@@ -59,6 +70,32 @@ class EvictionDecision:
     victim: Pod | None = None
     reason: str = ""
     message: str = ""
+    signal: str = MEMORY_AVAILABLE
+
+
+@dataclass(frozen=True)
+class PodsMemoryObservation:
+    """The summary's `pods` system container, the kubepods cgroup (summary_sys_containers.go GetPodCgroupRoot):
+    cadvisor's memory limit (its memory.max; None for `max`) and working set (memory.current − inactive_file).
+    Its AvailableBytes is limit − working set (stats/helper.go), none without a limit, and then
+    makeSignalObservations makes no allocatableMemory.available observation; the observation's capacity
+    (available + working set) is the limit."""
+
+    limit: int | None
+    working_set: int
+
+
+@dataclass(frozen=True)
+class MemorySignal:
+    """One memory signal's observation against its hard threshold (thresholdsMet: met when available < threshold)."""
+
+    name: str
+    available: int
+    threshold: int
+
+    @property
+    def met(self) -> bool:
+        return self.available < self.threshold
 
 
 def rank_for_memory_pressure(usages: Sequence[PodMemoryUsage]) -> list[PodMemoryUsage]:
@@ -85,22 +122,50 @@ def eviction_message(victim: PodMemoryUsage, threshold: int, available: int) -> 
     return message
 
 
-def decide_memory_eviction(usages: Sequence[PodMemoryUsage], node: NodeFacts, config: KubeletConfig,
-                           other_usage: int = 0) -> EvictionDecision:
-    """MemoryPressure when memory.available < the hard threshold; then the first rankable non-critical pod.
+def allocatable_memory_threshold(config: KubeletConfig, capacity: int) -> int | None:
+    """The hard allocatableMemory.available threshold in bytes, None when there is none: memory.available's hard
+    threshold, copied when enforceNodeAllocatable has `pods` (helpers.go ParseThresholdConfig →
+    addAllocatableThresholds); a percentage is of the observation's capacity, kubepods' limit, not of the node's
+    (thresholdsMet: GetThresholdQuantity(value, observed.capacity))."""
+    if "pods" not in config.enforce_node_allocatable:
+        return None
+    text = effective_eviction_hard(config).get(MEMORY_AVAILABLE)
+    return None if text is None else threshold_bytes(text, capacity, config.source)
 
-    `other_usage` is the working set outside the pods (system daemons). Critical pods are never evicted
-    (eviction_manager.go evictPod), so the next in rank goes instead.
+
+def memory_signals(usages: Sequence[PodMemoryUsage], node: NodeFacts, config: KubeletConfig, other_usage: int,
+                   pods: PodsMemoryObservation | None) -> list[MemorySignal]:
+    """memory.available (capacity − every working set; threshold 0 when none applies), then
+    allocatableMemory.available when kubepods has a limit and the threshold exists (makeSignalObservations)."""
+    signals = [MemorySignal(MEMORY_AVAILABLE, memory_available(node, sum(u.usage for u in usages) + other_usage),
+                            eviction_memory_bytes(config, node.memory_capacity))]
+    if pods is not None and pods.limit is not None:
+        threshold = allocatable_memory_threshold(config, pods.limit)
+        if threshold is not None:
+            signals.append(MemorySignal(ALLOCATABLE_MEMORY_AVAILABLE, pods.limit - pods.working_set, threshold))
+    return signals
+
+
+def decide_memory_eviction(usages: Sequence[PodMemoryUsage], node: NodeFacts, config: KubeletConfig,
+                           other_usage: int = 0, pods: PodsMemoryObservation | None = None) -> EvictionDecision:
+    """MemoryPressure when memory.available or allocatableMemory.available is below its hard threshold; then the
+    first rankable non-critical pod (rankMemoryPressure for both signals).
+
+    `other_usage` is the working set outside the pods (system daemons); `pods` the kubepods observation. Critical
+    pods are never evicted (eviction_manager.go evictPod), so the next in rank goes instead. The message names the
+    met signal's threshold and observation (getThresholdMetInfo); with both met the kubelet may name either (the met
+    thresholds come out of a map, thresholdsMetGracePeriod, and byEvictionPriority ranks both memory signals first),
+    and the oracle names memory.available.
     """
-    threshold = eviction_memory_bytes(config, node.memory_capacity)
-    available = memory_available(node, sum(u.usage for u in usages) + other_usage)
-    if available >= threshold:
-        return EvictionDecision(False, available, threshold)
+    signals = memory_signals(usages, node, config, other_usage, pods)
+    named = next((s for s in signals if s.met), signals[0])
+    if not named.met:
+        return EvictionDecision(False, named.available, named.threshold, signal=named.name)
     for candidate in rank_for_memory_pressure(usages):
         if not is_critical(candidate.pod):
-            return EvictionDecision(True, available, threshold, candidate.pod, EVICTED,
-                                    eviction_message(candidate, threshold, available))
-    return EvictionDecision(True, available, threshold)
+            return EvictionDecision(True, named.available, named.threshold, candidate.pod, EVICTED,
+                                    eviction_message(candidate, named.threshold, named.available), named.name)
+    return EvictionDecision(True, named.available, named.threshold, signal=named.name)
 
 
 @dataclass(frozen=True)

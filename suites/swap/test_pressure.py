@@ -291,10 +291,11 @@ def test_swap_fills_to_its_limit_then_oom_kills(deploy: Deploy, oracle: Oracle, 
 
 # upstream "with swap stress / LimitedSwap / should be able to use more than the node memory capacity", scaled: the
 # pods' share of the node stands for the node (kubeReserved takes all but ALLOCATABLE_MIB, so kubepods memory.max is
-# ALLOCATABLE_MIB, and evictionHard 16Mi leaves 112Mi allocatable to admit to), and a Burstable hog without a memory
-# limit, request 96Mi (its LimitedSwap share about 48 MiB on the reference VM), holds BEYOND_MIB, more than all of it:
-# with the interpreter, about 32 MiB go to swap. Crossing the VM's 2 GiB itself would take a GiB of swap writes under
-# emulation.
+# ALLOCATABLE_MIB, all of it allocatable: evictionHard memory.available 0% sets no threshold, so none is copied to
+# allocatableMemory.available, which a hog held 4 MiB below kubepods' memory.max would meet), and a Burstable hog
+# without a memory limit, request 96Mi (its LimitedSwap share about 48 MiB on the reference VM), holds BEYOND_MIB, more
+# than all of it: with the interpreter, about 32 MiB go to swap. Crossing the VM's 2 GiB itself would take a GiB of
+# swap writes under emulation.
 ALLOCATABLE_MIB = 128
 BEYOND_MIB = 144
 BEYOND_RULE = (f"{LIMITED_RULE}; without a memory limit it holds more than the pods' memory (kubepods memory.max, "
@@ -316,7 +317,7 @@ def test_limitedswap_holds_more_than_the_pods_memory(deploy: Deploy, oracle: Ora
     tightest ancestor: memhog --reclaim keeps its charges 4 MiB below it by writing its own memory.reclaim."""
     reserved = Quantity.of(oracle.facts.memory_capacity - (ALLOCATABLE_MIB << 20))
     kubelet.use(replace(kubelet.base, swap_behavior=LIMITED, kube_reserved={MEMORY: reserved},
-                        enforce_node_allocatable=("pods",), eviction_hard={"memory.available": "16Mi"}))
+                        enforce_node_allocatable=("pods",), eviction_hard={"memory.available": "0%"}))
     workload = _hogging(_burstable({}, "96Mi"), ("app",), BEYOND_MIB, reclaim=True)
     deployed = deploy_pods(deploy, oracle, kubelet, [workload])
     handle, expected = deployed.handle(workload.name), deployed.expected(workload.name)

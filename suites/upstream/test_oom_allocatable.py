@@ -41,6 +41,10 @@ pytestmark.append(pytest.mark.runs_alone("reserves nearly all the node's memory 
 
 ALLOCATABLE_MIB = 160
 HOG_MIB = 256
+# No memory.available threshold, so none is copied to allocatableMemory.available (helpers.go
+# addAllocatableThresholds): with the default 100Mi the node would evict the hog once kubepods' working set passed
+# 60Mi, racing the OOM kill at 160Mi.
+NO_MEMORY_THRESHOLD = {"memory.available": "0%"}
 RULE = ("upstream oomkiller_linux_test.go verifyReasonForOOMKilledContainer: a container without limits that "
         "allocates beyond node allocatable ends with reason OOMKilled, exit code 128 + 9 (SIGKILL)")
 CEILING = "node_container_manager_linux.go: kubepods memory.max = capacity − kubeReserved (`pods` enforced)"
@@ -52,7 +56,8 @@ def test_container_without_limits_is_oom_killed_at_allocatable(deploy: Deploy, o
     under it ends OOMKilled (137) though its own memory.max is max. Everything is judged in one comparison, so a
     node that leaves kubepods unlimited shows both the ceiling and the hog that survived (holding HOG_MIB)."""
     reserved = Quantity.of(oracle.facts.memory_capacity - (ALLOCATABLE_MIB << 20))
-    config = kubelet.use(replace(kubelet.config, kube_reserved={MEMORY: reserved}, enforce_node_allocatable=("pods",)))
+    config = kubelet.use(replace(kubelet.config, kube_reserved={MEMORY: reserved}, enforce_node_allocatable=("pods",),
+                                 eviction_hard=NO_MEMORY_THRESHOLD))
     workload = pod(container("hog", command=memhog(HOG_MIB)), name="oomkill-nodeallocatable-pod",
                    restartPolicy="Never")
     before = _ceiling_oom_kills(kubelet, config.cgroup_driver)

@@ -368,6 +368,40 @@ def test_eviction_in_oracle_order(tmp_path: Path) -> None:
         assert agent.pressure.conditions["MemoryPressure"]
 
 
+@pytest.mark.parametrize(("fault", "evicted"), [pytest.param(None, True, id="allocatable-enforced"),
+                                               pytest.param("pods-allocatable=ignore", False, id="fault")])
+def test_allocatable_eviction(tmp_path: Path, fault: str | None, evicted: bool) -> None:
+    """upstream MemoryAllocatableEviction: kubeReserved leaves kubepods 300Mi, evictionHard memory.available 250Mi is
+    copied to allocatableMemory.available; a kubepods working set of 140Mi (memory.current 144Mi, 4Mi inactive file)
+    leaves 160Mi, below it, while the node has memory to spare (500Mi used): the hog goes, with an event naming the
+    allocatable signal, the innocent pod (within its request) stays. Under `pods-allocatable=ignore` kubepods keeps
+    the node's capacity and no threshold is copied: nothing goes."""
+    faults = Faults.parse([fault] if fault else [])
+    for agent in running_agent(tmp_path, faults, node_memory_used=lambda: 500 * MI):
+        agent.configure({"kind": "KubeletConfiguration", "evictionHard": {"memory.available": "250Mi"},
+                         "kubeReserved": {"memory": str(ARTICLE_NODE.memory_capacity - 300 * MI)}})
+        agent.run_pod(pod_manifest(container("innocent-container", requests={"memory": "50Mi"},
+                                             limits={"memory": "50Mi"}), name="innocent-pod"))
+        agent.run_pod(pod_manifest(container("memory-hog"), name="memory-hog-pod"))
+        hog = containers(agent.status("default/memory-hog-pod"))["memory-hog"]["cgroup"]
+        (agent.tree.dir(hog) / "memory.current").write_text(f"{128 * MI}\n")
+        (agent.tree.dir("kubepods.slice") / "memory.current").write_text(f"{144 * MI}\n")
+        (agent.tree.dir("kubepods.slice") / "memory.stat").write_text(f"inactive_file {4 * MI}\n")
+        assert read(agent, "kubepods.slice", "memory.max") == str(
+            300 * MI if fault is None else ARTICLE_NODE.memory_capacity // 4096 * 4096)
+        agent.pressure.next_check = 0.0
+        agent.tick()
+        status = agent.status("default/memory-hog-pod")
+        assert (status["phase"] == "Failed" and status["reason"] == "Evicted") is evicted
+        assert agent.pressure.conditions["MemoryPressure"] is evicted
+        assert agent.status("default/innocent-pod")["phase"] == "Running"
+        if evicted:
+            assert status["message"].startswith("The node was low on resource: memory. Threshold quantity: 250Mi, "
+                                                "available: 160Mi. Container memory-hog was using 128Mi, request is 0")
+            assert [(e["reason"], e["message"]) for e in agent.pressure.events] == [
+                ("NodeHasInsufficientMemory", f"allocatableMemory.available {160 * MI} against threshold {250 * MI}")]
+
+
 def test_state_survives_a_crash(tmp_path: Path) -> None:
     """A new agent on the same state: old processes killed, cgroups rebuilt, pods restarted, counts kept."""
     first = make_agent(tmp_path)

@@ -75,6 +75,9 @@ def test_eviction_hard_merge_rule(eviction: dict[str, str] | None, merge: bool, 
         pytest.param({"nodefs.available": "5%"}, True, 8 * GI - 100 * MI, id="memory-threshold-merged"),
         # float32(5)/100 = 13421773·2^-28, times 8Gi = 32·13421773 = 429496736 (not 429496729.6).
         pytest.param({"memory.available": "5%"}, False, 8 * GI - 429496736, id="percentage-is-float32"),
+        # parseThresholdStatement drops "0%" and "100%" (no threshold at all), "100%" included: no reservation.
+        pytest.param({"memory.available": "100%"}, False, 8 * GI, id="hundred-percent-ignored"),
+        pytest.param({"memory.available": "0%"}, True, 8 * GI, id="zero-percent-ignored-not-merged-over"),
     ],
 )
 def test_memory_threshold(eviction: dict[str, str], merge: bool, allocatable: int) -> None:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Container, Pod, Resources
 from nodeconf.node_facts import NodeFacts
 from nodeconf.quantity import Quantity
+from nodeconf.semantics.allocatable import kubepods_memory_bytes
 from nodeconf.semantics.eviction import (
     PidObservation,
     PodMemoryUsage,
     PodProcesses,
+    PodsMemoryObservation,
+    allocatable_memory_threshold,
     decide_memory_eviction,
     decide_pid_eviction,
     rank_for_memory_pressure,
@@ -84,6 +89,88 @@ def test_critical_pods_are_skipped() -> None:
     assert decision.memory_pressure and decision.victim is GUARANTEED.pod
 
 
+# allocatableMemory.available, upstream eviction_test.go MemoryAllocatableEviction on the 2048Mi node: kubeReserved
+# 2048Mi − 300Mi leaves kubepods a 300Mi memory.max, evictionHard memory.available 250Mi is copied to the allocatable
+# signal; a BestEffort hog holding 128Mi and an innocent pod (request 50Mi) holding 4Mi; the kubepods working set
+# adds 8Mi of pause processes and interpreter pages: 140Mi.
+MEMORY_HOG = usage("memory-hog-pod", None, 128)
+INNOCENT_POD = usage("innocent-pod", "50Mi", 4)
+UPSTREAM_ALLOCATABLE = KubeletConfig(kube_reserved={"memory": Quantity.parse("1748Mi")},
+                                     eviction_hard={"memory.available": "250Mi"})
+KUBEPODS_LIMIT = 300 * MI
+
+
+def test_allocatable_pressure_evicts_the_hog_with_the_allocatable_threshold() -> None:
+    # allocatableMemory.available = 300Mi − 140Mi = 160Mi < 250Mi; memory.available = 2048Mi − (132 + 500)Mi =
+    # 1416Mi is not below 250Mi: only the allocatable signal is met, and the message names its numbers.
+    assert kubepods_memory_bytes(NODE, UPSTREAM_ALLOCATABLE) == KUBEPODS_LIMIT  # 2048Mi − 1748Mi
+    decision = decide_memory_eviction([INNOCENT_POD, MEMORY_HOG], NODE, UPSTREAM_ALLOCATABLE, other_usage=500 * MI,
+                                      pods=PodsMemoryObservation(KUBEPODS_LIMIT, 140 * MI))
+    assert decision.memory_pressure and decision.signal == "allocatableMemory.available"
+    assert (decision.available, decision.threshold) == (160 * MI, 250 * MI)
+    assert decision.victim is MEMORY_HOG.pod and decision.reason == "Evicted"
+    assert decision.message == (
+        "The node was low on resource: memory. Threshold quantity: 250Mi, available: 160Mi. "
+        "Container app was using 128Mi, request is 0, has larger consumption of memory. "
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "pods", "pressure"),
+    [
+        # 300Mi − 50Mi = 250Mi available, not below 250Mi (the operator is LessThan).
+        pytest.param(UPSTREAM_ALLOCATABLE, PodsMemoryObservation(KUBEPODS_LIMIT, 50 * MI), False, id="equal"),
+        pytest.param(UPSTREAM_ALLOCATABLE, PodsMemoryObservation(KUBEPODS_LIMIT, 50 * MI + 1), True,
+                     id="one-byte-below"),
+        # Without `pods` enforced addAllocatableThresholds adds nothing, whatever kubepods holds.
+        pytest.param(replace(UPSTREAM_ALLOCATABLE, enforce_node_allocatable=()),
+                     PodsMemoryObservation(KUBEPODS_LIMIT, 290 * MI), False, id="pods-not-enforced"),
+        # memory.available zeroed by another evictionHard entry: nothing to copy.
+        pytest.param(replace(UPSTREAM_ALLOCATABLE, eviction_hard={"nodefs.available": "10%"}),
+                     PodsMemoryObservation(KUBEPODS_LIMIT, 290 * MI), False, id="no-memory-threshold"),
+        # "0%" sets no threshold (parseThresholdStatement), so none is copied.
+        pytest.param(replace(UPSTREAM_ALLOCATABLE, eviction_hard={"memory.available": "0%"}),
+                     PodsMemoryObservation(KUBEPODS_LIMIT, 299 * MI), False, id="zero-percent"),
+        # kubepods memory.max `max`: no AvailableBytes, no observation.
+        pytest.param(UPSTREAM_ALLOCATABLE, PodsMemoryObservation(None, 290 * MI), False, id="kubepods-unlimited"),
+        # The defaults' 100Mi is copied too: 300Mi − 201Mi = 99Mi < 100Mi.
+        pytest.param(replace(UPSTREAM_ALLOCATABLE, eviction_hard=None), PodsMemoryObservation(KUBEPODS_LIMIT, 201 * MI),
+                     True, id="default-threshold-copied"),
+    ],
+)
+def test_allocatable_threshold(config: KubeletConfig, pods: PodsMemoryObservation, pressure: bool) -> None:
+    # The pods' own 132Mi leave memory.available far above any threshold here: only the allocatable signal decides.
+    decision = decide_memory_eviction([INNOCENT_POD, MEMORY_HOG], NODE, config, pods=pods)
+    assert decision.memory_pressure is pressure
+    assert (decision.victim is MEMORY_HOG.pod) is pressure
+
+
+@pytest.mark.parametrize(
+    ("working_set_mi", "pressure"),
+    [
+        # 10% as float32 is 0.100000001490116; of kubepods' 300Mi (314572800 bytes) 31457280.47 → 31457280 = 30Mi,
+        # where 10% of the node's 2048Mi would be 204.8Mi: 300Mi − 270Mi = 30Mi is not below 30Mi, 29Mi is.
+        pytest.param(270, False, id="percentage-of-kubepods-equal"),
+        pytest.param(271, True, id="percentage-of-kubepods-below"),
+    ],
+)
+def test_allocatable_percentage_is_of_the_kubepods_limit(working_set_mi: int, pressure: bool) -> None:
+    config = replace(UPSTREAM_ALLOCATABLE, eviction_hard={"memory.available": "10%"})
+    assert allocatable_memory_threshold(config, KUBEPODS_LIMIT) == 30 * MI
+    decision = decide_memory_eviction([INNOCENT_POD, MEMORY_HOG], NODE, config,
+                                      pods=PodsMemoryObservation(KUBEPODS_LIMIT, working_set_mi * MI))
+    assert decision.memory_pressure is pressure
+
+
+def test_both_memory_signals_met_names_memory_available() -> None:
+    # memory.available = 2048Mi − (132 + 1700)Mi = 216Mi < 250Mi and allocatable 160Mi < 250Mi: same victim, and the
+    # oracle names memory.available (the kubelet may name either).
+    decision = decide_memory_eviction([INNOCENT_POD, MEMORY_HOG], NODE, UPSTREAM_ALLOCATABLE, other_usage=1700 * MI,
+                                      pods=PodsMemoryObservation(KUBEPODS_LIMIT, 140 * MI))
+    assert decision.signal == "memory.available" and decision.available == 216 * MI
+    assert decision.victim is MEMORY_HOG.pod
+
+
 # PID pressure on a node whose task ceiling is 15511 (kernel.threads-max below kernel.pid_max 4194304).
 def procs(name: str, processes: int, priority: int = 0, annotations: dict[str, str] | None = None) -> PodProcesses:
     return PodProcesses(Pod(name=name, containers=(Container("app"),), priority_value=priority,
@@ -137,6 +224,7 @@ def test_pid_pressure_evicts_the_lowest_priority_with_the_kubelet_message() -> N
 
 def test_pid_pressure_skips_critical_pods() -> None:
     static = procs("static-bomb", 500, annotations={"kubernetes.io/config.source": "file"})
-    config = KubeletConfig(eviction_hard={"pid.available": "100%"})
+    # 100 available < 101: met ("100%" would set no threshold: parseThresholdStatement ignores it).
+    config = KubeletConfig(eviction_hard={"pid.available": "101"})
     decision = decide_pid_eviction([static, HIGH_BOMB], PidObservation(1000, 900), config)
     assert decision.pid_pressure and decision.victim is HIGH_BOMB.pod
