@@ -82,6 +82,7 @@ class Agent:
             self.cgroups.clear()
             if previous is not None:
                 self.oracle.restore(previous)
+                self._bound_runtime()
                 self.pressure.events = previous["nodeEvents"]
                 self.pods.restore(previous["pods"])
                 self.enforcement.kept.restore(previous.get("keptValues"))
@@ -94,6 +95,12 @@ class Agent:
         with self.lock:
             if self.supervision.tick():
                 self.save()
+
+    def _bound_runtime(self) -> None:
+        """Bound each runtime command (CRI call) by the configuration's runtimeRequestTimeout, as the kubelet
+        started with it bounds its CRI calls."""
+        if self.launcher.runtime is not None:
+            self.launcher.runtime.bound_requests(self.oracle.config.runtime_request_timeout)
 
     def _enforce_logged(self) -> tuple[str, ...]:
         """Enforce the expectation for the current config, logging the oracle's startup warnings (kubelet start)."""
@@ -121,6 +128,7 @@ class Agent:
             if config.cgroup_driver != driver:
                 self.cgroups.clear()
             self.oracle.set_config(config, version)
+            self._bound_runtime()
             self.enforcement.restarted(driver_changed=config.cgroup_driver != driver)
             warnings = self._enforce_logged()
             self.save()
@@ -283,6 +291,7 @@ class Agent:
         with self.lock:
             self.shutdown()
             self.oracle.reset()
+            self._bound_runtime()
             self.pressure.events.clear()
             self._enforce_logged()
             self.save()

@@ -115,6 +115,7 @@ class EnforcedNode(Node):
         self.final_log = ""
         self._stranded_log = ""
         self.runtime_choice: RuntimeChoice | None = None
+        self._runtime_name = settings.runtime  # the agent's --runtime once started
 
     @property
     def running(self) -> bool:
@@ -164,6 +165,7 @@ class EnforcedNode(Node):
             if started.rc != 0:
                 raise NodeError(f"the enforcer did not start: {_text(started.stderr)}")
             bridge = self._agent_argv("--socket", self.socket, module=BRIDGE_MODULE)
+            self._runtime_name = runtime
             self._client = AgentClient(self.transport.open_stream(bridge, timeout=READ_BOUND),
                                        describe_host=self.describe_host, held=lock_hold(runtime))
             self.client.call(Op.PING)
@@ -208,6 +210,9 @@ class EnforcedNode(Node):
         return self._facts
 
     def configure(self, config: KubeletConfig, version: str | None = None) -> Sequence[str]:
+        """Configure the agent; from now on each answer may also wait for runtime commands bounded by the config's
+        runtimeRequestTimeout (lock_hold)."""
+        self.client.held = lock_hold(self._runtime_name, config.runtime_request_timeout)
         result = self.client.call(Op.CONFIGURE, config=kubelet_config_to_dict(config), version=version)
         return tuple(result["warnings"])
 
@@ -272,8 +277,9 @@ class EnforcedNode(Node):
         return self._stranded_log
 
     def reset(self) -> None:
-        """Delete every pod and namespace object; back to the default kubelet configuration."""
+        """Delete every pod and namespace object; back to the default kubelet configuration (and its bound)."""
         self.client.call(Op.RESET)
+        self.client.held = lock_hold(self._runtime_name)
 
     def close(self) -> None:
         """Stop the agent (it kills its processes and removes its marked cgroups), then remove the directories
