@@ -144,6 +144,13 @@ def _request_timeout_ns(value: Any, path: str, fail: Fail) -> int:
     return nanoseconds or DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS
 
 
+def runtime_request_timeout_flag(text: str) -> int:
+    """The kubelet's `--runtime-request-timeout` flag in nanoseconds (the field's rules); InputError naming it."""
+    def fail(path: str, problem: str) -> InputError:
+        return InputError(problem, field=path)
+    return _request_timeout_ns(text, "--runtime-request-timeout", fail)
+
+
 def go_duration(nanoseconds: int) -> str:
     """A positive duration as Go's time.Duration.String writes it (`2m0s`, `1h0m0s`, `1.5s`, `250ms`)."""
     if nanoseconds < 10**9:

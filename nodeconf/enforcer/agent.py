@@ -49,8 +49,11 @@ class Agent:
                  resize_fn: ResizeFn, *, node_memory_used: Callable[[], int] | None = None,
                  node_pids: Callable[[], PidObservation] | None = None, faults: Faults = NO_FAULTS,
                  backoff: Backoff = KUBELET_BACKOFF, log: logging.Logger | None = None,
-                 runtime: OciRuntime | None = None) -> None:
+                 runtime: OciRuntime | None = None, request_timeout_flag: float | None = None) -> None:
         self.tree = tree
+        # The kubelet's --runtime-request-timeout, in seconds: it overrides the configuration's runtimeRequestTimeout
+        # (kubelet flags override its config file); None when not given.
+        self.request_timeout_flag = request_timeout_flag
         self.state_dir = state_dir
         self.facts = facts
         self.log = log or logging.getLogger("nodeconf.enforcer")
@@ -82,11 +85,11 @@ class Agent:
             self.cgroups.clear()
             if previous is not None:
                 self.oracle.restore(previous)
-                self._bound_runtime()
                 self.pressure.events = previous["nodeEvents"]
                 self.pods.restore(previous["pods"])
                 self.enforcement.kept.restore(previous.get("keptValues"))
                 self.log.info("restored %d pods from the state file", len(self.pods))
+            self._bound_runtime()
             self._enforce_logged()
             self.save()
 
@@ -97,10 +100,11 @@ class Agent:
                 self.save()
 
     def _bound_runtime(self) -> None:
-        """Bound each runtime command (CRI call) by the configuration's runtimeRequestTimeout, as the kubelet
-        started with it bounds its CRI calls."""
+        """Bound each runtime command (CRI call) by the runtimeRequestTimeout the kubelet runs with (its flag, else
+        the configuration's), as the kubelet started with it bounds its CRI calls."""
         if self.launcher.runtime is not None:
-            self.launcher.runtime.bound_requests(self.oracle.config.runtime_request_timeout)
+            flag = self.request_timeout_flag
+            self.launcher.runtime.bound_requests(self.oracle.config.runtime_request_timeout if flag is None else flag)
 
     def _enforce_logged(self) -> tuple[str, ...]:
         """Enforce the expectation for the current config, logging the oracle's startup warnings (kubelet start)."""

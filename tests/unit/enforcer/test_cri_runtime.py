@@ -202,3 +202,42 @@ def test_each_cri_call_is_bounded_by_the_configured_runtime_request_timeout(
     assert bounds(_agent(state, path))["StartContainer"] == 600  # restored from the state file
     agent.reset()
     assert bounds(agent)["StartContainer"] == 120
+
+
+def test_the_kubelet_flag_overrides_the_configured_runtime_request_timeout(
+        tmp_path: Path, server: tuple[str, dict[str, Handler]]) -> None:
+    """`serve --runtime-request-timeout 10m0s`, as a slow node's operator passes the kubelet flag: kubelet flags
+    override its config file (kubelet reference, --config), so a configuration's 1m0s leaves the bound at 600 s."""
+    path, handlers = server
+    deadlines: list[float] = []
+
+    def start(_request: bytes, context: Any) -> bytes:
+        deadlines.append(context.time_remaining())
+        return b""
+
+    handlers[m.RUNTIME_SERVICE + "StartContainer"] = start
+    state = tmp_path / "state"
+    state.mkdir()
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    runtime = CriRuntime(state, (), True, socket_path=path)
+    agent = Agent(CgroupTree(root, owner=agent_owner(state)), state, ARTICLE_NODE, expect, decide_resize,
+                  runtime=runtime, request_timeout_flag=600.0)
+    agent.recover()
+    runtime.client.start_container("c1")
+    agent.configure({"kind": "KubeletConfiguration", "runtimeRequestTimeout": "1m0s"})
+    runtime.client.start_container("c1")
+    assert [math.ceil(left) for left in deadlines] == [600, 600]
+
+
+@pytest.mark.parametrize("flag", ["2min", "-5s"])
+def test_a_bad_runtime_request_timeout_flag_is_one_line_and_exit_2(tmp_path: Path, flag: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cgroup").mkdir()
+    code = enforcer_main.main(["serve", "--stand-in", "--root", str(tmp_path / "cgroup"), "--state-dir",
+                               str(tmp_path / "state"), "--socket", str(tmp_path / "a.sock"),
+                               f"--runtime-request-timeout={flag}"])
+    err = capsys.readouterr().err
+    assert (code, err.count("\n")) == (2, 1), err
+    assert err.startswith("nodeconf agent: --runtime-request-timeout: ")
+    assert not (tmp_path / "state").exists()  # refused before anything is made

@@ -221,3 +221,20 @@ def test_the_driver_waits_for_runtime_commands_as_long_as_the_configured_runtime
     node.client.call(Op.PING)
     assert [m["op"] for m in stream.sent] == ["configure", "ping", "reset", "ping"]
     assert stream.waits == [WRITE_BOUND + 3000, READ_BOUND + 3000, WRITE_BOUND + 3000, READ_BOUND + 600]
+
+
+def test_a_slow_nodes_kubelet_flag_reaches_the_agent_and_outweighs_the_configuration(tmp_path: Path) -> None:
+    """EnforcerSettings.runtime_request_timeout is the kubelet's --runtime-request-timeout (a slow VM's operator
+    passes it): the agent starts with it, the report names it, and the driver waits for it whatever the
+    configuration's runtimeRequestTimeout (kubelet flags override its config file)."""
+    settings = dataclasses.replace(local_settings(tmp_path), runtime_request_timeout="10m0s")
+    with EnforcedNode(LocalTransport(), settings).start() as node:
+        assert "--runtime-request-timeout 10m0s" in node.logs()
+        assert node.kubelet_flags == "--runtime-request-timeout=10m0s"
+    runc = EnforcedNode(LocalTransport(), dataclasses.replace(settings, runtime="runc"))
+    stream = AnsweringStream()
+    runc._client = AgentClient(stream, held=0)
+    runc.configure(KubeletConfig(runtime_request_timeout_ns=60 * 10**9))
+    runc.reset()
+    runc.client.call(Op.PING)
+    assert stream.waits == [WRITE_BOUND + 3000, WRITE_BOUND + 3000, READ_BOUND + 3000]
