@@ -117,7 +117,7 @@ class OciRuntime:
         self.timeout = COMMAND_TIMEOUT
 
     def bound_requests(self, seconds: float) -> None:
-        """Bound each later runtime command by the kubelet configuration's runtimeRequestTimeout (at most
+        """Bound each later runtime command by the runtimeRequestTimeout the kubelet runs with (at most
         LONGEST_BOUND)."""
         self.timeout = min(seconds, LONGEST_BOUND)
 
