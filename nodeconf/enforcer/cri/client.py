@@ -15,6 +15,8 @@ CRI-O's default sockets.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +24,10 @@ from nodeconf.enforcer.cri import messages as m
 from nodeconf.enforcer.cri.grpc import CALL_TIMEOUT, call
 from nodeconf.enforcer.cri.proto import Schema, decode, encode
 from nodeconf.enforcer.daemons import CONTAINERD_SOCKET
+
+# A call slower than this is logged with its time (as oci_runtime.SLOW_COMMAND): the agent holds its lock meanwhile.
+SLOW_CALL = 5.0
+logger = logging.getLogger(__name__)  # below the agent's "nodeconf.enforcer"
 
 
 class CriClient:
@@ -33,8 +39,14 @@ class CriClient:
 
     def _call(self, service: str, name: str, schemas: tuple[Schema, Schema], request: Mapping[str, Any],
               bound: float | None = None) -> dict[str, Any]:
-        answer = call(self.socket_path, service + name, encode(schemas[0], request),
-                      self.timeout if bound is None else bound)
+        started = time.monotonic()
+        try:
+            answer = call(self.socket_path, service + name, encode(schemas[0], request),
+                          self.timeout if bound is None else bound)
+        finally:
+            took = time.monotonic() - started
+            if took > SLOW_CALL:
+                logger.warning("CRI %s took %.1f s", name, took)
         return decode(schemas[1], answer)
 
     def _runtime(self, name: str, schemas: tuple[Schema, Schema], bound: float | None = None,
