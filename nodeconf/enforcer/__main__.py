@@ -104,7 +104,7 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
     if args.runtime == CRI:
         runtime = CriRuntime(args.state_dir, (str(AGENT_HOME),), isinstance(tree, SystemdTree))
         if flag is not None:
-            runtime.bound_requests(flag)
+            runtime.take_flag(flag)
         facts = cri_facts(runtime, tree, facts)
     elif args.runtime == DIRECT:  # the agent writes the container files itself: its formula, or the fault's
         written = faults.cpu_weight_formula or args.cpu_weight_formula
@@ -113,12 +113,12 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
         become_subreaper()
         runtime = OciRuntime(args.runtime, args.state_dir, (str(AGENT_HOME),), isinstance(tree, SystemdTree))
         if flag is not None:
-            runtime.bound_requests(flag)
+            runtime.take_flag(flag)
         facts = runtime_facts(runtime, tree, facts)
     agent = Agent(tree, args.state_dir, facts, expect, decide_resize,
                   node_memory_used=node_memory_used, node_pids=node_pids if facts.pid_capacity is not None else None,
                   faults=faults,
-                  backoff=Backoff(initial=args.backoff), log=log, runtime=runtime, request_timeout_flag=flag)
+                  backoff=Backoff(initial=args.backoff), log=log, runtime=runtime)
     log.info("agent %d starting: root %s (kernel cgroup2: %s, %s), faults %s, runtime %s %s (%s cpu.weight), "
              "--runtime-request-timeout %s", os.getpid(), args.root, tree.kernel, type(tree).__name__, faults,
              facts.runtime, facts.runtime_version, facts.measured_cpu_weight_formula,

@@ -23,7 +23,7 @@ from nodeconf.enforcer.enforcement import Enforcement
 from nodeconf.enforcer.launcher import Launcher, container_log, live_cgroup
 from nodeconf.enforcer.lifecycle import KUBELET_BACKOFF, NO_FAULTS, Backoff, Faults
 from nodeconf.enforcer.metrics import render, render_cadvisor
-from nodeconf.enforcer.oci_runtime import OciRuntime, RuntimeCommandError
+from nodeconf.enforcer.oci_runtime import OciRuntime
 from nodeconf.enforcer.oracle import ExpectFn, ResizeFn
 from nodeconf.enforcer.oracle_view import OracleView
 from nodeconf.enforcer.ownership import kill_recorded
@@ -49,11 +49,8 @@ class Agent:
                  resize_fn: ResizeFn, *, node_memory_used: Callable[[], int] | None = None,
                  node_pids: Callable[[], PidObservation] | None = None, faults: Faults = NO_FAULTS,
                  backoff: Backoff = KUBELET_BACKOFF, log: logging.Logger | None = None,
-                 runtime: OciRuntime | None = None, request_timeout_flag: float | None = None) -> None:
+                 runtime: OciRuntime | None = None) -> None:
         self.tree = tree
-        # The kubelet's --runtime-request-timeout, in seconds: it overrides the configuration's runtimeRequestTimeout
-        # (kubelet flags override its config file); None when not given.
-        self.request_timeout_flag = request_timeout_flag
         self.state_dir = state_dir
         self.facts = facts
         self.log = log or logging.getLogger("nodeconf.enforcer")
@@ -89,7 +86,6 @@ class Agent:
                 self.pods.restore(previous["pods"])
                 self.enforcement.kept.restore(previous.get("keptValues"))
                 self.log.info("restored %d pods from the state file", len(self.pods))
-            self._bound_runtime()
             self._enforce_logged()
             self.save()
 
@@ -99,15 +95,9 @@ class Agent:
             if self.supervision.tick():
                 self.save()
 
-    def _bound_runtime(self) -> None:
-        """Bound each runtime command (CRI call) by the runtimeRequestTimeout the kubelet runs with (its flag, else
-        the configuration's), as the kubelet started with it bounds its CRI calls."""
-        if self.launcher.runtime is not None:
-            flag = self.request_timeout_flag
-            self.launcher.runtime.bound_requests(self.oracle.config.runtime_request_timeout if flag is None else flag)
-
     def _enforce_logged(self) -> tuple[str, ...]:
         """Enforce the expectation for the current config, logging the oracle's startup warnings (kubelet start)."""
+        self.launcher.bound_requests(self.oracle.config)
         expectation = self.enforcement.expect()
         for warning in expectation.warnings:
             self.log.warning("%s", warning)
@@ -132,7 +122,6 @@ class Agent:
             if config.cgroup_driver != driver:
                 self.cgroups.clear()
             self.oracle.set_config(config, version)
-            self._bound_runtime()
             self.enforcement.restarted(driver_changed=config.cgroup_driver != driver)
             warnings = self._enforce_logged()
             self.save()
@@ -283,11 +272,7 @@ class Agent:
         imported for this agent (CRI), so a closed node keeps nothing of the run. A failure is logged and the token
         stays, so `cleanup` can still find them."""
         result = self.shutdown()
-        if self.launcher.runtime is not None:
-            try:
-                self.log.info("removed the images this agent imported: %s", self.launcher.runtime.remove_images())
-            except RuntimeCommandError as err:
-                self.log.error("%s", err)
+        self.launcher.remove_images()
         return result
 
     def reset(self) -> dict[str, Any]:
@@ -295,7 +280,6 @@ class Agent:
         with self.lock:
             self.shutdown()
             self.oracle.reset()
-            self._bound_runtime()
             self.pressure.events.clear()
             self._enforce_logged()
             self.save()

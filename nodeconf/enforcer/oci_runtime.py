@@ -115,11 +115,19 @@ class OciRuntime:
         # containerd's SystemdCgroup=true: the global --systemd-cgroup, scopes named by `slice:prefix:name`.
         self.systemd_cgroup = systemd_cgroup
         self.timeout = COMMAND_TIMEOUT
+        # The kubelet's --runtime-request-timeout in seconds (None: not given): it outweighs the configuration's
+        # runtimeRequestTimeout, as kubelet flags override its config file (kubelet reference, --config).
+        self.flag: float | None = None
 
-    def bound_requests(self, seconds: float) -> None:
-        """Bound each later runtime command by the runtimeRequestTimeout the kubelet runs with (at most
-        LONGEST_BOUND)."""
-        self.timeout = min(seconds, LONGEST_BOUND)
+    def take_flag(self, seconds: float) -> None:
+        """Run with the kubelet flag --runtime-request-timeout: every later bound is this one."""
+        self.flag = seconds
+        self.bound_requests(seconds)
+
+    def bound_requests(self, configured: float) -> None:
+        """Bound each later runtime command by the configuration's runtimeRequestTimeout, or by the kubelet flag when
+        given (at most LONGEST_BOUND)."""
+        self.timeout = min(configured if self.flag is None else self.flag, LONGEST_BOUND)
 
     def remove_images(self) -> list[str]:
         """The images this agent imported into the runtime's store, removed: none for an OCI runtime (bundles)."""

@@ -122,6 +122,7 @@ class CriRuntime(OciRuntime):
         self.name = CRI
         self.client = client or CriClient(socket_path)
         self.timeout = self.client.timeout
+        self.flag: float | None = None
         self.state_dir = state_dir
         self.read_only = tuple(read_only)
         self.systemd_cgroup = systemd_cgroup
@@ -133,9 +134,9 @@ class CriRuntime(OciRuntime):
         self.config: dict[str, Any] = {}
         self.runtime_version = ""
 
-    def bound_requests(self, seconds: float) -> None:
+    def bound_requests(self, configured: float) -> None:
         """Bound each later CRI call as the kubelet does with this runtimeRequestTimeout (cri/client.py)."""
-        super().bound_requests(seconds)
+        super().bound_requests(configured)
         self.client.timeout = self.timeout
 
     # The runtime and its images.

@@ -221,8 +221,9 @@ def test_the_kubelet_flag_overrides_the_configured_runtime_request_timeout(
     root = tmp_path / "cgroup"
     root.mkdir()
     runtime = CriRuntime(state, (), True, socket_path=path)
+    runtime.take_flag(600.0)
     agent = Agent(CgroupTree(root, owner=agent_owner(state)), state, ARTICLE_NODE, expect, decide_resize,
-                  runtime=runtime, request_timeout_flag=600.0)
+                  runtime=runtime)
     agent.recover()
     runtime.client.start_container("c1")
     agent.configure({"kind": "KubeletConfiguration", "runtimeRequestTimeout": "1m0s"})
