@@ -34,6 +34,13 @@ _NANOSECONDS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 
 # kubelet validation (pkg/kubelet/apis/config/validation/validation.go): cpuCFSQuotaPeriod within 1ms..1s inclusive.
 CFS_PERIOD_NS = (10**6, 10**9)
 MAX_DURATION_TEXT = 100
+# runtimeRequestTimeout: the bound of each CRI call the kubelet makes (pkg/kubelet/kubelet.go PreInitRuntimeService
+# hands it to cri-client NewRemoteRuntimeService and NewRemoteImageService); v1beta1 defaults.go
+# SetDefaults_KubeletConfiguration turns a zero one into 2m0s.
+DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS = 120 * 10**9
+# How time.Duration.String writes a duration: h and m above a second, one unit below it.
+_GO_UNITS = (("h", 3600 * 10**9), ("m", 60 * 10**9))
+_GO_SMALL_UNITS = (("ms", 10**6), ("\u00b5s", 10**3), ("ns", 1))
 # cpuManagerPolicy (pkg/kubelet/cm/cpumanager cpu_manager.go NewManager: any other name is "unknown policy") and the
 # static policy's options nodeconf models (policy_options.go: values are strconv.ParseBool strings); the others are
 # accepted only when "false", since nodeconf models no NUMA, socket or SMT layout (semantics/cpu_manager.py).
@@ -73,7 +80,14 @@ class KubeletConfig:
     cpu_manager_policy: str = "none"
     cpu_manager_policy_options: Mapping[str, str] = field(default_factory=dict)
     reserved_system_cpus: str = ""
+    # runtimeRequestTimeout in nanoseconds: how long the kubelet waits for each CRI call (enforcer/cri, oci_runtime).
+    runtime_request_timeout_ns: int = DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS
     source: str = ""
+
+    @property
+    def runtime_request_timeout(self) -> float:
+        """runtimeRequestTimeout in seconds."""
+        return self.runtime_request_timeout_ns / 10**9
 
     def gate(self, name: str) -> bool | None:
         """The gate's value when the config sets it, else None (the profile decides)."""
@@ -114,6 +128,46 @@ def _cfs_period_us(value: Any, path: str, fail: Fail) -> int:
         raise fail(path, f"invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) {shown(text)} must be "
                          "between 1ms and 1sec, inclusive")
     return nanoseconds // 1000
+
+
+def _request_timeout_ns(value: Any, path: str, fail: Fail) -> int:
+    """runtimeRequestTimeout (a metav1.Duration: a time.ParseDuration string); zero or unset is the 2m0s default.
+    A negative one is refused: NewRemoteRuntimeService checks the runtime with a Version call under it, which would
+    fail at once, and the kubelet does not start."""
+    if value is None:
+        return DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS
+    text = value if isinstance(value, str) else None
+    if text is None or len(text) > MAX_DURATION_TEXT or (nanoseconds := _duration_ns(text)) is None:
+        raise fail(path, f"invalid duration {shown(value)} (expected a duration such as \"2m0s\")")
+    if nanoseconds < 0:
+        raise fail(path, f"{shown(text)} is negative: every CRI call would fail at once")
+    return nanoseconds or DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS
+
+
+def runtime_request_timeout_flag(text: str) -> int:
+    """The kubelet's `--runtime-request-timeout` flag in nanoseconds (the field's rules); InputError naming it."""
+    def fail(path: str, problem: str) -> InputError:
+        return InputError(problem, field=path)
+    return _request_timeout_ns(text, "--runtime-request-timeout", fail)
+
+
+def go_duration(nanoseconds: int) -> str:
+    """A positive duration as Go's time.Duration.String writes it (`2m0s`, `1h0m0s`, `1.5s`, `250ms`)."""
+    if nanoseconds < 10**9:
+        unit, size = next((unit, size) for unit, size in _GO_SMALL_UNITS if nanoseconds >= size)
+        return _decimal(nanoseconds, size) + unit
+    out, rest, started = "", nanoseconds, False
+    for unit, size in _GO_UNITS:
+        count, rest = divmod(rest, size)
+        if count or started:
+            out, started = f"{out}{count}{unit}", True
+    return f"{out}{_decimal(rest, 10**9)}s"
+
+
+def _decimal(amount: int, size: int) -> str:
+    whole, fraction = divmod(amount, size)
+    digits = str(fraction).rjust(len(str(size)) - 1, "0").rstrip("0")
+    return f"{whole}.{digits}" if digits else str(whole)
 
 
 class Compared(Enum):
@@ -307,6 +361,8 @@ FIELDS: tuple[ConfigField, ...] = (
     ConfigField("cpu_manager_policy", "cpuManagerPolicy", _choice(CPU_MANAGER_POLICIES, "none"), _unless("none")),
     ConfigField("cpu_manager_policy_options", "cpuManagerPolicyOptions", _cpu_options, _unless({}, dict)),
     ConfigField("reserved_system_cpus", "reservedSystemCPUs", _cpuset, _unless("")),
+    ConfigField("runtime_request_timeout_ns", "runtimeRequestTimeout", _request_timeout_ns,
+                _unless(DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS, go_duration), Compared.NEVER),
 )
 # Reserves that, when enforced, need their cgroup named (pkg/kubelet/apis/config/validation
 # ValidateKubeletConfiguration).

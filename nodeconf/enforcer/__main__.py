@@ -44,6 +44,8 @@ from nodeconf.enforcer.server import AgentServer, agent_answers
 from nodeconf.enforcer.state_file import LOG_FILE, PID_FILE, STATE_FILE
 from nodeconf.enforcer.systemd_tree import SystemdTree, tree_for
 from nodeconf.enforcer.wire import ALREADY_RUNNING, FOREIGN_TREE
+from nodeconf.errors import InputError
+from nodeconf.kubelet_config import runtime_request_timeout_flag
 from nodeconf.node_facts import CPU_WEIGHT_FORMULAS
 
 STAND_IN_HELP = "the root is a plain directory standing for a cgroup tree (tests); without it the root must be cgroup2"
@@ -63,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--runtime", choices=(DIRECT, *RUNTIMES, CRI), default=DIRECT,
                        help="who starts containers: direct (the agent itself), the runc/crun installed on the node, "
                             "or the node's containerd over CRI")
+    serve.add_argument("--runtime-request-timeout", metavar="DURATION",
+                       help="the kubelet flag (e.g. 10m0s): bounds each runtime command and CRI call, over the "
+                            "configuration's runtimeRequestTimeout")
     serve.add_argument("--fault", action="append", default=[],
                        help="compute with a deliberate deviation: cpu-weight-formula=F, memory-throttling-factor=X")
     serve.add_argument("--backoff", type=float, default=10.0, help="initial restart back-off in seconds")
@@ -95,8 +100,11 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
     facts = detect(args.root, args.cpu_weight_formula, args.runtime)
     runtime: OciRuntime | None = None
     faults = Faults.parse(args.fault)
+    flag = _request_timeout(args)
     if args.runtime == CRI:
         runtime = CriRuntime(args.state_dir, (str(AGENT_HOME),), isinstance(tree, SystemdTree))
+        if flag is not None:
+            runtime.take_flag(flag)
         facts = cri_facts(runtime, tree, facts)
     elif args.runtime == DIRECT:  # the agent writes the container files itself: its formula, or the fault's
         written = faults.cpu_weight_formula or args.cpu_weight_formula
@@ -104,14 +112,17 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
     else:
         become_subreaper()
         runtime = OciRuntime(args.runtime, args.state_dir, (str(AGENT_HOME),), isinstance(tree, SystemdTree))
+        if flag is not None:
+            runtime.take_flag(flag)
         facts = runtime_facts(runtime, tree, facts)
     agent = Agent(tree, args.state_dir, facts, expect, decide_resize,
                   node_memory_used=node_memory_used, node_pids=node_pids if facts.pid_capacity is not None else None,
                   faults=faults,
                   backoff=Backoff(initial=args.backoff), log=log, runtime=runtime)
-    log.info("agent %d starting: root %s (kernel cgroup2: %s, %s), faults %s, runtime %s %s (%s cpu.weight)",
-             os.getpid(), args.root, tree.kernel, type(tree).__name__, faults, facts.runtime,
-             facts.runtime_version, facts.measured_cpu_weight_formula)
+    log.info("agent %d starting: root %s (kernel cgroup2: %s, %s), faults %s, runtime %s %s (%s cpu.weight), "
+             "--runtime-request-timeout %s", os.getpid(), args.root, tree.kernel, type(tree).__name__, faults,
+             facts.runtime, facts.runtime_version, facts.measured_cpu_weight_formula,
+             args.runtime_request_timeout or "not given (the configuration's runtimeRequestTimeout)")
     agent.recover()
     server = AgentServer(args.socket, agent)
     write_pid_file(args.state_dir)
@@ -141,6 +152,12 @@ def _serve(args: argparse.Namespace, ready: int | None) -> int:
         args.socket.unlink()
     log.info("agent stopped")
     return 0
+
+
+def _request_timeout(args: argparse.Namespace) -> float | None:
+    """`--runtime-request-timeout` in seconds, None when not given; InputError for a bad one."""
+    text = args.runtime_request_timeout
+    return None if text is None else runtime_request_timeout_flag(text) / 10**9
 
 
 def _cleanup(args: argparse.Namespace) -> int:
@@ -242,7 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cleanup(args)
     try:
         Faults.parse(args.fault)
-    except ValueError as err:
+        _request_timeout(args)
+    except (ValueError, InputError) as err:
         print(f"nodeconf agent: {err}", file=sys.stderr)
         return 2
     foreign = CgroupTree(args.root, OWNED, agent_owner(args.state_dir)).foreign_roots()

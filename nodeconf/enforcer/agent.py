@@ -22,7 +22,7 @@ from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.enforcement import Enforcement
 from nodeconf.enforcer.launcher import Launcher, container_log, live_cgroup
 from nodeconf.enforcer.lifecycle import KUBELET_BACKOFF, NO_FAULTS, Backoff, Faults
-from nodeconf.enforcer.oci_runtime import OciRuntime, RuntimeCommandError
+from nodeconf.enforcer.oci_runtime import OciRuntime
 from nodeconf.enforcer.oracle import ExpectFn, ResizeFn
 from nodeconf.enforcer.oracle_view import OracleView
 from nodeconf.enforcer.ownership import kill_recorded
@@ -97,6 +97,7 @@ class Agent:
 
     def _enforce_logged(self) -> tuple[str, ...]:
         """Enforce the expectation for the current config, logging the oracle's startup warnings (kubelet start)."""
+        self.launcher.bound_requests(self.oracle.config)
         expectation = self.enforcement.expect()
         for warning in expectation.warnings:
             self.log.warning("%s", warning)
@@ -259,11 +260,7 @@ class Agent:
         imported for this agent (CRI), so a closed node keeps nothing of the run. A failure is logged and the token
         stays, so `cleanup` can still find them."""
         result = self.shutdown()
-        if self.launcher.runtime is not None:
-            try:
-                self.log.info("removed the images this agent imported: %s", self.launcher.runtime.remove_images())
-            except RuntimeCommandError as err:
-                self.log.error("%s", err)
+        self.launcher.remove_images()
         return result
 
     def reset(self) -> dict[str, Any]:

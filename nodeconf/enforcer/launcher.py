@@ -25,6 +25,7 @@ from nodeconf.enforcer.oom_watch import OomWatch
 from nodeconf.enforcer.ownership import ForeignCgroup
 from nodeconf.enforcer.records import PAUSE, ContainerRecord, PodRecord
 from nodeconf.enforcer.systemd_tree import SystemdTree
+from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.cpu import container_shares
 from nodeconf.semantics.expectation import ContainerExpectation, Expected, PodExpectation
@@ -48,6 +49,21 @@ class Launcher:
         self.start_oom_score_adj: dict[str, int] = {}
         # The memory.events watch of each running container in a scope (systemd removes the scope when it empties).
         self.oom_watches: dict[str, OomWatch] = {}
+
+    def bound_requests(self, config: KubeletConfig) -> None:
+        """Bound each runtime command (CRI call) as a kubelet started with this configuration bounds its CRI calls:
+        by its runtimeRequestTimeout, unless the kubelet's flag outweighs it (OciRuntime.flag)."""
+        if self.runtime is not None:
+            self.runtime.bound_requests(config.runtime_request_timeout)
+
+    def remove_images(self) -> None:
+        """Remove the images the runtime imported for this agent (CRI); a failure is logged and the token stays, so
+        `cleanup` can still find them."""
+        if self.runtime is not None:
+            try:
+                self.log.info("removed the images this agent imported: %s", self.runtime.remove_images())
+            except RuntimeCommandError as err:
+                self.log.error("%s", err)
 
     @property
     def tree(self) -> CgroupTree:

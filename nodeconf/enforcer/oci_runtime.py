@@ -24,16 +24,21 @@ from typing import Any
 
 from nodeconf.enforcer import oci_bundle
 from nodeconf.enforcer.cgroupfs import CgroupTree
+from nodeconf.kubelet_config import DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.cpu import measured_formula
 
 RUNTIMES = ("runc", "crun")
 DIRECT = "direct"
 PR_SET_CHILD_SUBREAPER = 36
-# Each runtime command's bound: the kubelet's runtimeRequestTimeout default (2m0s, KubeletConfiguration), which
-# bounds each CRI call to the runtime. Under TCG runc init's CPU is charged to the container's quota: `runc run`
-# of a CPU-limited container took up to 43 s (bullseye, runc rc93), close to the 60 s bound this replaced.
-COMMAND_TIMEOUT = 120.0
+# Each runtime command's bound: the kubelet's runtimeRequestTimeout (KubeletConfiguration, default 2m0s), which
+# bounds each CRI call to the runtime; the agent takes the configured one (bound_requests). Under TCG runc init's
+# CPU is charged to the container's quota: `runc run` of a CPU-limited container took up to 43 s (bullseye, runc
+# rc93), and a containerd StartContainer of a 10m-CPU container outlasted 120 s (trixie).
+COMMAND_TIMEOUT = DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS / 10**9
+# The longest bound the agent keeps: Python's waits overflow near time.Duration's int64 limit (292 years), which
+# a runtimeRequestTimeout may reach; a day is beyond any check's wait.
+LONGEST_BOUND = 86400.0
 # How long a killed container may take to be reaped.
 STOP_TIMEOUT = 10.0
 # A command slower than this is logged with its time: the agent holds its lock meanwhile, and every client bound
@@ -109,6 +114,20 @@ class OciRuntime:
         self.read_only = tuple(read_only)
         # containerd's SystemdCgroup=true: the global --systemd-cgroup, scopes named by `slice:prefix:name`.
         self.systemd_cgroup = systemd_cgroup
+        self.timeout = COMMAND_TIMEOUT
+        # The kubelet's --runtime-request-timeout in seconds (None: not given): it outweighs the configuration's
+        # runtimeRequestTimeout, as kubelet flags override its config file (kubelet reference, --config).
+        self.flag: float | None = None
+
+    def take_flag(self, seconds: float) -> None:
+        """Run with the kubelet flag --runtime-request-timeout: every later bound is this one."""
+        self.flag = seconds
+        self.bound_requests(seconds)
+
+    def bound_requests(self, configured: float) -> None:
+        """Bound each later runtime command by the configuration's runtimeRequestTimeout, or by the kubelet flag when
+        given (at most LONGEST_BOUND)."""
+        self.timeout = min(configured if self.flag is None else self.flag, LONGEST_BOUND)
 
     def remove_images(self) -> list[str]:
         """The images this agent imported into the runtime's store, removed: none for an OCI runtime (bundles)."""
@@ -122,17 +141,17 @@ class OciRuntime:
         try:
             if output is None:
                 done = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, cwd=cwd,
-                                      timeout=COMMAND_TIMEOUT, check=False)
+                                      timeout=self.timeout, check=False)
                 detail = done.stderr.decode(errors="replace")
             else:
                 output.parent.mkdir(parents=True, exist_ok=True)
                 start = output.stat().st_size if output.exists() else 0
                 with open(output, "ab") as out:
                     done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd,
-                                          timeout=COMMAND_TIMEOUT, check=False)
+                                          timeout=self.timeout, check=False)
         except subprocess.TimeoutExpired:  # killed by subprocess.run; a StartError, never an agent error
             raise RuntimeCommandError(f"`{self.name} {' '.join(args)}` did not return within "
-                                      f"{COMMAND_TIMEOUT:g} s and was killed") from None
+                                      f"{self.timeout:g} s (runtimeRequestTimeout) and was killed") from None
         took = time.monotonic() - started
         if took > SLOW_COMMAND:
             logger.warning("`%s %s` took %.1f s", self.name, " ".join(args), took)
@@ -147,7 +166,7 @@ class OciRuntime:
 
     def version(self) -> str:
         """The runtime's version from the first line of `--version` (`runc version 1.1.5`, `crun version 1.8.1`)."""
-        done = subprocess.run([self.binary, "--version"], capture_output=True, timeout=COMMAND_TIMEOUT, check=False)
+        done = subprocess.run([self.binary, "--version"], capture_output=True, timeout=self.timeout, check=False)
         words = done.stdout.decode(errors="replace").splitlines()[0].split() if done.stdout else []
         return words[2] if len(words) >= 3 and words[1] == "version" else " ".join(words)
 

@@ -267,6 +267,9 @@ class Node(ABC):
 
     spec: str = ""
     image: str = ""  # what the node booted from, where nodeconf booted it (the reports show it); "" when unknown
+    # The kubelet's command-line flags beyond its configuration where nodeconf plays the kubelet (the reports show
+    # them), e.g. a slow VM's --runtime-request-timeout; "" for none.
+    kubelet_flags: str = ""
 
     @abstractmethod
     def facts(self) -> NodeFacts: ...

@@ -14,6 +14,7 @@ from pathlib import Path
 from nodeconf.report.run_info import RUN_KEYS
 
 IMAGE_KEY = "image"  # what the node booted from (Node.image), shown in its scope
+KUBELET_FLAGS_KEY = "kubelet_flags"  # the flags nodeconf's kubelet runs with (Node.kubelet_flags), a fact row
 KUBELET_KEY = "kubelet_version"  # shown in its scope
 NOT_USED_KEY = "runtime_not_used"  # why the node's own runtime was not used (runtime_choice.py), shown in its scope
 SCOPE_TITLES = (IMAGE_KEY, "containers started by", "kubelet")  # scope()'s rows, in its order

@@ -1,11 +1,22 @@
 """A CRI v1 client on the runtime's unix socket: the RuntimeService and ImageService calls a kubelet makes.
 
+Each call is bounded as the kubelet bounds it (kubernetes staging/src/k8s.io/cri-client/pkg/remote_runtime.go,
+remoteRuntimeService, whose `timeout` is the KubeletConfiguration's runtimeRequestTimeout, handed over by
+pkg/kubelet/kubelet.go PreInitRuntimeService): RunPodSandbox by twice it, StopContainer by it plus the stop's grace
+seconds, every other call here (Version, Status, CreateContainer, StartContainer, ContainerStatus,
+UpdateContainerResources, the sandbox and list calls) by it. A StartContainer past its deadline is a failed start
+to the kubelet (kuberuntime_container.go startContainer: a FailedToStartContainer event, ErrRunContainer); the
+container stays in the created state, and the next SyncPod starts a new one (pkg/kubelet/container/helpers.go
+ShouldContainerBeRestarted: "Always restart container in the unknown, or in the created state").
+
 Source: kubernetes/cri-api pkg/apis/runtime/v1/api.proto (service RuntimeService, ImageService); containerd's and
 CRI-O's default sockets.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +24,10 @@ from nodeconf.enforcer.cri import messages as m
 from nodeconf.enforcer.cri.grpc import CALL_TIMEOUT, call
 from nodeconf.enforcer.cri.proto import Schema, decode, encode
 from nodeconf.enforcer.daemons import CONTAINERD_SOCKET
+
+# A call slower than this is logged with its time (as oci_runtime.SLOW_COMMAND): the agent holds its lock meanwhile.
+SLOW_CALL = 5.0
+logger = logging.getLogger(__name__)  # below the agent's "nodeconf.enforcer"
 
 
 class CriClient:
@@ -22,13 +37,21 @@ class CriClient:
         self.socket_path = socket_path
         self.timeout = timeout
 
-    def _call(self, service: str, name: str, schemas: tuple[Schema, Schema],
-              request: Mapping[str, Any]) -> dict[str, Any]:
-        answer = call(self.socket_path, service + name, encode(schemas[0], request), self.timeout)
+    def _call(self, service: str, name: str, schemas: tuple[Schema, Schema], request: Mapping[str, Any],
+              bound: float | None = None) -> dict[str, Any]:
+        started = time.monotonic()
+        try:
+            answer = call(self.socket_path, service + name, encode(schemas[0], request),
+                          self.timeout if bound is None else bound)
+        finally:
+            took = time.monotonic() - started
+            if took > SLOW_CALL:
+                logger.warning("CRI %s took %.1f s", name, took)
         return decode(schemas[1], answer)
 
-    def _runtime(self, name: str, schemas: tuple[Schema, Schema], **request: Any) -> dict[str, Any]:
-        return self._call(m.RUNTIME_SERVICE, name, schemas, request)
+    def _runtime(self, name: str, schemas: tuple[Schema, Schema], bound: float | None = None,
+                 **request: Any) -> dict[str, Any]:
+        return self._call(m.RUNTIME_SERVICE, name, schemas, request, bound)
 
     def version(self) -> dict[str, Any]:
         return self._runtime("Version", m.VERSION, version="v1")
@@ -37,7 +60,8 @@ class CriClient:
         return self._runtime("Status", m.STATUS, verbose=verbose)
 
     def run_pod_sandbox(self, config: Mapping[str, Any]) -> str:
-        return str(self._runtime("RunPodSandbox", m.RUN_POD_SANDBOX, config=config).get("pod_sandbox_id", ""))
+        return str(self._runtime("RunPodSandbox", m.RUN_POD_SANDBOX, 2 * self.timeout, config=config)
+                   .get("pod_sandbox_id", ""))
 
     def stop_pod_sandbox(self, sandbox_id: str) -> None:
         self._runtime("StopPodSandbox", (m.POD_SANDBOX_ID, {}), pod_sandbox_id=sandbox_id)
@@ -61,7 +85,8 @@ class CriClient:
         self._runtime("StartContainer", (m.CONTAINER_ID, {}), container_id=container_id)
 
     def stop_container(self, container_id: str, timeout: int = 0) -> None:
-        self._runtime("StopContainer", m.STOP_CONTAINER, container_id=container_id, timeout=timeout)
+        self._runtime("StopContainer", m.STOP_CONTAINER, self.timeout + timeout, container_id=container_id,
+                      timeout=timeout)
 
     def remove_container(self, container_id: str) -> None:
         self._runtime("RemoveContainer", (m.CONTAINER_ID, {}), container_id=container_id)

@@ -3,7 +3,7 @@
 Source: grpc/grpc doc/PROTOCOL-HTTP2.md (request headers :method POST, :scheme, :path /<service>/<method>,
 content-type application/grpc, te trailers, grpc-timeout; each message prefixed by a 1-byte compressed flag and a
 4-byte big-endian length; the status in the grpc-status / grpc-message trailers, percent-encoded, or in the
-headers of a trailers-only response). The bound of each call is the kubelet's runtimeRequestTimeout (2m0s).
+headers of a trailers-only response). The bound of each call is the kubelet's (client.py: runtimeRequestTimeout).
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import h2.config
 import h2.connection
 import h2.events
 
-CALL_TIMEOUT = 120.0  # KubeletConfiguration runtimeRequestTimeout default
+from nodeconf.kubelet_config import DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS
+
+CALL_TIMEOUT = DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS / 10**9  # until the agent is configured (CriClient.timeout)
 OK, DEADLINE_EXCEEDED, NOT_FOUND, UNAVAILABLE = 0, 4, 5, 14
 _READ = 65536
 

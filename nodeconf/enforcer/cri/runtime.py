@@ -121,6 +121,8 @@ class CriRuntime(OciRuntime):
                  socket_path: str = CONTAINERD_SOCKET, client: CriClient | None = None) -> None:
         self.name = CRI
         self.client = client or CriClient(socket_path)
+        self.timeout = self.client.timeout
+        self.flag: float | None = None
         self.state_dir = state_dir
         self.read_only = tuple(read_only)
         self.systemd_cgroup = systemd_cgroup
@@ -131,6 +133,11 @@ class CriRuntime(OciRuntime):
         self.sandbox_configs: dict[str, dict[str, Any]] = {}
         self.config: dict[str, Any] = {}
         self.runtime_version = ""
+
+    def bound_requests(self, configured: float) -> None:
+        """Bound each later CRI call as the kubelet does with this runtimeRequestTimeout (cri/client.py)."""
+        super().bound_requests(configured)
+        self.client.timeout = self.timeout
 
     # The runtime and its images.
 

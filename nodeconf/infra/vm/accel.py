@@ -8,6 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ACCEL_ENV = "NODECONF_ACCEL"
+# The kubelet flag --runtime-request-timeout a VM's operator passes per accelerator (kubelet flags override its
+# config file; default 2m0s). Under TCG (~20x slower than hardware) runc init, charged to a 10m-CPU container's
+# quota, needs seconds of CPU: a containerd StartContainer outlasted 2m0s (docs/node-variants.md, trixie). minikube's
+# VMs pass 15m (kubernetes/minikube pkg/minikube/cruntime containerd.go KubeletOptions). None needed under KVM.
+RUNTIME_REQUEST_TIMEOUT: Mapping[str, str] = {"tcg": "10m0s"}
 
 
 @dataclass(frozen=True)

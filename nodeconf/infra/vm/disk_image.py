@@ -246,11 +246,13 @@ def open_image_node(path: Path, *, memory_mib: int = DEFAULT_MEMORY_MIB, cpus: i
                     settings: EnforcerSettings | None = None, spec: str = "",
                     progress: Callable[[str], None] | None = None) -> EnforcedNode:
     """`vm?image=PATH`: boot the image and return an enforced node over its SSH; close() also stops the VM."""
+    from nodeconf.infra.vm.opener import slow_node_settings
     from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 
     machine = boot_image(path, memory_mib=memory_mib, cpus=cpus, swap_mib=swap_mib, uefi=uefi, progress=progress)
     try:
-        node = EnforcedNode(machine.ssh(), settings or EnforcerSettings(), spec=spec or f"vm?image={path}",
+        node = EnforcedNode(machine.ssh(), slow_node_settings(settings or EnforcerSettings(), machine.accel),
+                            spec=spec or f"vm?image={path}",
                             after_close=(machine.stop,), describe_host=machine.console_report,
                             image=image_identity(path))
         return node.start()

@@ -8,13 +8,15 @@ record, node_kind.py).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
+from nodeconf.infra.vm.accel import RUNTIME_REQUEST_TIMEOUT
 from nodeconf.infra.vm.image import ensure_image
 from nodeconf.infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine
 from nodeconf.infra.vm.progress import StepPrinter
 from nodeconf.nodes.base import Node
-from nodeconf.nodes.enforced.node import EnforcedNode
+from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.enforced.opener import enforcer_settings
 from nodeconf.nodes.spec import NodeSpec, VmSize
 
@@ -35,6 +37,11 @@ def boot_vm(size: VmSize | None = None, *, name: str | None = None, cache_dir: P
     return machine.start()
 
 
+def slow_node_settings(settings: EnforcerSettings, accel: str) -> EnforcerSettings:
+    """The settings with the kubelet flag the VM's operator passes under its accelerator (RUNTIME_REQUEST_TIMEOUT)."""
+    return replace(settings, runtime_request_timeout=RUNTIME_REQUEST_TIMEOUT.get(accel, ""))
+
+
 def open_vm_node(spec: NodeSpec) -> Node:
     """A fresh reference VM (or, with image=, the vendor image) run by the enforcer; closing the node stops it."""
     if spec.vm.image is not None:
@@ -47,7 +54,8 @@ def open_vm_node(spec: NodeSpec) -> Node:
             settings=enforcer_settings(spec), spec=spec.display)
     machine = boot_vm(spec.vm)
     try:
-        node = EnforcedNode(machine.ssh(), enforcer_settings(spec), spec=spec.display, after_close=(machine.stop,),
+        settings = slow_node_settings(enforcer_settings(spec), machine.accel)
+        node = EnforcedNode(machine.ssh(), settings, spec=spec.display, after_close=(machine.stop,),
                             describe_host=machine.console_report,
                             image=f"nodeconf's reference image {machine.image.key} (its recipe and package versions)")
         return node.start()

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from nodeconf.enforcer.cri.runtime import CRI as CONTAINERD
 from nodeconf.enforcer.oci_runtime import COMMAND_TIMEOUT, DIRECT
 from nodeconf.enforcer.wire import READS, Op, decode_reply, encode_request
 from nodeconf.nodes.base import NodeError
@@ -23,16 +24,20 @@ EXECS = (Op.EXEC, Op.EXEC_NODE)
 ANSWER_BOUNDS: Mapping[str, float] = {
     op: READ_BOUND if op in READS else WRITE_BOUND for op in Op if op not in EXECS
 }
-# With a runtime (runc, crun) the agent holds its lock while the runtime starts a pod's containers, each `run`
-# bounded by the agent at COMMAND_TIMEOUT; every answer may wait that long. Measured under TCG: runc 1.1.15 took
-# 26-35 s per container of a CPU-limited pod (runc init's CPU is charged to the pod's quota).
+# With a runtime (runc, crun, CRI) the agent holds its lock while the runtime starts a pod's containers, each
+# start bounded by the configured runtimeRequestTimeout (COMMAND_TIMEOUT until configured; a CRI sandbox by twice
+# it); every answer may wait that long. Measured under TCG: runc 1.1.15 took 26-35 s per container of a CPU-limited
+# pod (runc init's CPU is charged to the pod's quota).
 HELD_STARTS = 5  # containers one holding of the lock may start: a pause and four (the suites' largest pod)
 
 
-def lock_hold(runtime: str) -> float:
-    """Seconds the agent may hold its lock on top of its own work: HELD_STARTS runtime commands, none when the
-    agent starts the processes itself."""
-    return 0.0 if runtime == DIRECT else HELD_STARTS * COMMAND_TIMEOUT
+def lock_hold(runtime: str, request_timeout: float = COMMAND_TIMEOUT) -> float:
+    """Seconds the agent may hold its lock on top of its own work: HELD_STARTS runtime commands, each bounded by
+    `request_timeout` (the runtimeRequestTimeout it runs with), the sandbox's twice; none when the agent starts the
+    processes itself."""
+    if runtime == DIRECT:
+        return 0.0
+    return (HELD_STARTS + (1 if runtime == CONTAINERD else 0)) * request_timeout
 
 
 class Stream(Protocol):

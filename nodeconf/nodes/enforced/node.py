@@ -20,7 +20,7 @@ from nodeconf.enforcer.wire import (
     RunDoc,
     facts_from_dict,
 )
-from nodeconf.kubelet_config import KubeletConfig, kubelet_config_to_dict
+from nodeconf.kubelet_config import KubeletConfig, kubelet_config_to_dict, runtime_request_timeout_flag
 from nodeconf.manifest import NamespaceObject, Pod
 from nodeconf.manifest_writer import namespace_object_to_dict, pod_to_dict
 from nodeconf.node_facts import NodeFacts
@@ -90,6 +90,9 @@ class EnforcerSettings:
     node_runtime: str | None = None
     faults: tuple[str, ...] = ()
     backoff: float = 10.0
+    # The kubelet flag --runtime-request-timeout (a Go duration, "" none) a slow node's operator passes: it bounds
+    # each runtime command and CRI call over the configuration's runtimeRequestTimeout (agent option).
+    runtime_request_timeout: str = ""
     # The cgroup root is a plain directory standing for a cgroup tree (unit tests); else it must be cgroup2.
     stand_in: bool = False
 
@@ -115,6 +118,9 @@ class EnforcedNode(Node):
         self.final_log = ""
         self._stranded_log = ""
         self.runtime_choice: RuntimeChoice | None = None
+        self._runtime_name = settings.runtime  # the agent's --runtime once started
+        flag = settings.runtime_request_timeout
+        self.kubelet_flags = f"--runtime-request-timeout={flag}" if flag else ""
 
     @property
     def running(self) -> bool:
@@ -158,19 +164,30 @@ class EnforcedNode(Node):
                      "--backoff", str(settings.backoff), "--token", self.token, *self._stand_in()]
             for fault in settings.faults:
                 serve += ["--fault", fault]
+            if settings.runtime_request_timeout:
+                serve.append(f"--runtime-request-timeout={settings.runtime_request_timeout}")
+            self._runtime_name = runtime
             # The start runs runtime commands too (a runtime's probe container; under CRI also the image imports).
-            started = self.transport.run(self._agent_argv(*serve), timeout=START_TIMEOUT + lock_hold(runtime))
+            started = self.transport.run(self._agent_argv(*serve), timeout=START_TIMEOUT + self._lock_hold())
             self._refuse(started.rc, started.stderr)
             if started.rc != 0:
                 raise NodeError(f"the enforcer did not start: {_text(started.stderr)}")
             bridge = self._agent_argv("--socket", self.socket, module=BRIDGE_MODULE)
             self._client = AgentClient(self.transport.open_stream(bridge, timeout=READ_BOUND),
-                                       describe_host=self.describe_host, held=lock_hold(runtime))
+                                       describe_host=self.describe_host, held=self._lock_hold())
             self.client.call(Op.PING)
         except BaseException:
             self.close()
             raise
         return self
+
+    def _lock_hold(self, config: KubeletConfig | None = None) -> float:
+        """How long the agent may hold its lock for runtime commands (lock_hold), each bounded by its
+        --runtime-request-timeout, else by the configuration's runtimeRequestTimeout (the default's without one)."""
+        flag = self.settings.runtime_request_timeout
+        if flag:
+            return lock_hold(self._runtime_name, runtime_request_timeout_flag(flag) / 10**9)
+        return lock_hold(self._runtime_name, (config or KubeletConfig()).runtime_request_timeout)
 
     def _runtime(self) -> str:
         """The agent's `--runtime`: the settings' own, or the one chosen from the node's probe (node_runtime)."""
@@ -208,6 +225,9 @@ class EnforcedNode(Node):
         return self._facts
 
     def configure(self, config: KubeletConfig, version: str | None = None) -> Sequence[str]:
+        """Configure the agent; from now on each answer may also wait for runtime commands bounded by the config's
+        runtimeRequestTimeout (lock_hold)."""
+        self.client.held = self._lock_hold(config)
         result = self.client.call(Op.CONFIGURE, config=kubelet_config_to_dict(config), version=version)
         return tuple(result["warnings"])
 
@@ -279,8 +299,9 @@ class EnforcedNode(Node):
         return self._stranded_log
 
     def reset(self) -> None:
-        """Delete every pod and namespace object; back to the default kubelet configuration."""
+        """Delete every pod and namespace object; back to the default kubelet configuration (and its bound)."""
         self.client.call(Op.RESET)
+        self.client.held = self._lock_hold()
 
     def close(self) -> None:
         """Stop the agent (it kills its processes and removes its marked cgroups), then remove the directories

@@ -41,7 +41,8 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     record_node_facts(config, NodeFacts(memory_capacity=1073741824, swap_capacity=536870912,
                                         kernel_version="6.1.0-28-amd64", runtime="runc", runtime_version="1.1.5",
-                                        measured_cpu_weight_formula="linear"))
+                                        measured_cpu_weight_formula="linear"),
+                      kubelet_flags="--runtime-request-timeout=10m0s")
     record_enforcer_log(config, lambda: "enforcer: wrote memory.high=max for hello\\n")
 '''
 
@@ -201,6 +202,7 @@ def test_run_writes_environment_and_categories(full_run: FullRun) -> None:
     assert (entries["runtime"], entries["cpu_weight_formula"]) == ("runc", "linear")
     assert entries["accepted cpu weight formula"] == "nonlinear"
     assert "measured_cpu_weight_formula" not in entries
+    assert entries["kubelet_flags"] == "--runtime-request-timeout=10m0s"  # Node.kubelet_flags
     assert (results / "categories.json").is_file()
 
 
@@ -209,6 +211,7 @@ def test_run_writes_html_failures_first(full_run: FullRun) -> None:
     html = page[page.index('<section id="checks">'):]
     assert html.index("test_memory_high_fails") < html.index("test_node_unreachable_errors") < html.index(
         "test_needs_swap_skipped") < html.index("test_swap_limit_passes")
+    assert "--runtime-request-timeout=10m0s" in page[:page.index('<section id="checks">')]  # among the node's facts
     assert (full_run.project / "reports" / "html" / "allure-report.html").is_file() == (allure_cli() is not None)
 
 

@@ -153,6 +153,19 @@ def test_cfs_period_bounds_are_inclusive(tmp_path: Path, period: str, cpu_max: s
     assert doc["pods"][0]["containers"][0]["cgroup"]["files"]["cpu.max"] == cpu_max  # type: ignore[index]
 
 
+@pytest.mark.parametrize(("timeout", "words"), [
+    pytest.param("'2 minutes'", ("invalid duration",), id="not-a-duration"),
+    pytest.param("120", ("invalid duration",), id="a-number"),
+    pytest.param("'9999999999h'", ("invalid duration",), id="beyond-int64-ns"),
+    pytest.param("'-1m'", ("is negative",), id="negative"),
+])
+def test_a_bad_runtime_request_timeout_is_one_line_and_exit_2(tmp_path: Path, timeout: str,
+                                                               words: tuple[str, ...]) -> None:
+    config = write(tmp_path, KUBELET + f"runtimeRequestTimeout: {timeout}\n", "kubelet.yaml")
+    refused(explain(write(tmp_path, pod_yaml()), "--kubelet-config", config), "kubelet.yaml", "runtimeRequestTimeout",
+            *words)
+
+
 def test_custom_cfs_period_without_its_gate_is_refused(tmp_path: Path) -> None:
     config = write(tmp_path, KUBELET + "cpuCFSQuotaPeriod: 50ms\n", "kubelet.yaml")
     refused(explain(write(tmp_path, pod_yaml()), "--kubelet-config", config), "requires feature gate")

@@ -5,6 +5,7 @@ cleanup once the runtime holds nothing labelled with it."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,12 +15,16 @@ import pytest
 
 from nodeconf.enforcer import __main__ as enforcer_main
 from nodeconf.enforcer import oci_bundle
+from nodeconf.enforcer.agent import Agent
+from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.cri import messages as m
 from nodeconf.enforcer.cri.images import OWNER_LABEL
 from nodeconf.enforcer.cri.proto import encode
 from nodeconf.enforcer.cri.runtime import SANDBOX_LINE, TOKEN_FILE, CriRuntime
-from nodeconf.enforcer.ownership import MARKER_FILE
+from nodeconf.enforcer.oracle import decide_resize, expect
+from nodeconf.enforcer.ownership import MARKER_FILE, agent_owner
 from tests.unit.enforcer.cri_server import Handler, server
+from tests.unit.enforcer.enforcer_support import ARTICLE_NODE
 
 api = pytest.importorskip("cri_api.v1.api_pb2")
 __all__ = ["server"]  # the grpcio runtime fixture (tests.unit.enforcer.cri_server)
@@ -146,3 +151,94 @@ def test_cleanup_keeps_the_cri_token_while_no_runtime_answers(tmp_path: Path, mo
                                "--state-dir", str(state)]) == 0
     assert (state / TOKEN_FILE).read_text() == "0123456789abcdef\n"
     assert f"kept {state / TOKEN_FILE}" in capsys.readouterr().err
+
+
+def _agent(state: Path, socket_path: str) -> Agent:
+    """An agent on a stand-in cgroup tree whose containers the CRI runtime at `socket_path` starts."""
+    root = state.parent / "cgroup"
+    root.mkdir(exist_ok=True)
+    agent = Agent(CgroupTree(root, owner=agent_owner(state)), state, ARTICLE_NODE, expect, decide_resize,
+                  runtime=CriRuntime(state, (), True, socket_path=socket_path))
+    agent.recover()
+    return agent
+
+
+def test_each_cri_call_is_bounded_by_the_configured_runtime_request_timeout(
+        tmp_path: Path, server: tuple[str, dict[str, Handler]]) -> None:
+    """Issue 28: a slow node's operator raises runtimeRequestTimeout, and the kubelet bounds its CRI calls by it
+    (cri-client remote_runtime.go: StartContainer and CreateContainer by it, RunPodSandbox by twice it,
+    StopContainer by it plus the grace seconds). grpcio reads the deadline our calls carry; the agent keeps the
+    bound over its own restart (state file) and drops it with a reset (the 2m0s default)."""
+    path, handlers = server
+    deadlines: dict[str, float] = {}
+
+    def recorded(name: str) -> Handler:
+        def answer(_request: bytes, context: Any) -> bytes:
+            deadlines[name] = context.time_remaining()
+            return b""
+        return answer
+
+    for name in ("CreateContainer", "StartContainer", "RunPodSandbox", "StopContainer"):
+        handlers[m.RUNTIME_SERVICE + name] = recorded(name)
+
+    def bounds(agent: Agent) -> dict[str, int]:
+        runtime = agent.launcher.runtime
+        assert isinstance(runtime, CriRuntime)
+        deadlines.clear()
+        runtime.client.create_container("s1", {}, {})
+        runtime.client.start_container("c1")
+        runtime.client.run_pod_sandbox({})
+        runtime.client.stop_container("c1", 30)
+        return {name: math.ceil(left) for name, left in deadlines.items()}
+
+    state = tmp_path / "state"
+    state.mkdir()
+    agent = _agent(state, path)
+    assert bounds(agent) == {"CreateContainer": 120, "StartContainer": 120, "RunPodSandbox": 240,
+                             "StopContainer": 150}
+    agent.configure({"kind": "KubeletConfiguration", "runtimeRequestTimeout": "10m0s"})
+    assert bounds(agent) == {"CreateContainer": 600, "StartContainer": 600, "RunPodSandbox": 1200,
+                             "StopContainer": 630}
+    assert bounds(_agent(state, path))["StartContainer"] == 600  # restored from the state file
+    agent.reset()
+    assert bounds(agent)["StartContainer"] == 120
+
+
+def test_the_kubelet_flag_overrides_the_configured_runtime_request_timeout(
+        tmp_path: Path, server: tuple[str, dict[str, Handler]]) -> None:
+    """`serve --runtime-request-timeout 10m0s`, as a slow node's operator passes the kubelet flag: kubelet flags
+    override its config file (kubelet reference, --config), so a configuration's 1m0s leaves the bound at 600 s."""
+    path, handlers = server
+    deadlines: list[float] = []
+
+    def start(_request: bytes, context: Any) -> bytes:
+        deadlines.append(context.time_remaining())
+        return b""
+
+    handlers[m.RUNTIME_SERVICE + "StartContainer"] = start
+    state = tmp_path / "state"
+    state.mkdir()
+    root = tmp_path / "cgroup"
+    root.mkdir()
+    runtime = CriRuntime(state, (), True, socket_path=path)
+    runtime.take_flag(600.0)
+    agent = Agent(CgroupTree(root, owner=agent_owner(state)), state, ARTICLE_NODE, expect, decide_resize,
+                  runtime=runtime)
+    agent.recover()
+    runtime.client.start_container("c1")
+    agent.configure({"kind": "KubeletConfiguration", "runtimeRequestTimeout": "1m0s"})
+    runtime.client.start_container("c1")
+    assert [math.ceil(left) for left in deadlines] == [600, 600]
+
+
+@pytest.mark.parametrize("flag", ["2min", "-5s"])
+def test_a_bad_runtime_request_timeout_flag_is_one_line_and_exit_2(tmp_path: Path, flag: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cgroup").mkdir()
+    code = enforcer_main.main(["serve", "--stand-in", "--root", str(tmp_path / "cgroup"), "--state-dir",
+                               str(tmp_path / "state"), "--socket", str(tmp_path / "a.sock"),
+                               f"--runtime-request-timeout={flag}"])
+    err = capsys.readouterr().err
+    assert (code, err.count("\n")) == (2, 1), err
+    assert err.startswith("nodeconf agent: --runtime-request-timeout: ")
+    assert not (tmp_path / "state").exists()  # refused before anything is made

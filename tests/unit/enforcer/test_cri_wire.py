@@ -4,6 +4,8 @@ on a unix socket answers our unary calls (status codes, messages, deadline)."""
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 import time
 from pathlib import Path
@@ -172,3 +174,15 @@ def test_no_socket_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(GrpcError) as caught:
         CriClient(str(tmp_path / "absent.sock"), timeout=1).version()
     assert caught.value.code == UNAVAILABLE
+
+
+def test_a_slow_call_is_logged_with_its_time(server: tuple[str, dict[str, Handler]], monkeypatch: pytest.MonkeyPatch,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    """The agent holds its lock during a CRI call: one slower than SLOW_CALL leaves a line in its log (how long a
+    slow node's StartContainer takes is measured there)."""
+    path, handlers = server
+    handlers[m.RUNTIME_SERVICE + "StartContainer"] = lambda _request, _context: b""
+    monkeypatch.setattr("nodeconf.enforcer.cri.client.SLOW_CALL", 0.0)
+    with caplog.at_level(logging.WARNING, logger="nodeconf.enforcer"):
+        CriClient(path, timeout=10).start_container("c1")
+    assert re.fullmatch(r"CRI StartContainer took \d+\.\d s", caplog.messages[-1])

@@ -111,11 +111,13 @@ def test_a_systemd_cgroup_runtime_gets_the_global_flag_and_a_slice_path(runtime:
     assert [line.split()[2] for line in calls(tmp_path)] == ["--systemd-cgroup"] * 3
 
 
-def test_a_runtime_command_that_hangs_is_killed_and_reported(runtime: OciRuntime,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """A call past its bound ends as a RuntimeCommandError naming the command (a StartError for the pod)."""
-    monkeypatch.setattr("nodeconf.enforcer.oci_runtime.COMMAND_TIMEOUT", 0.2)
-    with pytest.raises(RuntimeCommandError, match=r"`runc hang` did not return within 0\.2 s and was killed"):
+def test_a_runtime_command_that_hangs_is_killed_and_reported(runtime: OciRuntime) -> None:
+    """A call past its bound (the configured runtimeRequestTimeout) ends as a RuntimeCommandError naming the
+    command (a StartError for the pod)."""
+    assert runtime.timeout == 120  # the kubelet's default runtimeRequestTimeout, 2m0s, until configured
+    runtime.bound_requests(0.2)
+    with pytest.raises(RuntimeCommandError, match=r"`runc hang` did not return within 0\.2 s \(runtimeRequestTimeout\) "
+                                                  "and was killed"):
         runtime._run("hang")
 
 

@@ -23,6 +23,10 @@ class ImportingRuntime:
     def __init__(self, fail: bool = False) -> None:
         self.fail = fail
         self.removals = 0
+        self.bounds: list[float] = []
+
+    def bound_requests(self, configured: float) -> None:
+        self.bounds.append(configured)
 
     def remove_images(self) -> list[str]:
         self.removals += 1
@@ -62,4 +66,5 @@ def test_a_reset_keeps_the_images_the_next_checks_use(tmp_path: Path) -> None:
     agent = _agent_with(tmp_path, runtime)
     agent.reset()
     assert runtime.removals == 0
+    assert runtime.bounds == [120]  # back to the default runtimeRequestTimeout, 2m0s
     agent.stop()

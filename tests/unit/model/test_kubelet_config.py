@@ -63,6 +63,9 @@ def test_fields() -> None:
         pytest.param({"enforceNodeAllocatable": ["everything"]}, "enforceNodeAllocatable", id="enforce-enum"),
         pytest.param({"kind": "Pod"}, "kind", id="wrong-kind"),
         pytest.param({"maxPods": -1}, "maxPods", id="max-pods-negative"),
+        pytest.param({"runtimeRequestTimeout": "2 minutes"}, "runtimeRequestTimeout", id="timeout-not-a-duration"),
+        pytest.param({"runtimeRequestTimeout": 120}, "runtimeRequestTimeout", id="timeout-not-a-string"),
+        pytest.param({"runtimeRequestTimeout": "-1m"}, "runtimeRequestTimeout", id="timeout-negative"),
     ],
 )
 def test_bad_values_name_the_field(patch: dict[str, Any], field: str) -> None:
@@ -87,7 +90,23 @@ def test_every_field_survives_writing_and_parsing() -> None:
         cgroup_driver="cgroupfs", single_process_oom_kill=True, cpu_cfs_quota=False, cpu_cfs_quota_period_us=50_000,
         max_pods=20, pod_pids_limit=1024, system_reserved_cgroup="", kube_reserved_cgroup="/kube.slice",
         cpu_manager_policy="static", cpu_manager_policy_options={"full-pcpus-only": "true"}, reserved_system_cpus="0",
+        runtime_request_timeout_ns=600 * 10**9,
     )
     assert all(getattr(config, f.attr) != getattr(KubeletConfig(), f.attr) for f in FIELDS
                if f.attr != "system_reserved_cgroup"), "each field must differ from its default to be tested"
     assert kubelet_config_from_dict(kubelet_config_to_dict(config)) == config
+
+
+# runtimeRequestTimeout is a metav1.Duration: time.ParseDuration text; v1beta1 defaults.go
+# SetDefaults_KubeletConfiguration makes an unset (zero) one 2m0s. Values from Go's time package documentation
+# (ParseDuration's examples "1h10m10s" and "1.5h"; Duration.String's "1h15m30.918273645s"; "2m0s" as the
+# kubelet's flag help prints its default).
+@pytest.mark.parametrize(("text", "seconds", "written"), [
+    (None, 120, None), ("0s", 120, None), ("2m0s", 120, None), ("10m", 600, "10m0s"), ("1h10m10s", 4210, "1h10m10s"),
+    ("1.5h", 5400, "1h30m0s"), ("1h15m30.918273645s", 4530.918273645, "1h15m30.918273645s"), ("300ms", 0.3, "300ms"),
+])
+def test_runtime_request_timeout_is_a_go_duration_defaulting_to_two_minutes(text: str | None, seconds: float,
+                                                                          written: str | None) -> None:
+    config = kubelet_config_from_dict({**KIND, **({} if text is None else {"runtimeRequestTimeout": text})})
+    assert config.runtime_request_timeout == pytest.approx(seconds)
+    assert kubelet_config_to_dict(config).get("runtimeRequestTimeout") == written

@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 from nodeconf.infra.vm.accel import HostKvmFacts, choose_accel, parse_cpu_flags, parse_modules, read_host_kvm_facts
+from nodeconf.infra.vm.opener import slow_node_settings
+from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
+from nodeconf.nodes.transport.local import LocalTransport
 
 INTEL = frozenset({"kvm", "kvm_intel"})
 VMX = frozenset({"fpu", "vmx", "sse4_2"})
@@ -65,3 +68,12 @@ def test_read_host_kvm_facts_from_files(tmp_path: Path) -> None:
 def test_read_host_kvm_facts_without_device(tmp_path: Path) -> None:
     facts = read_host_kvm_facts(tmp_path, tmp_path / "absent", tmp_path / "absent-module")
     assert facts == HostKvmFacts(False, frozenset(), frozenset())
+
+
+@pytest.mark.parametrize(("accel", "flag"), [("tcg", "--runtime-request-timeout=10m0s"), ("kvm", "")])
+def test_a_tcg_vms_kubelet_runs_with_a_longer_runtime_request_timeout(accel: str, flag: str) -> None:
+    """Under TCG the VM's kubelet flag raises runtimeRequestTimeout to 10m0s (a 10m-CPU container's StartContainer
+    outlasted the 2m0s default there); under KVM the kubelet's default stays."""
+    settings = slow_node_settings(EnforcerSettings(backoff=3.0), accel)
+    assert settings.backoff == 3.0
+    assert EnforcedNode(LocalTransport(), settings).kubelet_flags == flag

@@ -18,10 +18,18 @@ from nodeconf.enforcer.oci_runtime import COMMAND_TIMEOUT
 from nodeconf.enforcer.ownership import foreign_message
 from nodeconf.enforcer.server import OPERATIONS
 from nodeconf.enforcer.wire import Op
+from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import NodeError
-from nodeconf.nodes.enforced.agent_client import ANSWER_BOUNDS, EXEC_MARGIN, READ_BOUND, AgentClient, lock_hold
+from nodeconf.nodes.enforced.agent_client import (
+    ANSWER_BOUNDS,
+    EXEC_MARGIN,
+    READ_BOUND,
+    WRITE_BOUND,
+    AgentClient,
+    lock_hold,
+)
 from nodeconf.nodes.enforced.bundle import MARKER_FILE
-from nodeconf.nodes.enforced.node import EnforcedNode
+from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.transport.local import LocalTransport
 from tests.unit.nodes.enforced.local import local_settings
 
@@ -117,8 +125,11 @@ def test_each_operation_has_a_bound() -> None:
 
 
 def test_with_a_runtime_every_bound_waits_for_five_runtime_commands_more() -> None:
-    """The agent holds its lock while runc or crun starts a pod's containers (a pause and up to four here)."""
-    assert lock_hold("direct") == 0
+    """The agent holds its lock while runc or crun starts a pod's containers (a pause and up to four here), each
+    bounded by runtimeRequestTimeout (2m0s unless configured); under CRI the sandbox's RunPodSandbox by twice it."""
+    assert lock_hold("direct") == lock_hold("direct", 600) == 0
+    assert lock_hold("runc", 600) == 5 * 600
+    assert lock_hold("containerd") == 6 * COMMAND_TIMEOUT == 720
     client = AgentClient(LocalTransport().open_stream(["true"]), held=lock_hold("runc"))
     try:
         assert lock_hold("runc") == lock_hold("crun") == 5 * COMMAND_TIMEOUT == 600
@@ -177,3 +188,53 @@ def test_the_cleanup_after_an_interrupted_request_reads_its_own_answers() -> Non
         client.call(Op.PING)
     assert client.call(Op.PING) == "answer 2"
     assert client.call(Op.PING) == "answer 3"
+
+
+class AnsweringStream:
+    """An agent stream that answers every request at once and records how long the driver would wait for it."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, object]] = []
+        self.waits: list[float | None] = []
+
+    def write(self, data: bytes) -> None:
+        self.sent.append(json.loads(data))
+
+    def readline(self, timeout: float | None = None) -> bytes:
+        self.waits.append(timeout)
+        result: dict[str, object] = {"warnings": []} if self.sent[-1]["op"] == Op.CONFIGURE.value else {}
+        return json.dumps({"id": self.sent[-1]["id"], "ok": True, "result": result, "agentMs": 1.0}).encode() + b"\n"
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_driver_waits_for_runtime_commands_as_long_as_the_configured_runtime_request_timeout() -> None:
+    """A node configured with runtimeRequestTimeout 10m0s lets each runc command of the agent take up to 600 s, so
+    every answer may wait five of them; a reset goes back to the 2m0s default (after the reset's own wait)."""
+    node = EnforcedNode(LocalTransport(), EnforcerSettings(runtime="runc"))
+    stream = AnsweringStream()
+    node._client = AgentClient(stream, held=lock_hold("runc"))
+    node.configure(KubeletConfig(runtime_request_timeout_ns=600 * 10**9))
+    node.client.call(Op.PING)
+    node.reset()
+    node.client.call(Op.PING)
+    assert [m["op"] for m in stream.sent] == ["configure", "ping", "reset", "ping"]
+    assert stream.waits == [WRITE_BOUND + 3000, READ_BOUND + 3000, WRITE_BOUND + 3000, READ_BOUND + 600]
+
+
+def test_a_slow_nodes_kubelet_flag_reaches_the_agent_and_outweighs_the_configuration(tmp_path: Path) -> None:
+    """EnforcerSettings.runtime_request_timeout is the kubelet's --runtime-request-timeout (a slow VM's operator
+    passes it): the agent starts with it, the report names it, and the driver waits for it whatever the
+    configuration's runtimeRequestTimeout (kubelet flags override its config file)."""
+    settings = dataclasses.replace(local_settings(tmp_path), runtime_request_timeout="10m0s")
+    with EnforcedNode(LocalTransport(), settings).start() as node:
+        assert "--runtime-request-timeout 10m0s" in node.logs()
+        assert node.kubelet_flags == "--runtime-request-timeout=10m0s"
+    runc = EnforcedNode(LocalTransport(), dataclasses.replace(settings, runtime="runc"))
+    stream = AnsweringStream()
+    runc._client = AgentClient(stream, held=0)
+    runc.configure(KubeletConfig(runtime_request_timeout_ns=60 * 10**9))
+    runc.reset()
+    runc.client.call(Op.PING)
+    assert stream.waits == [WRITE_BOUND + 3000, WRITE_BOUND + 3000, READ_BOUND + 3000]
