@@ -6,7 +6,8 @@ request outside the node's open and close (operation, wall seconds in the driver
 rest is transport), the seconds slept in polling loops (time.sleep in the main thread: the driver's and the
 toolkit's waits), and the start and stop of the enforced node (`start`: push, serve, bridge; `open`: the VM boot
 and `start`, inside the first check's setup; what they request and sleep counts as theirs). What is left of a
-check's duration is pytest and the driver's own Python.
+check's duration is pytest and the driver's own Python. With each check its concurrency rule (runs_alone,
+independent): how much of the run side-by-side checks could overlap.
 
 Per run it reads the node's /proc/stat (its CPUs' busy and idle jiffies) right after the node opens, at each test
 module's first check and right before the node closes: the guest's busy fraction over the run and per suite. No agent
@@ -31,6 +32,7 @@ from typing import Any
 import pytest
 
 from nodeconf.errors import InfrastructureError
+from nodeconf.fixtures.markers import concurrency
 from nodeconf.nodes.enforced.agent_client import AgentClient
 from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.registry import open_node
@@ -180,6 +182,7 @@ class Recorder:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
         self.profile.current = item.nodeid
+        self.profile.checks[item.nodeid]["rule"] = concurrency(item)  # what may run beside it (issue 31 item 2)
         cpu = self.profile.cpu
         if cpu and cpu[-1]["mark"] != module(item.nodeid):  # a module's first check: the last one's time ends
             self.read_cpu(module(item.nodeid))
@@ -247,12 +250,19 @@ def breakdown(checks: dict[str, dict[str, Any]], slowest: int = 10,
               cpu: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Totals per suite (the directory under suites/) and for the run: seconds in agent requests (the agent's own
     and the transport's), in sleeps, in the node's start and close, in kubelet configure, and the rest (pytest and
-    the driver's Python); request counts per operation; the node's busy fraction (guest_cpu) from its readings."""
+    the driver's Python); request counts per operation; checks, seconds, the agent's and the node's open and close
+    per concurrency rule; the node's busy fraction (guest_cpu) from its readings."""
     suites: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     ops: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    rules: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for nodeid, entry in checks.items():
         row = suites[suite_of(nodeid)]
         parts = split(entry)
+        if entry["phases"]:
+            by_rule = rules[entry.get("rule") or "(none)"]
+            by_rule["checks"] += 1
+            for key in ("seconds", "agent", "node_open_close"):
+                by_rule[key] += parts[key]
         row["checks"] += 1 if entry["phases"] else 0
         for key, value in parts.items():
             row[key] += value
@@ -277,4 +287,5 @@ def breakdown(checks: dict[str, dict[str, Any]], slowest: int = 10,
                          "requests": {op: f["count"] for op, f in entry["agent"].items()}} for nodeid, entry in top],
             "ops": {op: {k: round(v, 2) for k, v in f.items()} for op, f in sorted(ops.items(),
                                                                               key=lambda i: -i[1]["wall"])},
+            "rules": {rule: {k: round(v, 2) for k, v in row.items()} for rule, row in sorted(rules.items())},
             "guest_cpu": guest_cpu(cpu or [])}

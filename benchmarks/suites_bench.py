@@ -10,8 +10,8 @@ start: the VM boot), the time per suite, and the host's load average before and 
 `--profile` loads benchmarks/check_profile.py into the run and adds where the time goes, per suite and in
 total: the agent's own time in requests, the transport's, sleeps in polling loops, the node's open (VM boot and
 agent start) and close, kubelet configure calls, and the rest (pytest and the driver's Python); requests per
-operation; and the node's CPUs' busy fraction over the run and per suite (its /proc/stat). The scratch directory is
-removed.
+operation; the checks and seconds per concurrency rule; and the node's CPUs' busy fraction over the run and per
+suite (its /proc/stat). The scratch directory is removed.
 """
 
 from __future__ import annotations
@@ -161,6 +161,9 @@ def show_breakdown(found: dict[str, Any]) -> None:
     print("requests per operation (count, wall s, agent s):")
     for op, figures in found["ops"].items():
         print(f"  {op:<18} {figures['count']:>6g} {figures['wall']:>8.2f} {figures['agent']:>8.2f}")
+    for rule, row in found.get("rules", {}).items():
+        print(f"  {rule:<12} {row['checks']:>4g} checks {row['seconds']:>8.1f} s (agent {row['agent']:.1f} s, "
+              f"node open and close {row['node_open_close']:.1f} s)")
     cpu = found.get("guest_cpu")
     if cpu:
         print(f"the node's CPUs busy (/proc/stat, {cpu['readings']} readings taking {cpu['read_seconds']} s) over "

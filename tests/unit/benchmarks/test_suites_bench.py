@@ -63,6 +63,8 @@ def test_variants_run_one_after_the_other(monkeypatch: pytest.MonkeyPatch, tmp_p
 PROFILED_CHECK = '''
 import time
 
+import pytest
+
 from nodeconf.enforcer.wire import Op, Reply, encode_reply
 from nodeconf.nodes.enforced.agent_client import AgentClient
 
@@ -91,6 +93,7 @@ def test_polls():
     time.sleep(0.01)
 
 
+@pytest.mark.independent
 def test_idle():
     pass
 '''
@@ -116,6 +119,8 @@ def test_profile_attributes_requests_and_sleeps_to_their_check(pytester: pytest.
     assert (found["total"]["checks"], found["total"]["requests"], found["total"]["configures"]) == (2, 3, 1)
     assert found["total"]["agent"] == 0.75
     assert {op: f["count"] for op, f in found["ops"].items()} == {"status": 2, "configure": 1}
+    assert {rule: (row["checks"], row["agent"]) for rule, row in found["rules"].items()} == {
+        "(none)": (1, 0.75), "independent": (1, 0.0)}
 
 
 def test_the_nodes_open_and_close_keep_their_requests_and_sleeps() -> None:
