@@ -4,8 +4,9 @@ item 2: the ceiling of independent checks side by side on one node).
 Run: .venv/bin/python benchmarks/side_by_side_bench.py [--rounds 4] [--pods 12] [--json]
 Boots one reference VM (no agent started), unpacks this tree's agent bundle and runs the agent in-process on the
 VM's real cgroup tree, `direct` runtime, as spawn_ab.py does. Each round is one process in the VM that, after a
-warm-up cycle per shape, runs `--pods` cycles of run / evidence / delete of the article's res-demo pod (pause + 1)
-and of a pod of 3 containers (spawn_ab.shapes) in three modes, their order rotated every round:
+warm-up cycle per shape and path, runs `--pods` cycles of run / evidence / delete of the article's res-demo pod
+(pause + 1), then of a pod of 3 containers (spawn_ab.shapes), in each of three modes back to back, their order
+rotated every round:
 
 - `agent`: one thread through the agent's own operations (Agent.run_pod, evidence, delete; its one lock);
 - `serial`: one thread through the per-pod path below;
@@ -26,9 +27,9 @@ would run; the state of the node both threads share stays under one lock here (`
   kills every recorded pid and removes every marked cgroup).
 
 After each run it checks every container process in its cgroup with the oracle's oom_score_adj (spawn_ab.py); after
-each mode, that no pod and no pod cgroup is left and that the kubepods and QoS cgroups' files the oracle sets read
-the same after every mode: a violation stops the benchmark. Timed in the VM (no SSH), with the guest's /proc/stat
-before and after each mode and shape. Prints pods per second per round and the medians over rounds, the ratio
+each mode and shape, that no pod and no pod cgroup is left and that the kubepods and QoS cgroups' files the oracle
+sets read the same every time: a violation stops the benchmark. Timed in the VM (no SSH), with the guest's
+/proc/stat before and after each mode and shape. Prints pods per second per round and the medians over rounds, the ratio
 pair / serial, the guest's busy fraction, and the host's load average before and after (the host may be shared).
 """
 
@@ -156,8 +157,8 @@ try:
     for shape, doc in shapes.items():  # warm-up: one cycle per shape and path
         cycles("agent", shape, doc, ["warm-agent-" + shape], {})
         cycles("serial", shape, doc, ["warm-pod-" + shape], {})
-    for mode in modes:
-        for shape, doc in shapes.items():
+    for shape, doc in shapes.items():  # the modes of one shape back to back: a drifting host load hits each alike
+        for mode in modes:
             names = ["%s-%s-%d" % (mode, shape, i) for i in range(count)]
             lanes = [names[0::2], names[1::2]] if mode == "pair" else [names]
             times = {}
@@ -176,12 +177,12 @@ try:
             if failed:
                 raise SystemExit("; ".join(failed))
             out.setdefault(mode, {})[shape] = {"wall": wall, "pods": count, "stat": [before, after], "ops": times}
-        left = [p for p in gone if tree.exists(p)]
-        values = node_values()
-        if len(agent.pods) or left or (reference is not None and values != reference):
-            raise SystemExit("after %s: pods %s, cgroups left %s, node values %s, expected %s"
-                             % (mode, list(agent.pods), left, values, reference))
-        reference = values
+            left = [p for p in gone if tree.exists(p)]
+            values = node_values()
+            if len(agent.pods) or left or (reference is not None and values != reference):
+                raise SystemExit("after %s %s: pods %s, cgroups left %s, node values %s, expected %s"
+                                 % (mode, shape, list(agent.pods), left, values, reference))
+            reference = values
 finally:
     agent.shutdown()
 print(json.dumps(out))
