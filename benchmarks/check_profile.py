@@ -6,7 +6,16 @@ request outside the node's open and close (operation, wall seconds in the driver
 rest is transport), the seconds slept in polling loops (time.sleep in the main thread: the driver's and the
 toolkit's waits), and the start and stop of the enforced node (`start`: push, serve, bridge; `open`: the VM boot
 and `start`, inside the first check's setup; what they request and sleep counts as theirs). What is left of a
-check's duration is pytest and the driver's own Python. Written as JSON to FILE at the end of the session.
+check's duration is pytest and the driver's own Python. With each check its concurrency rule (runs_alone,
+independent): how much of the run side-by-side checks could overlap.
+
+Per run it reads the node's /proc/stat (its CPUs' busy and idle jiffies) right after the node opens, at each test
+module's first check and right before the node closes: the guest's busy fraction over the run and per suite. No agent
+request reads a file of the node's (by design: `exec_node` runs only in a reserve cgroup the agent made, evidence
+reads cgroup files), so the profile runs `cat /proc/stat` through the node's transport, the connection that pushes
+and serves the agent. Under TCG a vCPU is idle only when the guest has nothing to run (halted): its idle time is
+what checks side by side could use, however loaded the host. Written as JSON ({"checks": ..., "cpu": [readings]})
+to FILE at the end of the session.
 """
 
 from __future__ import annotations
@@ -16,16 +25,45 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Generator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from nodeconf.errors import InfrastructureError
+from nodeconf.fixtures.markers import concurrency
 from nodeconf.nodes.enforced.agent_client import AgentClient
 from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.registry import open_node
 
 OUTSIDE = "(outside checks)"
+CLOSE = "(node close)"
+# /proc/stat's cpu lines (proc_stat(5)): user nice system idle iowait irq softirq steal guest guest_nice, in jiffies;
+# guest and guest_nice are counted in user and nice already. Idle = idle + iowait (nothing runnable on the CPU).
+BUSY_FIELDS = (0, 1, 2, 5, 6, 7)
+IDLE_FIELDS = (3, 4)
+
+
+def cpu_jiffies(stat: str) -> dict[str, tuple[int, int]]:
+    """The cpu lines of /proc/stat: per line (`cpu`, all CPUs; `cpu0`, ...) its busy and idle jiffies."""
+    found = {}
+    for line in stat.splitlines():
+        name, *fields = line.split() or [""]
+        if name.startswith("cpu"):
+            values = [int(v) for v in fields] + [0] * 10  # an older kernel has fewer columns
+            found[name] = (sum(values[i] for i in BUSY_FIELDS), sum(values[i] for i in IDLE_FIELDS))
+    return found
+
+
+def busy_fraction(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> dict[str, float]:
+    """Per cpu line of both readings, the busy share of the jiffies between them (a CPU with none is left out)."""
+    shares = {}
+    for name in before.keys() & after.keys():
+        busy, idle = (after[name][i] - before[name][i] for i in (0, 1))
+        if busy + idle > 0:
+            shares[name] = busy / (busy + idle)
+    return dict(sorted(shares.items()))
 
 
 class Profile:
@@ -35,6 +73,9 @@ class Profile:
         self.current = OUTSIDE
         self.in_node = 0  # inside the node's open or close: their requests count as theirs
         self.checks: dict[str, dict[str, Any]] = defaultdict(_empty)
+        # The node's /proc/stat: {"mark": the test module whose time starts here (CLOSE at the end), "at":
+        # monotonic seconds, "read": seconds the reading took, "jiffies": cpu_jiffies}.
+        self.cpu: list[dict[str, Any]] = []
 
     def here(self) -> dict[str, Any]:
         return self.checks[self.current]
@@ -76,6 +117,20 @@ class Recorder:
         self.target = target
         self.profile = Profile()
         self.patch = pytest.MonkeyPatch()
+        self.node: EnforcedNode | None = None  # the open node whose /proc/stat is read
+
+    def read_cpu(self, mark: str) -> None:
+        """Append a reading of the open node's /proc/stat (none when it cannot be read: the run goes on)."""
+        if self.node is None:
+            return
+        began = time.monotonic()
+        try:
+            result = self.node.transport.run(["cat", "/proc/stat"], timeout=30)
+        except (InfrastructureError, OSError):
+            return
+        if result.rc == 0:
+            self.profile.cpu.append({"mark": mark, "at": began, "read": time.monotonic() - began,
+                                     "jiffies": cpu_jiffies(result.stdout.decode())})
 
     def pytest_sessionstart(self) -> None:
         profile = self.profile
@@ -105,15 +160,32 @@ class Recorder:
                     profile.node(what, time.monotonic() - began)
             return wrapper
 
+        def opened(*args: Any, **kwargs: Any) -> Any:
+            node = timed("open", open_node)(*args, **kwargs)
+            if isinstance(node, EnforcedNode):
+                self.node = node
+                self.read_cpu(module(profile.current))
+            return node
+
+        def closing(node: EnforcedNode) -> None:
+            if node is self.node:
+                self.read_cpu(CLOSE)
+                self.node = None
+            close(node)
+
         self.patch.setattr(AgentClient, "call", timed_call)
         self.patch.setattr(time, "sleep", timed_sleep)
         self.patch.setattr(EnforcedNode, "start", timed("start", start))
-        self.patch.setattr(EnforcedNode, "close", timed("close", close))
-        self.patch.setattr("nodeconf.fixtures.node.open_node", timed("open", open_node))
+        self.patch.setattr(EnforcedNode, "close", timed("close", closing))
+        self.patch.setattr("nodeconf.fixtures.node.open_node", opened)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
         self.profile.current = item.nodeid
+        self.profile.checks[item.nodeid]["rule"] = concurrency(item)  # what may run beside it (issue 31 item 2)
+        cpu = self.profile.cpu
+        if cpu and cpu[-1]["mark"] != module(item.nodeid):  # a module's first check: the last one's time ends
+            self.read_cpu(module(item.nodeid))
         try:
             return (yield)
         finally:
@@ -127,7 +199,42 @@ class Recorder:
 
     def pytest_sessionfinish(self) -> None:
         self.patch.undo()
-        self.target.write_text(json.dumps(self.profile.checks, indent=1))
+        self.target.write_text(json.dumps({"checks": self.profile.checks, "cpu": self.profile.cpu}, indent=1))
+
+
+def module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def suite_of(nodeid: str) -> str:
+    """The directory under suites/ a check (or module) belongs to."""
+    return nodeid.split("/")[1] if nodeid.startswith("suites/") else OUTSIDE
+
+
+def guest_cpu(readings: list[dict[str, Any]]) -> dict[str, Any]:
+    """The node's busy fraction from its first reading to its last (all CPUs and each), and per suite over the
+    spans from each module's first check to the next module's (jiffies summed, so a suite's share is
+    busy / (busy + idle) over its own time); with the seconds the readings themselves took."""
+    if len(readings) < 2:
+        return {}
+    first, last = readings[0], readings[-1]
+    spans: dict[str, dict[str, list[int]]] = defaultdict(dict)
+    seconds: dict[str, float] = defaultdict(float)
+    for start, end in pairwise(readings):
+        suite = suite_of(start["mark"])
+        seconds[suite] += end["at"] - start["at"]
+        for name in start["jiffies"].keys() & end["jiffies"].keys():
+            total = spans[suite].setdefault(name, [0, 0])
+            for i in (0, 1):
+                total[i] += end["jiffies"][name][i] - start["jiffies"][name][i]
+    suites = {suite: {"seconds": round(seconds[suite], 1),
+                      "busy": {name: round(busy / (busy + idle), 3)
+                               for name, (busy, idle) in sorted(jiffies.items()) if busy + idle > 0}}
+              for suite, jiffies in sorted(spans.items())}
+    return {"seconds": round(last["at"] - first["at"], 1), "readings": len(readings),
+            "read_seconds": round(sum(r["read"] for r in readings), 2),
+            "busy": {name: round(v, 3) for name, v in busy_fraction(first["jiffies"], last["jiffies"]).items()},
+            "suites": suites}
 
 
 def split(entry: dict[str, Any]) -> dict[str, float]:
@@ -139,16 +246,23 @@ def split(entry: dict[str, Any]) -> dict[str, float]:
             "node_open_close": entry["node"].get("open", 0.0) + entry["node"].get("close", 0.0)}
 
 
-def breakdown(checks: dict[str, dict[str, Any]], slowest: int = 10) -> dict[str, Any]:
+def breakdown(checks: dict[str, dict[str, Any]], slowest: int = 10,
+              cpu: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Totals per suite (the directory under suites/) and for the run: seconds in agent requests (the agent's own
     and the transport's), in sleeps, in the node's start and close, in kubelet configure, and the rest (pytest and
-    the driver's Python); request counts per operation."""
+    the driver's Python); request counts per operation; checks, seconds, the agent's and the node's open and close
+    per concurrency rule; the node's busy fraction (guest_cpu) from its readings."""
     suites: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     ops: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    rules: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for nodeid, entry in checks.items():
-        suite = nodeid.split("/")[1] if nodeid.startswith("suites/") else OUTSIDE
-        row = suites[suite]
+        row = suites[suite_of(nodeid)]
         parts = split(entry)
+        if entry["phases"]:
+            by_rule = rules[entry.get("rule") or "(none)"]
+            by_rule["checks"] += 1
+            for key in ("seconds", "agent", "node_open_close"):
+                by_rule[key] += parts[key]
         row["checks"] += 1 if entry["phases"] else 0
         for key, value in parts.items():
             row[key] += value
@@ -172,4 +286,6 @@ def breakdown(checks: dict[str, dict[str, Any]], slowest: int = 10) -> dict[str,
             "slowest": [{"check": nodeid, **{k: round(v, 2) for k, v in split(entry).items()},
                          "requests": {op: f["count"] for op, f in entry["agent"].items()}} for nodeid, entry in top],
             "ops": {op: {k: round(v, 2) for k, v in f.items()} for op, f in sorted(ops.items(),
-                                                                              key=lambda i: -i[1]["wall"])}}
+                                                                              key=lambda i: -i[1]["wall"])},
+            "rules": {rule: {k: round(v, 2) for k, v in row.items()} for rule, row in sorted(rules.items())},
+            "guest_cpu": guest_cpu(cpu or [])}

@@ -9,8 +9,9 @@ JUnit time, setup + call + teardown, over the wall time), the first check's time
 start: the VM boot), the time per suite, and the host's load average before and after (the host may be shared).
 `--profile` loads benchmarks/check_profile.py into the run and adds where the time goes, per suite and in
 total: the agent's own time in requests, the transport's, sleeps in polling loops, the node's open (VM boot and
-agent start) and close, kubelet configure calls, and the rest (pytest and the driver's Python); and requests per
-operation. The scratch directory is removed.
+agent start) and close, kubelet configure calls, and the rest (pytest and the driver's Python); requests per
+operation; the checks and seconds per concurrency rule; and the node's CPUs' busy fraction over the run and per
+suite (its /proc/stat). The scratch directory is removed.
 """
 
 from __future__ import annotations
@@ -65,8 +66,9 @@ def run(node: str, extra: list[str], profile: bool = False, slowest: int = 10) -
         wall = time.monotonic() - started
         if not junit.exists():
             raise SystemExit(f"suites_bench: pytest wrote no JUnit file (exit {code})")
-        checks = json.loads(profiled.read_text()) if profile and profiled.exists() else None
-        return Run(wall, code, junit_checks(junit), breakdown(checks, slowest) if checks is not None else None)
+        found = json.loads(profiled.read_text()) if profile and profiled.exists() else None
+        return Run(wall, code, junit_checks(junit),
+                   breakdown(found["checks"], slowest, found["cpu"]) if found is not None else None)
 
 
 def junit_checks(junit: Path) -> list[Check]:
@@ -159,6 +161,16 @@ def show_breakdown(found: dict[str, Any]) -> None:
     print("requests per operation (count, wall s, agent s):")
     for op, figures in found["ops"].items():
         print(f"  {op:<18} {figures['count']:>6g} {figures['wall']:>8.2f} {figures['agent']:>8.2f}")
+    for rule, row in found.get("rules", {}).items():
+        print(f"  {rule:<12} {row['checks']:>4g} checks {row['seconds']:>8.1f} s (agent {row['agent']:.1f} s, "
+              f"node open and close {row['node_open_close']:.1f} s)")
+    cpu = found.get("guest_cpu")
+    if cpu:
+        print(f"the node's CPUs busy (/proc/stat, {cpu['readings']} readings taking {cpu['read_seconds']} s) over "
+              f"{cpu['seconds']} s: " + ", ".join(f"{name} {share:.0%}" for name, share in cpu["busy"].items()))
+        for suite, span in cpu["suites"].items():
+            print(f"  {suite:<12} {span['seconds']:>7.1f} s  "
+                  + ", ".join(f"{name} {share:.0%}" for name, share in span["busy"].items()))
 
 
 if __name__ == "__main__":

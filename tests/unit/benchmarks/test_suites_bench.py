@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from nodeconf.nodes.enforced.node import EnforcedNode
+from nodeconf.nodes.transport.base import CommandResult, TransportError
+
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -60,6 +63,8 @@ def test_variants_run_one_after_the_other(monkeypatch: pytest.MonkeyPatch, tmp_p
 PROFILED_CHECK = '''
 import time
 
+import pytest
+
 from nodeconf.enforcer.wire import Op, Reply, encode_reply
 from nodeconf.nodes.enforced.agent_client import AgentClient
 
@@ -88,6 +93,7 @@ def test_polls():
     time.sleep(0.01)
 
 
+@pytest.mark.independent
 def test_idle():
     pass
 '''
@@ -102,7 +108,7 @@ def test_profile_attributes_requests_and_sleeps_to_their_check(pytester: pytest.
     target = tmp_path / "profile.json"
     result = pytester.runpytest_inprocess("-p", "check_profile", f"--check-profile={target}", "-q")
     result.assert_outcomes(passed=2)
-    checks = json.loads(target.read_text())
+    checks = json.loads(target.read_text())["checks"]
     polls = checks["test_profiled.py::test_polls"]
     assert {op: (f["count"], f["agent"]) for op, f in polls["agent"].items()} == {
         "status": (2, 0.5), "configure": (1, 0.25)}
@@ -113,6 +119,8 @@ def test_profile_attributes_requests_and_sleeps_to_their_check(pytester: pytest.
     assert (found["total"]["checks"], found["total"]["requests"], found["total"]["configures"]) == (2, 3, 1)
     assert found["total"]["agent"] == 0.75
     assert {op: f["count"] for op, f in found["ops"].items()} == {"status": 2, "configure": 1}
+    assert {rule: (row["checks"], row["agent"]) for rule, row in found["rules"].items()} == {
+        "(none)": (1, 0.75), "independent": (1, 0.0)}
 
 
 def test_the_nodes_open_and_close_keep_their_requests_and_sleeps() -> None:
@@ -132,3 +140,70 @@ def test_the_nodes_open_and_close_keep_their_requests_and_sleeps() -> None:
         {"run": {"count": 1, "wall": 0.5, "agent": 0.4}}, 0.0, {"open": 10.0})
     row = check_profile.breakdown(profile.checks)["suites"]["swap"]
     assert (row["node_open_close"], row["agent"], row["transport"], row["rest"]) == (10.0, 0.4, 0.1, 0.1)
+
+
+# proc_stat(5): user nice system idle iowait irq softirq steal guest guest_nice; guest time is inside user already.
+STAT_BEFORE = """cpu  100 5 50 800 20 3 2 0 40 0
+cpu0 60 5 30 390 10 2 1 0 40 0
+cpu1 40 0 20 410 10 1 1 0 0 0
+intr 12345 1 2 3
+ctxt 999
+"""
+STAT_AFTER = """cpu  300 5 150 860 40 3 2 0 90 0
+cpu0 160 5 80 390 10 2 1 0 90 0
+cpu1 140 0 70 470 30 1 1 0 0 0
+intr 23456 1 2 3
+ctxt 1999
+"""
+
+
+def test_proc_stat_busy_and_idle_jiffies() -> None:
+    """busy = user + nice + system + irq + softirq + steal (guest is counted in user), idle = idle + iowait."""
+    assert check_profile.cpu_jiffies(STAT_BEFORE) == {"cpu": (160, 820), "cpu0": (98, 400), "cpu1": (62, 420)}
+    assert check_profile.cpu_jiffies("cpu0 1 2 3 4\n\n") == {"cpu0": (6, 4)}  # fewer columns, an empty line
+
+
+def test_busy_fraction_between_two_readings() -> None:
+    before, after = check_profile.cpu_jiffies(STAT_BEFORE), check_profile.cpu_jiffies(STAT_AFTER)
+    # cpu: busy 460 - 160 = 300, idle 900 - 820 = 80; cpu0: 248 - 98 = 150 busy, none idle; cpu1: 150, 80
+    assert check_profile.busy_fraction(before, after) == {"cpu": 300 / 380, "cpu0": 1.0, "cpu1": 150 / 230}
+    assert check_profile.busy_fraction(before, before) == {}  # no jiffies between them: no share
+
+
+def test_guest_cpu_over_the_run_and_per_suite() -> None:
+    """Each span from one reading to the next counts for the suite of the module it starts at."""
+    def reading(mark: str, at: float, busy: int, idle: int) -> dict[str, object]:
+        return {"mark": mark, "at": at, "read": 0.1, "jiffies": {"cpu": [busy, idle]}}
+
+    readings = [reading("suites/swap/test_a.py", 10.0, 0, 0), reading("suites/swap/test_b.py", 20.0, 150, 50),
+                reading("suites/upstream/test_c.py", 30.0, 200, 200), reading(check_profile.CLOSE, 50.0, 300, 300)]
+    found = check_profile.guest_cpu(readings)
+    assert (found["seconds"], found["readings"], found["read_seconds"], found["busy"]) == (40.0, 4, 0.4, {"cpu": 0.5})
+    assert found["suites"] == {"swap": {"seconds": 20.0, "busy": {"cpu": 0.5}},  # (150 + 50) / (200 + 200)
+                               "upstream": {"seconds": 20.0, "busy": {"cpu": 0.5}}}
+    assert check_profile.guest_cpu(readings[:1]) == {}
+
+
+class StatTransport:
+    """A node's transport that answers `cat /proc/stat` with a recorded text, then fails."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.asked: list[list[str]] = []
+
+    def run(self, argv: list[str], *, input: bytes | None = None, timeout: float = 60.0) -> CommandResult:
+        self.asked.append(list(argv))
+        if not self.texts:
+            raise TransportError("connection lost")
+        return CommandResult(tuple(argv), 0, self.texts.pop(0).encode(), b"")
+
+
+def test_the_recorder_reads_the_open_nodes_proc_stat(tmp_path: Path) -> None:
+    transport = StatTransport([STAT_BEFORE])
+    recorder = check_profile.Recorder(tmp_path / "profile.json")
+    recorder.read_cpu("suites/swap/test_a.py")  # no node open: nothing read
+    recorder.node = EnforcedNode(transport)  # type: ignore[arg-type]
+    recorder.read_cpu("suites/swap/test_a.py")
+    recorder.read_cpu(check_profile.CLOSE)  # the transport fails: no reading, the run goes on
+    assert transport.asked == [["cat", "/proc/stat"]] * 2
+    assert [(r["mark"], r["jiffies"]["cpu"]) for r in recorder.profile.cpu] == [("suites/swap/test_a.py", (160, 820))]
