@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nodeconf.nodes.enforced.node import EnforcerSettings
 
 ACCEL_ENV = "NODECONF_ACCEL"
 # The kubelet flag --runtime-request-timeout a VM's operator passes per accelerator (kubelet flags override its
@@ -84,3 +88,8 @@ def detect_accel(environ: Mapping[str, str] | None = None) -> AccelChoice:
     """The accelerator for this host, honouring NODECONF_ACCEL=kvm|tcg."""
     env = os.environ if environ is None else environ
     return choose_accel(read_host_kvm_facts(), env.get(ACCEL_ENV) or None)
+
+
+def slow_node_settings(settings: EnforcerSettings, accel: str) -> EnforcerSettings:
+    """The settings with the kubelet flag the VM's operator passes under its accelerator (RUNTIME_REQUEST_TIMEOUT)."""
+    return replace(settings, runtime_request_timeout=RUNTIME_REQUEST_TIMEOUT.get(accel, ""))

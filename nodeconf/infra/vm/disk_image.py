@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nodeconf.infra.vm.accel import AccelChoice
+from nodeconf.infra.vm.accel import AccelChoice, slow_node_settings
 from nodeconf.infra.vm.disk_probe import DiskFacts, inspect_image
 from nodeconf.infra.vm.image import VmImage
 from nodeconf.infra.vm.machine import (
@@ -246,7 +246,6 @@ def open_image_node(path: Path, *, memory_mib: int = DEFAULT_MEMORY_MIB, cpus: i
                     settings: EnforcerSettings | None = None, spec: str = "",
                     progress: Callable[[str], None] | None = None) -> EnforcedNode:
     """`vm?image=PATH`: boot the image and return an enforced node over its SSH; close() also stops the VM."""
-    from nodeconf.infra.vm.opener import slow_node_settings
     from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 
     machine = boot_image(path, memory_mib=memory_mib, cpus=cpus, swap_mib=swap_mib, uefi=uefi, progress=progress)

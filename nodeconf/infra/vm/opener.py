@@ -8,15 +8,14 @@ record, node_kind.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
-from nodeconf.infra.vm.accel import RUNTIME_REQUEST_TIMEOUT
+from nodeconf.infra.vm.accel import slow_node_settings
 from nodeconf.infra.vm.image import ensure_image
 from nodeconf.infra.vm.machine import DEFAULT_CPUS, DEFAULT_MEMORY_MIB, DEFAULT_SWAP_MIB, VirtualMachine
 from nodeconf.infra.vm.progress import StepPrinter
 from nodeconf.nodes.base import Node
-from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
+from nodeconf.nodes.enforced.node import EnforcedNode
 from nodeconf.nodes.enforced.opener import enforcer_settings
 from nodeconf.nodes.spec import NodeSpec, VmSize
 
@@ -35,11 +34,6 @@ def boot_vm(size: VmSize | None = None, *, name: str | None = None, cache_dir: P
         name=name, cache_dir=cache_dir, progress=say, persistent=persistent,
     )
     return machine.start()
-
-
-def slow_node_settings(settings: EnforcerSettings, accel: str) -> EnforcerSettings:
-    """The settings with the kubelet flag the VM's operator passes under its accelerator (RUNTIME_REQUEST_TIMEOUT)."""
-    return replace(settings, runtime_request_timeout=RUNTIME_REQUEST_TIMEOUT.get(accel, ""))
 
 
 def open_vm_node(spec: NodeSpec) -> Node:

@@ -6,8 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from nodeconf.infra.vm.accel import HostKvmFacts, choose_accel, parse_cpu_flags, parse_modules, read_host_kvm_facts
-from nodeconf.infra.vm.opener import slow_node_settings
+from nodeconf.infra.vm.accel import (
+    HostKvmFacts,
+    choose_accel,
+    parse_cpu_flags,
+    parse_modules,
+    read_host_kvm_facts,
+    slow_node_settings,
+)
 from nodeconf.nodes.enforced.node import EnforcedNode, EnforcerSettings
 from nodeconf.nodes.transport.local import LocalTransport
 
