@@ -134,10 +134,11 @@ def test_without_node_argument():
 
 
 class CountedNode:
-    """The smallest node nodeconf.fixtures.node needs (facts, image, logs, close), recording its opening and closing in
-    `log`."""
+    """The smallest node nodeconf.fixtures.node needs (facts, image, kubelet_flags, logs, close), recording its
+    opening and closing in `log`."""
 
     image = ""
+    kubelet_flags = ""
 
     def __init__(self, spec: str, log: list[str]) -> None:
         self.spec = spec

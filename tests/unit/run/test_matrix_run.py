@@ -35,6 +35,7 @@ class FakeNode:
     def __init__(self, spec):
         self.spec = spec
         self.image = f"image-{spec.name}.qcow2, sha256 0123"
+        self.kubelet_flags = ""
 
     def facts(self):
         return NodeFacts(memory_capacity=1 << 30, kernel_version=f"6.1-{self.spec.name}")

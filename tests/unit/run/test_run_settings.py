@@ -128,6 +128,7 @@ pytest_plugins = [
 
 class FakeNode:
     image = ""
+    kubelet_flags = ""
 
     def __init__(self, spec):
         self.spec = spec
