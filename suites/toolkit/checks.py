@@ -92,10 +92,10 @@ SeedValues = Callable[[PodEvidence], Sequence[ComparedValue]]
 
 
 def check_pod(handle: PodHandle, expected: PodExpectation, intended: QosClass | None = None,
-              seed: SeedValues | None = None) -> PodEvidence:
-    """Admission, QoS class, running containers, then every file and oom_score_adj against the oracle, and the
-    values the seed states literally (`seed`), all mismatches in one failure. One evidence request serves the QoS
-    class and, once the pod has settled, the values (issue 31: fewer round trips)."""
+              seed: SeedValues | None = None, start_timeout: float = 60.0) -> PodEvidence:
+    """Admission, QoS class, running containers (within `start_timeout`), then every file and oom_score_adj against
+    the oracle, and the values the seed states literally (`seed`), all mismatches in one failure. One evidence
+    request serves the QoS class and, once the pod has settled, the values (issue 31: fewer round trips)."""
     __tracebackhide__ = True
     check_admission(handle, expected)
     first = handle.evidence()
@@ -103,7 +103,7 @@ def check_pod(handle: PodHandle, expected: PodExpectation, intended: QosClass | 
     if is_settled(first):
         evidence = first
     else:
-        handle.wait_running()
+        handle.wait_running(start_timeout)
         evidence = settled_evidence(handle)
     assert_matches(f"pod {expected.pod.ref}", [
         *compare_pod(expected, evidence),

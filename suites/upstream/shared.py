@@ -24,6 +24,13 @@ from nodeconf.nodes.base import Node, NodeError, PodHandle
 from suites.toolkit.checks import Deployed
 from suites.toolkit.kubelet import Applied, Kubelet, Oracle
 
+# How long upstream's huge page pods (cpu limit 10m) may take to start: a runtime's `runc init` of the sandbox and
+# of each container runs in the pod's cgroup, charged to its 10m CPU quota (1 ms per 100 ms period); under TCG it
+# needs a second or two of CPU, so minutes of wall time (a trixie VM's containerd 1.7 took over 120 s for
+# RunPodSandbox). A node that never starts the pod still fails at this bound; where the start is fast (hardware,
+# the direct runtime) nothing waits longer.
+QUOTA_START_S = 600.0
+
 SLEEP = ["sleep", "infinity"]
 # resizePolicy of the four containers a resize table pod holds (upstream DescribeTableSubtree entries).
 POLICIES: Mapping[str, Mapping[str, str]] = {

@@ -33,7 +33,7 @@ from suites.toolkit.checks import Deployed, check_pod, settled_evidence
 from suites.toolkit.compare import assert_matches, compare_node_cgroups, compare_value
 from suites.toolkit.kubelet import Applied, Oracle
 from suites.toolkit.pods import hugetlb_toucher
-from suites.upstream.shared import Res, container, make_pod, module_kubelet, shared_deployment
+from suites.upstream.shared import QUOTA_START_S, Res, container, make_pod, module_kubelet, shared_deployment
 
 HUGEPAGES_TEST = "test/e2e_node/hugepages_test.go"
 ONE_SIZE = "HugePages / start the pod / with the resources requests that contain only one hugepages resource "
@@ -118,7 +118,7 @@ def test_pod_matches_the_oracle(deployed: Deployed, oracle: Oracle, name: str, q
     """The pods run in their QoS class (upstream CreateSync), every cgroup value the oracle's."""
     if name == HUGE_POD and _pool_reason(oracle):
         pytest.skip(_pool_reason(oracle))
-    check_pod(deployed.handle(name), deployed.expected(name), qos)
+    check_pod(deployed.handle(name), deployed.expected(name), qos, start_timeout=QUOTA_START_S)
 
 
 def _path(deployed: Deployed, name: str, level: str, ctr: str) -> str:

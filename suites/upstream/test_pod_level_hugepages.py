@@ -41,7 +41,7 @@ from nodeconf.semantics.hugepages import hugepage_resource
 from suites.toolkit.checks import Deployed, check_pod
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
 from suites.toolkit.kubelet import Applied, Oracle
-from suites.upstream.shared import Res, container, module_kubelet, shared_deployment
+from suites.upstream.shared import QUOTA_START_S, Res, container, module_kubelet, shared_deployment
 
 PLR = "test/e2e/common/node/pod_level_resources.go"
 HP = "test/e2e_node/hugepages_test.go"
@@ -254,7 +254,7 @@ def test_pod_level_hugepages_entry(entry_batches: Batches, oracle: Oracle, ident
     assert handle.admitted and expected.admitted, (
         f"pod {expected.pod.ref}: upstream runs it; node admitted={handle.admitted} errors={list(handle.errors)}; "
         f"oracle admitted={expected.admitted} errors={list(expected.errors)}")
-    check_pod(handle, expected, entry.qos)
+    check_pod(handle, expected, entry.qos, start_timeout=QUOTA_START_S)
     assert expected.cgroup is not None
     limits = deployed.expectation.node_limits
     paths = (expected.cgroup.path, *(c.cgroup.path for c in expected.containers))

@@ -27,7 +27,7 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Pod
 from nodeconf.manifest_reader import object_from_dict
 from nodeconf.nodes.base import Node, PodHandle
-from nodeconf.semantics.expectation import Expected, QosClass
+from nodeconf.semantics.expectation import Expected, PodExpectation, QosClass
 from suites.toolkit.checks import check_pod, settled_evidence, wait_until
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_pod, compare_value
 from suites.toolkit.kubelet import Applied, Kubelet, Oracle
@@ -81,17 +81,16 @@ ORIGINAL = sidecar_pod(dict.fromkeys(UPSTREAM, GUARANTEED_ORIGINAL))
 class Running:
     """The module's pod, its kubelet, and the spec the node last applied."""
 
-    def __init__(self, handle: PodHandle, kubelet: Kubelet) -> None:
-        self.handle, self.kubelet, self.current = handle, kubelet, ORIGINAL
+    def __init__(self, handle: PodHandle, kubelet: Kubelet, expected: PodExpectation) -> None:
+        self.handle, self.kubelet, self.current, self.expected = handle, kubelet, ORIGINAL, expected
 
 
 @pytest.fixture(scope="module")
 def running(node: Node, oracle: Oracle, base_config: KubeletConfig, _applied: Applied) -> Iterator[Running]:
     kubelet = module_kubelet(node, oracle, base_config, _applied)
     with shared_deployment(node, oracle, kubelet, [ORIGINAL]) as deployed:
-        handle = deployed.handle(NAME)
-        check_pod(handle, deployed.expected(NAME), QosClass.GUARANTEED)
-        yield Running(handle, kubelet)
+        settled_evidence(deployed.handle(NAME))
+        yield Running(deployed.handle(NAME), kubelet, deployed.expected(NAME))
 
 
 def _restart_counts(handle: PodHandle) -> dict[str, int]:
@@ -127,6 +126,14 @@ def _resize(oracle: Oracle, pod: Running, policy: str, before: Res, after: Res, 
                             Expected(str(wanted[c]), RESTART), str(evidence.status.container(c).restart_count))
               for c in wanted),
             *compare_pod(expected, evidence)]
+
+
+@pytest.mark.kubelet_code
+def test_sidecar_pod_starts_as_the_oracle_says(running: Running) -> None:
+    """The module's pod before any resize: admitted, Guaranteed, every value the oracle's. Judged here, not in the
+    fixture, so a mismatch (e.g. a runtime's cpu.weight formula) fails this check and leaves the resizes to be
+    judged on their own instead of breaking them all."""
+    check_pod(running.handle, running.expected, QosClass.GUARANTEED)
 
 
 @pytest.mark.parametrize(("policy", "entry"), [
