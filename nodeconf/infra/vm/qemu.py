@@ -23,6 +23,12 @@ KERNEL_ARGS = (
 HUGEPAGE_ARGS = ("hugepagesz=2M", "hugepages=8")
 # systemd as PID 1: the unified (cgroup v2 only) hierarchy, said explicitly (systemd < 256 also knows hybrid).
 SYSTEMD_ARGS = ("systemd.unified_cgroup_hierarchy=1",)
+# The guest CPU under TCG: every feature TCG emulates. Without the fast-string ones (max,-erms,-fsrm) the guest
+# kernel clears pages without `rep stosb`, which TCG runs slowly: touching 200 MiB took 1.1 s against 2.6 s, an exec
+# 26 % less (benchmarks/guest_cpu_bench.py), but the default run was no faster through the host's noise (two A/B
+# pairs, 225 / 229 s against 243 / 227 s; benchmarks/results/suites-time-breakdown.md), so the CPU stays as TCG
+# offers it.
+TCG_CPU = "max"
 CONFIG_LSM = re.compile(r'^CONFIG_LSM="([^"]*)"$', re.MULTILINE)
 
 
@@ -79,12 +85,13 @@ def machine_argv(binary: str, accel: str, memory_mib: int, cpus: int, console_lo
                  tcg_thread: str = "multi") -> list[str]:
     """The qemu binary, accelerator, q35 machine and size, no default devices, serial console to a file.
 
-    Under TCG each vCPU gets its own host thread (`thread=multi`) unless `tcg_thread="single"` runs them all in one.
+    Under TCG each vCPU gets its own host thread (`thread=multi`) unless `tcg_thread="single"` runs them all in one,
+    and the CPU is TCG_CPU.
     """
     if accel == "kvm":
         accel_args = ["-accel", "kvm", "-cpu", "host"]
     elif accel == "tcg":
-        accel_args = ["-accel", f"tcg,thread={tcg_thread}", "-cpu", "max"]
+        accel_args = ["-accel", f"tcg,thread={tcg_thread}", "-cpu", TCG_CPU]
     else:
         raise ValueError(f"accelerator must be 'kvm' or 'tcg', not {accel!r}")
     return [
