@@ -24,8 +24,8 @@ HUGEPAGE_ARGS = ("hugepagesz=2M", "hugepages=8")
 # systemd as PID 1: the unified (cgroup v2 only) hierarchy, said explicitly (systemd < 256 also knows hybrid).
 SYSTEMD_ARGS = ("systemd.unified_cgroup_hierarchy=1",)
 # The guest CPU under TCG: every feature TCG emulates. Without the fast-string ones (max,-erms,-fsrm) the guest
-# kernel clears pages without `rep stosb`, which TCG runs slowly: touching 200 MiB took 1.1 s against 2.6 s, an exec
-# 26 % less (benchmarks/guest_cpu_bench.py), but the default run was no faster through the host's noise (two A/B
+# kernel clears pages without `rep stosb`, which TCG runs slowly: touching 200 MiB took 1.1 s against 2.6-2.8 s, execs
+# 4-26 % less (benchmarks/guest_cpu_bench.py), but the default run was no faster through the host's noise (two A/B
 # pairs, 225 / 229 s against 243 / 227 s; benchmarks/results/suites-time-breakdown.md), so the CPU stays as TCG
 # offers it.
 TCG_CPU = "max"
