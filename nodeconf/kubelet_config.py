@@ -6,15 +6,14 @@ table)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from fractions import Fraction
 from typing import Any
 
 from nodeconf.errors import InputError, shown
-from nodeconf.quantity import INT64_MAX, Quantity, QuantityError, beyond_int64
+from nodeconf.go_duration import go_duration, parse_go_duration
+from nodeconf.quantity import Quantity, QuantityError, beyond_int64
 
 SWAP_BEHAVIORS = ("NoSwap", "LimitedSwap", "WorkloadControlledSwap")
 RESERVATION_POLICIES = ("None", "TieredReservation")
@@ -27,10 +26,6 @@ DEFAULT_EVICTION_HARD = {
     "nodefs.inodesFree": "5%",
     "imagefs.available": "15%",
 }
-# time.ParseDuration: [sign] (decimal number, unit)+ with units ns, us, µs (U+00B5), μs (U+03BC), ms, s, m, h.
-_DURATION = re.compile(r"(?P<n>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<unit>ns|us|\u00b5s|\u03bcs|ms|s|m|h)", re.ASCII)
-_NANOSECONDS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
-                "h": 3600 * 10**9}
 # kubelet validation (pkg/kubelet/apis/config/validation/validation.go): cpuCFSQuotaPeriod within 1ms..1s inclusive.
 CFS_PERIOD_NS = (10**6, 10**9)
 MAX_DURATION_TEXT = 100
@@ -38,9 +33,6 @@ MAX_DURATION_TEXT = 100
 # hands it to cri-client NewRemoteRuntimeService and NewRemoteImageService); v1beta1 defaults.go
 # SetDefaults_KubeletConfiguration turns a zero one into 2m0s.
 DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS = 120 * 10**9
-# How time.Duration.String writes a duration: h and m above a second, one unit below it.
-_GO_UNITS = (("h", 3600 * 10**9), ("m", 60 * 10**9))
-_GO_SMALL_UNITS = (("ms", 10**6), ("\u00b5s", 10**3), ("ns", 1))
 # cpuManagerPolicy (pkg/kubelet/cm/cpumanager cpu_manager.go NewManager: any other name is "unknown policy") and the
 # static policy's options nodeconf models (policy_options.go: values are strconv.ParseBool strings); the others are
 # accepted only when "false", since nodeconf models no NUMA, socket or SMT layout (semantics/cpu_manager.py).
@@ -102,26 +94,10 @@ Write = Callable[[Any], Any]
 OMIT = object()
 
 
-def _duration_ns(text: str) -> int | None:
-    """Nanoseconds of a Go duration (time.ParseDuration), None when it is not one or overflows int64."""
-    sign, body = (-1, text[1:]) if text[:1] == "-" else (1, text[1:] if text[:1] == "+" else text)
-    if body == "0":
-        return 0
-    total, pos = Fraction(0), 0
-    for match in _DURATION.finditer(body):
-        if match.start() != pos:
-            return None
-        total += Fraction(match["n"].rstrip(".") or "0") * _NANOSECONDS[match["unit"]]
-        pos = match.end()
-    if not body or pos != len(body) or total > INT64_MAX:
-        return None
-    return sign * int(total)
-
-
 def _cfs_period_us(value: Any, path: str, fail: Fail) -> int:
     """cpuCFSQuotaPeriod in microseconds; refused as the kubelet refuses it (unparsable, or outside 1ms..1s)."""
     text = value if isinstance(value, str) else None
-    if text is None or len(text) > MAX_DURATION_TEXT or (nanoseconds := _duration_ns(text)) is None:
+    if text is None or len(text) > MAX_DURATION_TEXT or (nanoseconds := parse_go_duration(text)) is None:
         raise fail(path, f"invalid duration {shown(value)}")
     low, high = CFS_PERIOD_NS
     if not low <= nanoseconds <= high:
@@ -137,7 +113,7 @@ def _request_timeout_ns(value: Any, path: str, fail: Fail) -> int:
     if value is None:
         return DEFAULT_RUNTIME_REQUEST_TIMEOUT_NS
     text = value if isinstance(value, str) else None
-    if text is None or len(text) > MAX_DURATION_TEXT or (nanoseconds := _duration_ns(text)) is None:
+    if text is None or len(text) > MAX_DURATION_TEXT or (nanoseconds := parse_go_duration(text)) is None:
         raise fail(path, f"invalid duration {shown(value)} (expected a duration such as \"2m0s\")")
     if nanoseconds < 0:
         raise fail(path, f"{shown(text)} is negative: every CRI call would fail at once")
@@ -149,25 +125,6 @@ def runtime_request_timeout_flag(text: str) -> int:
     def fail(path: str, problem: str) -> InputError:
         return InputError(problem, field=path)
     return _request_timeout_ns(text, "--runtime-request-timeout", fail)
-
-
-def go_duration(nanoseconds: int) -> str:
-    """A positive duration as Go's time.Duration.String writes it (`2m0s`, `1h0m0s`, `1.5s`, `250ms`)."""
-    if nanoseconds < 10**9:
-        unit, size = next((unit, size) for unit, size in _GO_SMALL_UNITS if nanoseconds >= size)
-        return _decimal(nanoseconds, size) + unit
-    out, rest, started = "", nanoseconds, False
-    for unit, size in _GO_UNITS:
-        count, rest = divmod(rest, size)
-        if count or started:
-            out, started = f"{out}{count}{unit}", True
-    return f"{out}{_decimal(rest, 10**9)}s"
-
-
-def _decimal(amount: int, size: int) -> str:
-    whole, fraction = divmod(amount, size)
-    digits = str(fraction).rjust(len(str(size)) - 1, "0").rstrip("0")
-    return f"{whole}.{digits}" if digits else str(whole)
 
 
 class Compared(Enum):

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MODEL = frozenset(
     f"nodeconf.{name}"
     for name in ("quantity", "errors", "manifest", "manifest_reader", "manifest_writer", "kubelet_config",
-                 "node_facts", "names", "cgroup_files", "workloads", "node_variant", "str_enum", "unknown_fields")
+                 "go_duration", "node_facts", "names", "cgroup_files", "workloads", "node_variant", "str_enum",
+                 "unknown_fields")
 )
 # Standard-library modules that read files, the clock or the process environment: not in the pure layers.
 IMPURE_STDLIB = frozenset(

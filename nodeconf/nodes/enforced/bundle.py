@@ -17,7 +17,8 @@ REMOTE_DIR = NODE_HOME
 STATE_DIR = "/run/nodeconf-enforcer"
 # Modules the agent needs on the node: the model, the oracle and the enforcer (all standard library only).
 BUNDLE_MODULES = ("__init__.py", "errors.py", "quantity.py", "manifest.py", "manifest_reader.py", "manifest_writer.py",
-                  "kubelet_config.py", "node_facts.py", "names.py", "cgroup_files.py", "workloads.py", "str_enum.py")
+                  "kubelet_config.py", "go_duration.py", "node_facts.py", "names.py", "cgroup_files.py", "workloads.py",
+                  "str_enum.py")
 BUNDLE_PACKAGES = ("semantics", "enforcer", "enforcer/cri")
 # Pure-Python libraries the agent's CRI client imports (HTTP/2), pushed from the controller's own installation.
 VENDORED = ("h2", "hpack", "hyperframe")
