@@ -170,11 +170,11 @@ def _evicted_or_not(handle: PodHandle, timeout: float) -> PodStatus:
         status = handle.status()
         if status.reason == "Evicted" or time.monotonic() > deadline:
             return status
-        time.sleep(0.5)
+        time.sleep(0.2)
 
 
 def _wait_pressure_ends(node: Node, timeout: float) -> None:
     """Poll until MemoryPressure clears or `timeout` passes (the node rechecks the signal after each eviction)."""
     deadline = time.monotonic() + timeout
     while node.conditions().memory_pressure and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.2)

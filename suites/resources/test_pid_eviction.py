@@ -122,11 +122,11 @@ def _hold(node: Node, handles: tuple[PodHandle, ...], tasks: dict[str, int],
             return counts
         if time.monotonic() > deadline:
             raise NodeError(f"the fork bombs hold {counts} processes, not {tasks}, after {timeout:g} s")
-        time.sleep(0.5)
+        time.sleep(0.2)
 
 
 def _wait_pressure_ends(node: Node, timeout: float) -> None:
     """Poll until PIDPressure clears or `timeout` passes (the node rechecks the signal after each eviction)."""
     deadline = time.monotonic() + timeout
     while node.conditions().pid_pressure and time.monotonic() < deadline:
-        time.sleep(0.5)
+        time.sleep(0.2)

@@ -6,6 +6,12 @@ PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 # /dev (devtmpfs) was moved here by the initramfs; the rest, cgroup2 included, is in /etc/fstab.
 mount -a
+# favordynmods (kernel >= 6.0): moving a process into a cgroup no longer waits for an RCU grace period (the percpu
+# cgroup_threadgroup_rwsem's write side; kernel commit 6a010a49b63a), which under TCG took ~16 ms of every container
+# start against ~3 ms (issue 31); forks and exits take the rwsem's slower shared path instead. A remount sets every
+# cgroup2 option anew, so fstab's are repeated; an older kernel refuses the option and keeps fstab's mount (the
+# node facts record the options in force).
+mount -o remount,nsdelegate,memory_recursiveprot,favordynmods /sys/fs/cgroup 2>/dev/null
 swapon -a
 # One cgroup for the whole boot with a memory cgroup and a CPU quota, so the kernel's static keys that the first or
 # last such cgroup flips (memcg_sockets_enabled_key: mm/memcontrol.c mem_cgroup_css_alloc/free; __cfs_bandwidth_used:

@@ -11,7 +11,7 @@ import pytest
 
 from nodeconf.enforcer.cgroupfs import CgroupTree
 from nodeconf.enforcer.lifecycle import Faults
-from nodeconf.enforcer.pressure import NodePressure
+from nodeconf.enforcer.pressure import EVICTION_INTERVAL, NodePressure
 from nodeconf.enforcer.records import PAUSE, REGULAR, ContainerRecord, PodRecord
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import Container, Pod
@@ -83,9 +83,9 @@ def test_pid_pressure_ends_with_an_event_and_memory_goes_first(tmp_path: Path) -
     assert decision is not None and decision.victim is not None and decision.victim.name == "hog"
     assert pressure.conditions == {"MemoryPressure": True, "PIDPressure": True}
     running["tasks"] = 899
-    _, unchecked = pressure.check(0.5, live, facts, config)
+    _, unchecked = pressure.check(EVICTION_INTERVAL / 2, live, facts, config)
     assert unchecked is None, "checked again before EVICTION_INTERVAL"
-    pressure.check(1.0, live, facts, config)
+    pressure.check(EVICTION_INTERVAL, live, facts, config)
     assert not pressure.conditions["PIDPressure"]
     assert [e["reason"] for e in pressure.events][-1] == "NodeHasSufficientPID"
 
