@@ -62,3 +62,8 @@ def test_without_free_huge_pages_the_first_mapping_fails() -> None:
     """hugetlbfs reserves a private mapping's pages at mmap time: with an empty pool mmap fails with ENOMEM."""
     done = subprocess.run([sys.executable, str(PROGRAM), "2"], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == {"touched": 0, "end": "ENOMEM"}
+
+
+def test_signal_names_are_those_of_the_signal_module() -> None:
+    """SIGNAL_NAMES (built from _signal) names each signal as signal.Signals does."""
+    assert {s.value: s.name for s in signal.Signals} == touch.SIGNAL_NAMES
