@@ -35,11 +35,13 @@ from nodeconf.semantics.eviction import (
     PodsMemoryObservation,
     decide_memory_eviction,
     decide_pid_eviction,
+    memory_signals,
 )
 
 # How often the signals are checked (kubelet evictionMonitoringPeriod is 10 s; faster here for tests): the node
 # evicts one pod per pass, so a check of three evictions waits three intervals (issue 31: 1 s made it 3 s). A check
-# costs the guest a few milliseconds (meminfo, loadavg, each live pod's memory.current and memory.stat).
+# reads node-level files only (meminfo, loadavg, kubepods' memory.current and memory.stat) unless a signal may be met:
+# each container's working set (a memory.stat, ~5 ms under TCG) and process count are read for the ranking only.
 EVICTION_INTERVAL = 0.25
 Decision = Union[EvictionDecision, PidEvictionDecision]
 # The node events of each condition when it turns True / False (nodestatus/setters.go).
@@ -78,8 +80,11 @@ class NodePressure:
                                  memory.threshold)
             decisions.append(memory)
         if self.node_pids is not None:
-            pids = decide_pid_eviction([PodProcesses(p, self._processes(r)) for p, r in zip(pods, live)],
-                                       self.node_pids(), config)
+            observed = self.node_pids()
+            # pid.available is the node's alone; the pods' process counts only rank them once it is met
+            ranked = decide_pid_eviction([], observed, config).pid_pressure
+            pids = decide_pid_eviction([PodProcesses(p, self._processes(r)) for p, r in zip(pods, live)] if ranked
+                                       else [], observed, config)
             changed |= self._set(PID_PRESSURE, pids.pid_pressure, PID_AVAILABLE, pids.available, pids.threshold)
             decisions.append(pids)
         return changed, next((d for d in decisions if d.victim is not None), decisions[0])
@@ -93,10 +98,21 @@ class NodePressure:
 
     def _memory(self, live: Sequence[PodRecord], pods: Sequence[Pod], facts: NodeFacts, config: KubeletConfig,
                 used: int) -> EvictionDecision:
+        """The oracle's decision from each container's working set and the rest of the node's use, as the kubelet
+        observes them. The pods' working sets are read only when a signal may be met or MemoryPressure holds (its
+        clearing event names the exact observation): the working set the signal counts, the containers' plus the
+        node's use outside the pods, is at most max(used, kubepods' working set), as a pod's working set is at
+        most the containers' below it and kubepods' at least its pods' (memory.current and inactive_file count
+        every cgroup below), so a signal that bound does not meet is not met."""
+        observed = self._pods_memory(config)
+        bound = max(used, observed.working_set)
+        if not self.conditions[MEMORY_PRESSURE] and not any(s.met for s in memory_signals([], facts, config, bound,
+                                                                                          observed)):
+            return decide_memory_eviction([], facts, config, used, observed)
         usages = [PodMemoryUsage(p, {c.name: self._working_set(live_cgroup(c)) for c in r.containers
                                      if c.kind != PAUSE}) for p, r in zip(pods, live)]
         outside = max(0, used - sum(self._working_set(r.cgroup) for r in live))
-        return decide_memory_eviction(usages, facts, config, outside, self._pods_memory(config))
+        return decide_memory_eviction(usages, facts, config, outside, observed)
 
     def _pods_memory(self, config: KubeletConfig) -> PodsMemoryObservation:
         """The kubepods cgroup as cadvisor reports the summary's `pods` container: its memory.max (None for `max`
