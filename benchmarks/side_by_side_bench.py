@@ -223,7 +223,7 @@ def main() -> int:
     image = ensure_image(progress=StepPrinter("image"))
     rounds: list[dict[str, dict[str, dict[str, float]]]] = []
     with VirtualMachine(image, name="side-by-side") as machine, machine.ssh() as node:
-        node.run(["sh", "-c", f"mkdir -p {WORK}/agent && tar -x -C {WORK}/agent"], input=bundle).check()
+        node.run(["sh", "-c", f"mkdir -p {WORK}/agent && tar -x -z -C {WORK}/agent"], input=bundle).check()
         for index in range(args.rounds):
             order = rotated(index)
             result = node.run(["python3", "-I", "-B", "-c", IN_VM, f"{WORK}/agent", f"{WORK}/state-{index}",

@@ -131,7 +131,7 @@ def main() -> int:
         rounds: list[dict[str, dict[str, dict[str, list[float]]]]] = []
         with VirtualMachine(image, name="spawn-ab") as machine, machine.ssh() as node:
             for label, bundle in bundles.items():
-                node.run(["sh", "-c", f"mkdir -p {WORK}/{label} && tar -x -C {WORK}/{label}"], input=bundle).check()
+                node.run(["sh", "-c", f"mkdir -p {WORK}/{label} && tar -x -z -C {WORK}/{label}"], input=bundle).check()
             for index in range(args.rounds):
                 order = list(trees) if index % 2 == 0 else list(reversed(trees))
                 this_round: dict[str, dict[str, dict[str, list[float]]]] = {}

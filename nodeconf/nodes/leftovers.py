@@ -16,7 +16,7 @@ from nodeconf.nodes.shield import signals_deferred
 from nodeconf.nodes.ssh_login import SshLogin
 
 SCRATCH_PREFIX = "/tmp/nodeconf-clean."
-PUSH = f'cd / && d=$(mktemp -d {SCRATCH_PREFIX}XXXXXXXX) && tar -x -f - -C "$d" --no-same-owner && echo "$d"'
+PUSH = f'cd / && d=$(mktemp -d {SCRATCH_PREFIX}XXXXXXXX) && tar -x -z -f - -C "$d" --no-same-owner && echo "$d"'
 TIMEOUT_S = 120.0
 
 

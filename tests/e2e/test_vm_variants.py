@@ -44,7 +44,7 @@ def node() -> Iterator[SshTransport]:
 @pytest.fixture(scope="module")
 def facts(node: SshTransport) -> NodeFacts:
     node.check_output(["sh", "-c", "rm -rf /tmp/nodeconf-facts && mkdir /tmp/nodeconf-facts && "
-                       "tar -x -C /tmp/nodeconf-facts"], input=agent_bundle())
+                       "tar -x -z -C /tmp/nodeconf-facts"], input=agent_bundle())
     out = node.check_output(["env", "PYTHONPATH=/tmp/nodeconf-facts", "python3", "-c", READ_FACTS])
     return facts_from_dict(json.loads(out))
 
