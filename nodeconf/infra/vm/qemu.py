@@ -26,8 +26,8 @@ SYSTEMD_ARGS = ("systemd.unified_cgroup_hierarchy=1",)
 # The guest CPU under TCG: every feature TCG emulates. Without the fast-string ones (max,-erms,-fsrm) the guest
 # kernel clears pages without `rep stosb`, which TCG runs slowly: touching 200 MiB took 1.1 s against 2.6-2.8 s, execs
 # 4-26 % less (benchmarks/guest_cpu_bench.py), but the default run was no faster through the host's noise (two A/B
-# pairs, 225 / 229 s against 243 / 227 s; benchmarks/results/suites-time-breakdown.md), so the CPU stays as TCG
-# offers it.
+# pairs, 225 / 229 s against 243 / 227 s; a later sitting 190.7 s against 188.5 / 197.0 s;
+# benchmarks/results/suites-time-breakdown.md), so the CPU stays as TCG offers it.
 TCG_CPU = "max"
 CONFIG_LSM = re.compile(r'^CONFIG_LSM="([^"]*)"$', re.MULTILINE)
 
