@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from nodeconf.enforcer import pod_table
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.agent_error import AgentError
 from nodeconf.enforcer.lifecycle import Faults
@@ -416,6 +417,45 @@ def test_state_survives_a_crash(tmp_path: Path) -> None:
         assert read(second, new["cgroup"], "cpu.weight") == "35"
     finally:
         second.shutdown()
+
+
+def test_state_file_reads_each_process_start_once(agent: Agent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The state file records each running process with its own start time (/proc/PID/stat), read once per process
+    however often the agent saves; a container started again is recorded with its new process's start."""
+    reads: list[int] = []
+
+    def counted(pid: int) -> int:
+        reads.append(pid)
+        return _start(pid)
+
+    monkeypatch.setattr(pod_table, "process_start", counted)
+    doc = res_demo()
+    doc["spec"]["containers"][0]["resizePolicy"] = [{"resourceName": "memory", "restartPolicy": "RestartContainer"}]
+    agent.run_pod(doc)
+    agent.save()
+    agent.save()
+    record = agent.pods["default/res-demo"]
+    first = {c.name: _pid(c.pid) for c in record.containers}
+    assert sorted(reads) == sorted(first.values()), "one read per process over three saves"
+    patch = {"spec": {"containers": [{"name": "hello", "resources": {"limits": {"memory": "160Mi"}}}]}}
+    agent.resize("default/res-demo", patch)
+    tick_until(agent, lambda: containers(agent.status("default/res-demo"))["hello"]["state"] == "running")
+    agent.save()
+    restarted = _pid(record.container("hello").pid)
+    assert restarted not in first.values() and reads.count(restarted) == 1
+    saved = {c["name"]: (c["pid"], c["pidStart"]) for c in agent.pods.saved()[0]["containers"]}
+    assert saved["hello"] == (restarted, _start(restarted))
+    pause = next(c for c in record.containers if c.kind == "pause")
+    assert saved[pause.name] == (first[pause.name], _start(first[pause.name]))
+
+
+def _pid(pid: int | None) -> int:
+    assert pid is not None, "a running container has a pid"
+    return pid
+
+
+def _start(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
 
 
 def test_shutdown_leaves_nothing(tmp_path: Path) -> None:
