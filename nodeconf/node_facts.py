@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 
 CPU_WEIGHT_FORMULAS = ("linear", "nonlinear")
@@ -93,11 +94,19 @@ class NodeFacts:
 
     def kernel_at_least(self, major: int, minor: int) -> bool:
         """True when the kernel release is at least major.minor (unknown counts as new enough)."""
-        parts = self.kernel_version.split(".")
-        try:
-            return (int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)) >= (major, minor)
-        except (IndexError, ValueError):
-            return True
+        release = kernel_release(self.kernel_version)
+        return release is None or release >= (major, minor)
+
+
+@functools.lru_cache(maxsize=64)
+def kernel_release(version: str) -> tuple[int, int] | None:
+    """major.minor of a kernel version ("6.1.0-57-amd64" → (6, 1)); None when unknown. Kept per text: the oracle
+    asks for every container of every pod (under TCG ~0.3 ms an expectation, issue 31)."""
+    parts = version.split(".")
+    try:
+        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or 0)
+    except (IndexError, ValueError):
+        return None
 
 
 def meminfo_bytes(text: str) -> dict[str, int]:

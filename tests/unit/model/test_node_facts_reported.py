@@ -1,11 +1,11 @@
-"""Node facts as reports name them: the measured cpu.weight formula is the node's, the accepted one the run's; and
-/proc/meminfo read once for every driver."""
+"""Node facts as reports name them: the measured cpu.weight formula is the node's, the accepted one the run's;
+the kernel's release; and /proc/meminfo read once for every driver."""
 
 from __future__ import annotations
 
 import pytest
 
-from nodeconf.node_facts import NOT_MEASURED, NodeFacts, meminfo_bytes, reported_facts
+from nodeconf.node_facts import NOT_MEASURED, NodeFacts, kernel_release, meminfo_bytes, reported_facts
 
 
 @pytest.mark.parametrize(("measured", "reported"), [("linear", "linear"), ("neither", "neither"),
@@ -33,3 +33,13 @@ def test_meminfo_is_read_in_bytes_and_counts_stay_counts() -> None:
     assert meminfo_bytes(MEMINFO) == {"MemTotal": 2018436 * 1024, "SwapTotal": 0, "HugePages_Total": 4,
                                       "Hugepagesize": 2 * 1024 * 1024}
     assert meminfo_bytes("kernel_version=6.1\nMemTotal: lots kB\n") == {}
+
+
+@pytest.mark.parametrize(("version", "release", "has_reclaim"), [
+    ("6.1.0-57-amd64", (6, 1), True), ("5.10.0-30-amd64", (5, 10), False), ("5.19.17", (5, 19), True),
+    ("", None, True), ("7", None, True), ("x.1", None, True),
+])
+def test_kernel_release_and_features(version: str, release: tuple[int, int] | None, has_reclaim: bool) -> None:
+    """major.minor of the uname release; an unreadable one counts as new enough (a feature check then runs)."""
+    assert kernel_release(version) == release
+    assert NodeFacts(memory_capacity=1, kernel_version=version).has_kernel_feature("memory.reclaim") == has_reclaim
