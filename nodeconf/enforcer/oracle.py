@@ -10,12 +10,12 @@ from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.manifest import NamespaceObject, Pod
 from nodeconf.node_facts import NodeFacts
 from nodeconf.semantics.cpu_manager import Assignments
-from nodeconf.semantics.expect import expect
+from nodeconf.semantics.expect import AdmittedMemo, expect
 from nodeconf.semantics.expectation import NodeExpectation
 from nodeconf.semantics.profile import Profile
 from nodeconf.semantics.resize import ContainerUsage, decide_resize
 
-__all__ = ["ContainerUsage", "ExpectFn", "ResizeDecision", "ResizeFn", "decide_resize", "expect"]
+__all__ = ["AdmittedMemo", "ContainerUsage", "ExpectFn", "ResizeDecision", "ResizeFn", "decide_resize", "expect"]
 
 class ResizeDecision(Protocol):
     @property
@@ -33,4 +33,4 @@ class ResizeFn(Protocol):
 class ExpectFn(Protocol):
     def __call__(self, pods: Sequence[Pod], node: NodeFacts, config: KubeletConfig, profile: Profile,
                  namespace_objects: Sequence[NamespaceObject] = ...,
-                 cpu_assignments: Assignments | None = ...) -> NodeExpectation: ...
+                 cpu_assignments: Assignments | None = ..., memo: AdmittedMemo | None = ...) -> NodeExpectation: ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from nodeconf.errors import InputError
 from nodeconf.kubelet_config import KubeletConfig
@@ -69,6 +70,43 @@ def _pause(pod: Pod, pod_path: str, config: KubeletConfig) -> ContainerExpectati
         cgroup=CgroupExpectation(path, {**cpu.pause_files(), **memory.pause_files()}),
         oom_score_adj=oom.pause_oom_score_adj(),
     )
+
+
+@dataclass
+class AdmittedMemo:
+    """Each admitted pod's expectation from a caller's last call of `expect`, by the pod it passed: the enforcer asks
+    after every change, mostly about the same pods (under TCG ~8 ms a pod, issue 31). An answer is taken again only
+    for a pod that admission made equal to the last call's, with the same QoS class and warnings, under equal node
+    facts, config and profile, and never under the static CPU manager (its placement depends on the other pods):
+    `_admitted` depends on nothing else, so it is the answer computed anew."""
+
+    context: tuple[NodeFacts, KubeletConfig, Profile] | None = None
+    answers: dict[int, tuple[Pod, PodExpectation]] = field(default_factory=dict)
+    used: dict[int, tuple[Pod, PodExpectation]] = field(default_factory=dict)
+
+    def start(self, node: NodeFacts, config: KubeletConfig, profile: Profile) -> None:
+        """A call begins: the answers of the last one stay only under an equal context."""
+        if self.context != (node, config, profile):
+            self.context, self.answers = (node, config, profile), {}
+        self.used = {}
+
+    def admitted(self, raw: Pod, pod: Pod, qos: QosClass, warnings: tuple[str, ...], node: NodeFacts,
+                 config: KubeletConfig, profile: Profile, cpus: CpuPlacement) -> PodExpectation:
+        known = self.answers.get(id(raw))
+        if known is not None and known[0] is raw and _same(known[1], pod, qos, warnings):
+            answer = known[1]
+        else:
+            answer = _admitted(pod, qos, warnings, node, config, profile, cpus)
+        self.used[id(raw)] = (raw, answer)  # the entry holds raw: its id stays its own
+        return answer
+
+    def finish(self) -> None:
+        """A call ended: keep its answers (only those) for the next."""
+        self.answers, self.used = self.used, {}
+
+
+def _same(known: PodExpectation, pod: Pod, qos: QosClass, warnings: tuple[str, ...]) -> bool:
+    return known.qos_class == qos and known.warnings == warnings and known.pod == pod
 
 
 def _admitted(
@@ -164,9 +202,11 @@ def expect(
     profile: Profile,
     namespace_objects: Sequence[LimitRange | ResourceQuota] = (),
     cpu_assignments: cpu_manager.Assignments | None = None,
+    memo: AdmittedMemo | None = None,
 ) -> NodeExpectation:
     """What the node should show with all `pods` admitted in order (rejected ones reported with errors); under the
-    static CPU manager the containers keep the CPUs `cpu_assignments` (an earlier expectation's) gave them.
+    static CPU manager the containers keep the CPUs `cpu_assignments` (an earlier expectation's) gave them. A caller
+    asking again and again may pass a memo of its own (AdmittedMemo): the answer is the same.
 
     InputError when the kubelet would refuse to start with this config on this node (allocatable.check_reservation,
     cpu_manager.reservation_error).
@@ -180,7 +220,7 @@ def expect(
     fit_allocatable = {PODS: config.max_pods, CPU: alloc_cpu, MEMORY: alloc_memory,
                        **allocatable.allocatable_hugepages(node, config)}
     used: dict[str, int] = {}
-    results: list[PodExpectation | tuple[Pod, QosClass, tuple[str, ...]]] = []
+    results: list[PodExpectation | tuple[Pod, Pod, QosClass, tuple[str, ...]]] = []
     admitted_by_namespace: dict[str, list[Pod]] = {}
     quota_used = _incremental_quota_used(profile)
     for raw in pods:
@@ -200,9 +240,16 @@ def expect(
         for name, amount in fit_amounts(requested).items():
             used[name] = used.get(name, 0) + amount
         neighbours.append(pod)
-        results.append((pod, qos, warnings))
-    cpus = CpuPlacement.of([r[0] for r in results if isinstance(r, tuple)], node, config, profile, cpu_assignments)
-    done = tuple(r if isinstance(r, PodExpectation) else _admitted(*r, node, config, profile, cpus) for r in results)
+        results.append((raw, pod, qos, warnings))
+    cpus = CpuPlacement.of([r[1] for r in results if isinstance(r, tuple)], node, config, profile, cpu_assignments)
+    if memo is not None and cpus.policy is None:
+        memo.start(node, config, profile)
+        done = tuple(r if isinstance(r, PodExpectation) else memo.admitted(*r, node, config, profile, cpus)
+                     for r in results)
+        memo.finish()
+    else:
+        done = tuple(r if isinstance(r, PodExpectation) else _admitted(*r[1:], node, config, profile, cpus)
+                     for r in results)
     admitted = [p for p in done if p.admitted]
     summary = NodeSummary(
         memory_capacity=node.memory_capacity,

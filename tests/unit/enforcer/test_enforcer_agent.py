@@ -458,6 +458,37 @@ def _start(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
 
 
+def test_the_oracle_is_asked_again_only_when_an_input_changed(agent: Agent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asked twice with the same pods, facts, config, profile, objects and CPU state, the agent's oracle answers
+    from its last answer; a change of any of them (a pod, the config, the namespace objects) is computed anew."""
+    asked: list[int] = []
+    computed = agent.oracle.expect_fn
+
+    def counted(pods: Any, *args: Any, **kwargs: Any) -> Any:
+        asked.append(len(pods))
+        return computed(pods, *args, **kwargs)
+
+    monkeypatch.setattr(agent.oracle, "expect_fn", counted)
+    agent.run_pod(res_demo())
+    first = agent.enforcement.expect()
+    assert agent.enforcement.expect() is first and agent.node_cgroups() and asked == [1], "one answer for the pod"
+    agent.resize("default/res-demo", {"spec": {"containers": [{"name": "hello",
+                                                               "resources": {"limits": {"memory": "160Mi"}}}]}})
+    resized = agent.enforcement.expect()
+    assert resized is not first and resized.pods[0].pod == agent.pods["default/res-demo"].pod
+    agent.set_objects([{"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": "other"},
+                        "spec": {"limits": [{"type": "Container", "default": {"memory": "64Mi"}}]}}])
+    calls = len(asked)
+    assert agent.enforcement.expect() is not resized and len(asked) == calls + 1, "new objects: computed anew"
+    calls = len(asked)
+    agent.configure({"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+                     "podPidsLimit": 64})
+    configured = agent.enforcement.expect()
+    assert len(asked) > calls and configured is agent.enforcement.expect(), "a new config: computed anew, once"
+    pod_cgroup = configured.pods[0].cgroup
+    assert pod_cgroup is not None and configured.node_limits[pod_cgroup.path]["pids.max"].value == "64"
+
+
 def test_shutdown_leaves_nothing(tmp_path: Path) -> None:
     agent = make_agent(tmp_path)
     pid = containers(agent.run_pod(res_demo())["status"])["hello"]["pid"]
