@@ -64,14 +64,14 @@ def measure(cpu: str) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--cpu", action="append",
-                        help="a qemu -cpu value (repeat; default: TCG_CPU, and TCG_CPU without ERMS and FSRM)")
+                        help="a qemu -cpu value (repeat; default: `max`, every feature TCG emulates, and TCG_CPU)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if detect_accel().name != "tcg":
         print("guest_cpu_bench: the VM runs under KVM with -cpu host; nothing to compare", file=sys.stderr)
         return 0
-    models = args.cpu or [qemu.TCG_CPU, f"{qemu.TCG_CPU},-erms,-fsrm"]
+    models = args.cpu or ["max", qemu.TCG_CPU]
     samples: dict[str, dict[str, list[float]]] = {m: {} for m in models}
     for round_ in range(args.rounds):
         for cpu in models if round_ % 2 == 0 else reversed(models):

@@ -23,12 +23,14 @@ KERNEL_ARGS = (
 HUGEPAGE_ARGS = ("hugepagesz=2M", "hugepages=8")
 # systemd as PID 1: the unified (cgroup v2 only) hierarchy, said explicitly (systemd < 256 also knows hybrid).
 SYSTEMD_ARGS = ("systemd.unified_cgroup_hierarchy=1",)
-# The guest CPU under TCG: every feature TCG emulates. Without the fast-string ones (max,-erms,-fsrm) the guest
-# kernel clears pages without `rep stosb`, which TCG runs slowly: touching 200 MiB took 1.1 s against 2.6-2.8 s, execs
-# 4-26 % less (benchmarks/guest_cpu_bench.py), but the default run was no faster through the host's noise (two A/B
-# pairs, 225 / 229 s against 243 / 227 s; a later sitting 190.7 s against 188.5 / 197.0 s;
-# benchmarks/results/suites-time-breakdown.md), so the CPU stays as TCG offers it.
-TCG_CPU = "max"
+# The guest CPU under TCG: every feature TCG emulates but the fast-string ones (ERMS, FSRM). Without them the guest
+# kernel clears pages with `rep stosq` instead of `rep stosb`, which TCG runs far slower: touching 200 MiB took 1.1 s
+# against 2.6-2.8 s and an exec 4-26 % less (benchmarks/guest_cpu_bench.py). Whole default runs, profiled in
+# alternating pairs (2026-12-07): the behaviour checks' waits on their workloads 30.6 / 30.9 s against
+# 39.3 / 39.9 s with the full `max` (the agent's own time within the runs' noise), wall 176 / 179 s against
+# 185 / 202 s; earlier unprofiled pairs had not shown it through the host's noise
+# (benchmarks/results/suites-time-breakdown.md).
+TCG_CPU = "max,-erms,-fsrm"
 CONFIG_LSM = re.compile(r'^CONFIG_LSM="([^"]*)"$', re.MULTILINE)
 
 

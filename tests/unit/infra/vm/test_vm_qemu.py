@@ -51,7 +51,7 @@ def test_lsm_without_bpf_keeps_the_kernels_order(config: str, expected: tuple[st
 
 @pytest.mark.parametrize(
     ("accel", "expected"),
-    [("tcg", ["-accel", "tcg,thread=multi", "-cpu", "max"]), ("kvm", ["-accel", "kvm", "-cpu", "host"])],
+    [("tcg", ["-accel", "tcg,thread=multi", "-cpu", "max,-erms,-fsrm"]), ("kvm", ["-accel", "kvm", "-cpu", "host"])],
 )
 def test_accelerator_flags(accel: str, expected: list[str]) -> None:
     assert qemu_argv(spec(accel=accel))[1:5] == expected
