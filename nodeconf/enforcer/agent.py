@@ -157,6 +157,7 @@ class Agent:
             self.pods.add(record)
             self.enforcement.apply(expectation)
             self.supervision.start_due(record, time.monotonic())
+            self.supervision.update_phase(record)  # now, not at the next tick: one save, and no tick saving again
             self.save()
             self.log.info("pod %s admitted (%s)", pod.ref, record.qos_class)
             return {"admitted": True, "errors": [], "status": record.to_dict()}

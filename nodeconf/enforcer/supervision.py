@@ -47,7 +47,7 @@ class Supervision:
                 self.enforcement.try_resize(record)
                 changed = True
             changed |= self.start_due(record, now)
-            changed |= self._update_phase(record)
+            changed |= self.update_phase(record)
         return self._check_eviction(now) or changed
 
     def _retry_ignored(self, record: PodRecord) -> bool:
@@ -86,7 +86,8 @@ class Supervision:
         process.await_ready(ready)
         return attempted
 
-    def _update_phase(self, record: PodRecord) -> bool:
+    def update_phase(self, record: PodRecord) -> bool:
+        """The pod's phase from its containers' states (a pod that ended is torn down); whether it changed."""
         before = record.phase
         record.phase = pod_phase(record.containers, record.phase)
         if record.phase in TERMINAL and before not in TERMINAL:

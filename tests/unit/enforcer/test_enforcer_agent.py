@@ -419,6 +419,15 @@ def test_state_survives_a_crash(tmp_path: Path) -> None:
         second.shutdown()
 
 
+def test_a_started_pod_is_running_when_run_returns(agent: Agent) -> None:
+    """run answers with the phase its started containers give (Running), saved with it: no tick has to save again."""
+    status = agent.run_pod(res_demo())["status"]
+    saved = agent.state_file.load()
+    assert saved is not None
+    assert (status["phase"], saved["pods"][0]["phase"]) == ("Running", "Running")
+    assert not agent.supervision.update_phase(agent.pods["default/res-demo"]), "nothing left for the next tick"
+
+
 def test_state_file_reads_each_process_start_once(agent: Agent, monkeypatch: pytest.MonkeyPatch) -> None:
     """The state file records each running process with its own start time (/proc/PID/stat), read once per process
     however often the agent saves; a container started again is recorded with its new process's start."""
