@@ -217,6 +217,7 @@ class Agent:
             except InputError as err:
                 raise AgentError(f"resize of {ref}: {err}") from None
             self.enforcement.try_resize(record)
+            self.supervision.start_due(record, time.monotonic())  # what the resize restarts, now (the next tick would)
             self.save()
             return {"status": record.resize_status, "message": record.resize_message}
 
