@@ -1,11 +1,13 @@
 """Two trees' agents A/B in one VM boot: run / evidence / delete of a pod, measured inside the VM (issue 31).
 
-Run: .venv/bin/python benchmarks/spawn_ab.py [--old REV] [--new HEAD] [--rounds 4] [--cycles 5] [--json]
+Run: .venv/bin/python benchmarks/spawn_ab.py [--old REV] [--new HEAD] [--rounds 4] [--cycles 5] [--live 0] [--json]
 Boots one reference VM (no agent started), unpacks the agent bundle of each git revision (`git archive`, so commit
 first) and runs each agent in-process on the VM's real cgroup tree, `direct` runtime, old and new alternating (the
 order swapped every round: a host whose load drifts favours neither). Each round and tree: one process, one warm-up
 cycle per shape, then `--cycles` cycles of run, evidence and delete of the article's res-demo pod (pause + 1) and of
-a pod of 3 containers, each timed by the agent's caller in the VM (no SSH, no bridge). After each run it checks
+a pod of 3 containers, each timed by the agent's caller in the VM (no SSH, no bridge), with `--live` pods of 3
+containers running beside them all along (as a module's shared deployment runs beside its checks' pods: the
+agent's work per change grows with the pods it holds). After each run it checks
 what both trees guarantee: every container process in its cgroup (/proc/PID/cgroup) with the oracle's
 oom_score_adj; a violation stops the benchmark. Prints the medians per round and over all rounds (ms).
 """
@@ -32,12 +34,12 @@ from nodeconf.nodes.enforced.bundle import agent_bundle, repo_root
 RES_DEMO = repo_root() / "workloads" / "requests-limits" / "res-demo.yaml"
 WORK = "/run/nodeconf-spawn-ab"  # on the VM's tmpfs: gone with the VM
 OPERATIONS = ("run", "evidence", "delete")
-# Runs in the VM: argv = bundle directory, state directory, cycles; stdin = {shape: pod manifest}; stdout = JSON
-# {shape: {operation: [ms, ...]}}.
+# Runs in the VM: argv = bundle directory, state directory, cycles, live pods; stdin = {shape: pod manifest};
+# stdout = JSON {shape: {operation: [ms, ...]}}.
 IN_VM = r"""
 import dataclasses, json, os, sys, time
 from pathlib import Path
-top, state, cycles = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
+top, state, cycles, live = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 sys.path.insert(0, top)
 from nodeconf.enforcer.agent import Agent
 from nodeconf.enforcer.cgroupfs import OWNED
@@ -56,6 +58,8 @@ agent.recover()
 shapes = json.load(sys.stdin)
 out = {}
 try:
+    for index in range(live):
+        agent.run_pod(dict(shapes["three"], metadata={"name": "live-%d" % index}))
     for shape, doc in shapes.items():
         times = out.setdefault(shape, {"run": [], "evidence": [], "delete": []})
         for index in range(cycles + 1):
@@ -114,10 +118,11 @@ def main() -> int:
     parser.add_argument("--new", default="HEAD", help="git revision of the B tree (default: HEAD)")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--cycles", type=int, default=5, help="measured cycles per shape, round and tree")
+    parser.add_argument("--live", type=int, default=0, help="pods of 3 containers running beside the measured ones")
     parser.add_argument("--json", action="store_true", help="print every sample as JSON")
     args = parser.parse_args()
-    if args.rounds < 1 or args.cycles < 1:
-        parser.error("--rounds and --cycles must be at least 1")
+    if args.rounds < 1 or args.cycles < 1 or args.live < 0:
+        parser.error("--rounds and --cycles must be at least 1, --live at least 0")
     old = args.old or subprocess.run(["git", "-C", str(repo_root()), "merge-base", "main", args.new], check=True,
                                      capture_output=True, text=True).stdout.strip()
     trees = {"old": old, "new": args.new}
@@ -136,8 +141,9 @@ def main() -> int:
                 order = list(trees) if index % 2 == 0 else list(reversed(trees))
                 this_round: dict[str, dict[str, dict[str, list[float]]]] = {}
                 for label in order:
-                    result = node.run(["python3", "-I", "-B", "-c", IN_VM, f"{WORK}/{label}", f"{WORK}/state-{label}",
-                                       str(args.cycles)], input=json.dumps(shapes()).encode(), timeout=600).check()
+                    argv = ["python3", "-I", "-B", "-c", IN_VM, f"{WORK}/{label}", f"{WORK}/state-{label}",
+                            str(args.cycles), str(args.live)]
+                    result = node.run(argv, input=json.dumps(shapes()).encode(), timeout=600).check()
                     this_round[label] = json.loads(result.text)
                     for shape, ops in this_round[label].items():
                         for op, values in ops.items():
@@ -149,8 +155,8 @@ def main() -> int:
     if args.json:
         print(json.dumps({"trees": trees, "rounds": rounds}, indent=2))
         return 0
-    print(f"median ms, run / evidence / delete ({args.rounds} rounds x {args.cycles} cycles; old {old}, "
-          f"new {args.new})")
+    print(f"median ms, run / evidence / delete ({args.rounds} rounds x {args.cycles} cycles, {args.live} pods beside; "
+          f"old {old}, new {args.new})")
     for shape in samples["old"]:
         for index, this_round in enumerate(rounds):
             print(f"{shape:10} round {index}: old {median_row(this_round['old'][shape])}   "
