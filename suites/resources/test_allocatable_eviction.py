@@ -36,7 +36,7 @@ from nodeconf.semantics.eviction import (
 )
 from nodeconf.semantics.expectation import Expected
 from suites.toolkit.builders import MI, container, pod
-from suites.toolkit.checks import check_admission, deploy_pods
+from suites.toolkit.checks import POLL_S, check_admission, deploy_pods
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_value
 from suites.toolkit.kubelet import Kubelet, Oracle
 from suites.toolkit.pods import memhog
@@ -170,11 +170,11 @@ def _evicted_or_not(handle: PodHandle, timeout: float) -> PodStatus:
         status = handle.status()
         if status.reason == "Evicted" or time.monotonic() > deadline:
             return status
-        time.sleep(0.2)
+        time.sleep(POLL_S)
 
 
 def _wait_pressure_ends(node: Node, timeout: float) -> None:
     """Poll until MemoryPressure clears or `timeout` passes (the node rechecks the signal after each eviction)."""
     deadline = time.monotonic() + timeout
     while node.conditions().memory_pressure and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(POLL_S)

@@ -20,7 +20,7 @@ from nodeconf.fixtures.node import Deploy
 from nodeconf.nodes.base import Node, NodeError, NotApplicable, PodHandle
 from nodeconf.semantics.eviction import PodProcesses, rank_for_pid_pressure
 from nodeconf.semantics.expectation import Expected
-from suites.toolkit.checks import check_admission, deploy_pods
+from suites.toolkit.checks import POLL_S, check_admission, deploy_pods
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_value
 from suites.toolkit.kubelet import Kubelet, Oracle
 from suites.toolkit.pods import forker, pod, renamed, with_container
@@ -122,11 +122,11 @@ def _hold(node: Node, handles: tuple[PodHandle, ...], tasks: dict[str, int],
             return counts
         if time.monotonic() > deadline:
             raise NodeError(f"the fork bombs hold {counts} processes, not {tasks}, after {timeout:g} s")
-        time.sleep(0.2)
+        time.sleep(POLL_S)
 
 
 def _wait_pressure_ends(node: Node, timeout: float) -> None:
     """Poll until PIDPressure clears or `timeout` passes (the node rechecks the signal after each eviction)."""
     deadline = time.monotonic() + timeout
     while node.conditions().pid_pressure and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(POLL_S)

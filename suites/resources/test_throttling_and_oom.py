@@ -13,7 +13,7 @@ from nodeconf.fixtures.node import Deploy
 from nodeconf.nodes.base import PodEvidence, PodHandle
 from nodeconf.semantics.documents import ARTICLE
 from nodeconf.semantics.expectation import Expected, QosClass
-from suites.toolkit.checks import check_admission, check_pod, check_qos, deploy_pods
+from suites.toolkit.checks import POLL_S, check_admission, check_pod, check_qos, deploy_pods
 from suites.toolkit.compare import ComparedValue, assert_matches, compare_measured, compare_reason, compare_value
 from suites.toolkit.kubelet import Kubelet, Oracle
 from suites.toolkit.pods import pod
@@ -54,7 +54,7 @@ def _wait_periods(handle: PodHandle, before: PodEvidence) -> PodEvidence:
         periods = _cpu(after)["nr_periods"] - _cpu(before)["nr_periods"]
         if (periods >= MIN_PERIODS and _throttled(after) > _throttled(before)) or time.monotonic() > deadline:
             return after
-        time.sleep(0.2)
+        time.sleep(POLL_S)
 
 
 def test_burner_is_throttled_to_its_quota(deploy: Deploy, oracle: Oracle, kubelet: Kubelet) -> None:

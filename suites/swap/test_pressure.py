@@ -32,7 +32,7 @@ from nodeconf.node_facts import NodeFacts
 from nodeconf.nodes.base import ContainerState, NodeError, PodEvidence, PodHandle, Terminated
 from nodeconf.quantity import Quantity
 from nodeconf.semantics.expectation import Expected
-from suites.toolkit.checks import check_admission, check_qos, deploy_pods
+from suites.toolkit.checks import POLL_S, check_admission, check_qos, deploy_pods
 from suites.toolkit.compare import (
     ComparedValue,
     assert_matches,
@@ -226,7 +226,7 @@ def _wait_swap_full(handle: PodHandle, hog: str, timeout: float = 120.0) -> Watc
         if time.monotonic() > deadline:
             raise NodeError(f"pod {handle.pod.ref}: swap of {hog} at {swapped} bytes, not within {FULL_SLACK} of "
                             f"{ceiling} after {timeout:g} s of memory.reclaim")
-        time.sleep(0.2)
+        time.sleep(POLL_S)
 
 
 # (node mode, the hog's memory request, its limits): WorkloadControlledSwap with limits.swap 16Mi; LimitedSwap with

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from nodeconf.nodes.base import CgroupFiles, ContainerState, Node, NodeError, PodEvidence, PodHandle
+from suites.toolkit.checks import POLL_S
 
 MIB = 1024**2
 
@@ -70,7 +71,7 @@ def _watch(read: Callable[[], list[PodEvidence]], handles: Sequence[PodHandle], 
             waiting = ", ".join(handles[i].pod.ref for i in range(len(handles)) if i not in done)
             raise NodeError(f"pod {waiting}: hogs {', '.join(hogs)} neither held {mib} MiB nor ended "
                             f"within {timeout:g} s")
-        time.sleep(0.2)
+        time.sleep(POLL_S)
 
 
 def eviction_order(handles: Sequence[PodHandle], timeout: float) -> list[str]:

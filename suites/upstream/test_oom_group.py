@@ -19,7 +19,7 @@ import pytest
 from nodeconf.kubelet_config import KubeletConfig
 from nodeconf.nodes.base import CgroupFiles, ContainerState, Node, PodHandle, PodStatus
 from nodeconf.semantics.expectation import Expected, QosClass
-from suites.toolkit.checks import Deployed, check_pod, settled_evidence
+from suites.toolkit.checks import POLL_S, Deployed, check_pod, settled_evidence
 from suites.toolkit.compare import assert_matches, compare_value
 from suites.toolkit.kubelet import Applied, Oracle
 from suites.toolkit.pods import memhog
@@ -116,4 +116,4 @@ def _settled(handle: PodHandle, group: bool) -> PodStatus:
         status = handle.status()
         if status.container(APP).restart_count >= 1 or time.monotonic() >= deadline:
             return status
-        time.sleep(0.2)
+        time.sleep(POLL_S)
