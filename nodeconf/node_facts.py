@@ -94,13 +94,13 @@ class NodeFacts:
 
     def kernel_at_least(self, major: int, minor: int) -> bool:
         """True when the kernel release is at least major.minor (unknown counts as new enough)."""
-        release = kernel_release(self.kernel_version)
+        release = kernel_major_minor(self.kernel_version)
         return release is None or release >= (major, minor)
 
 
 @functools.lru_cache(maxsize=64)
-def kernel_release(version: str) -> tuple[int, int] | None:
-    """major.minor of a kernel version ("6.1.0-57-amd64" → (6, 1)); None when unknown. Kept per text: the oracle
+def kernel_major_minor(version: str) -> tuple[int, int] | None:
+    """(major, minor) of a kernel release ("6.1.0-57-amd64" → (6, 1)); None when unknown. Kept per text: the oracle
     asks for every container of every pod (under TCG ~0.3 ms an expectation, issue 31)."""
     parts = version.split(".")
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodeconf.node_facts import NOT_MEASURED, NodeFacts, kernel_release, meminfo_bytes, reported_facts
+from nodeconf.node_facts import NOT_MEASURED, NodeFacts, kernel_major_minor, meminfo_bytes, reported_facts
 
 
 @pytest.mark.parametrize(("measured", "reported"), [("linear", "linear"), ("neither", "neither"),
@@ -41,5 +41,5 @@ def test_meminfo_is_read_in_bytes_and_counts_stay_counts() -> None:
 ])
 def test_kernel_release_and_features(version: str, release: tuple[int, int] | None, has_reclaim: bool) -> None:
     """major.minor of the uname release; an unreadable one counts as new enough (a feature check then runs)."""
-    assert kernel_release(version) == release
+    assert kernel_major_minor(version) == release
     assert NodeFacts(memory_capacity=1, kernel_version=version).has_kernel_feature("memory.reclaim") == has_reclaim
