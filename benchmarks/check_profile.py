@@ -21,6 +21,7 @@ to FILE at the end of the session.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import defaultdict
@@ -54,6 +55,30 @@ def cpu_jiffies(stat: str) -> dict[str, tuple[int, int]]:
             values = [int(v) for v in fields] + [0] * 10  # an older kernel has fewer columns
             found[name] = (sum(values[i] for i in BUSY_FIELDS), sum(values[i] for i in IDLE_FIELDS))
     return found
+
+
+def process_cpu_seconds(stat: str) -> float:
+    """A process's user + system CPU seconds, all its threads, from its /proc/PID/stat (fields 14 and 15)."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def host_reading(proc: Path = Path("/proc")) -> dict[str, Any]:
+    """The host's side of a reading: its /proc/stat cpu lines, and the CPU seconds so far of this driver and of
+    the qemu processes it started (the VM: every vCPU thread and qemu's own)."""
+    me, qemu = os.getpid(), 0.0
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        comm, after = stat[stat.find("(") + 1:stat.rfind(")")], stat.rsplit(")", 1)[1].split()
+        if comm.startswith("qemu-system") and int(after[1]) == me:
+            qemu += process_cpu_seconds(stat)
+    return {"jiffies": cpu_jiffies((proc / "stat").read_text()), "qemu": qemu,
+            "driver": process_cpu_seconds((proc / "self" / "stat").read_text())}
 
 
 def busy_fraction(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> dict[str, float]:
@@ -130,7 +155,7 @@ class Recorder:
             return
         if result.rc == 0:
             self.profile.cpu.append({"mark": mark, "at": began, "read": time.monotonic() - began,
-                                     "jiffies": cpu_jiffies(result.stdout.decode())})
+                                     "jiffies": cpu_jiffies(result.stdout.decode()), "host": host_reading()})
 
     def pytest_sessionstart(self) -> None:
         profile = self.profile
@@ -234,7 +259,19 @@ def guest_cpu(readings: list[dict[str, Any]]) -> dict[str, Any]:
     return {"seconds": round(last["at"] - first["at"], 1), "readings": len(readings),
             "read_seconds": round(sum(r["read"] for r in readings), 2),
             "busy": {name: round(v, 3) for name, v in busy_fraction(first["jiffies"], last["jiffies"]).items()},
-            "suites": suites}
+            "suites": suites, "host": host_cpu(first.get("host"), last.get("host"))}
+
+
+def host_cpu(first: dict[str, Any] | None, last: dict[str, Any] | None) -> dict[str, Any]:
+    """Between two host readings: the host's busy fraction (all CPUs and each) and the CPU seconds the VM's qemu
+    and this driver used, against the CPU seconds the host had (its CPUs × the jiffies between the readings)."""
+    if not first or not last:
+        return {}
+    busy, idle = (last["jiffies"]["cpu"][i] - first["jiffies"]["cpu"][i] for i in (0, 1))
+    cpus = sum(1 for name in last["jiffies"] if name != "cpu")
+    return {"busy": {name: round(v, 3) for name, v in busy_fraction(first["jiffies"], last["jiffies"]).items()},
+            "cpu_seconds": round((busy + idle) / os.sysconf("SC_CLK_TCK"), 1), "cpus": cpus,
+            "qemu": round(last["qemu"] - first["qemu"], 1), "driver": round(last["driver"] - first["driver"], 1)}
 
 
 def split(entry: dict[str, Any]) -> dict[str, float]:

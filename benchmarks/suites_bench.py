@@ -171,6 +171,12 @@ def show_breakdown(found: dict[str, Any]) -> None:
         for suite, span in cpu["suites"].items():
             print(f"  {suite:<12} {span['seconds']:>7.1f} s  "
                   + ", ".join(f"{name} {share:.0%}" for name, share in span["busy"].items()))
+        host = cpu.get("host")
+        if host:
+            print("the host's CPUs busy over that time: " + ", ".join(f"{name} {share:.0%}" for name, share
+                                                                       in host["busy"].items())
+                  + f"; of its {host['cpu_seconds']} CPU seconds ({host['cpus']} CPUs) the VM's qemu used "
+                    f"{host['qemu']} s, this driver {host['driver']} s")
 
 
 if __name__ == "__main__":

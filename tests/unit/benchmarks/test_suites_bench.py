@@ -4,6 +4,7 @@ the slowest checks in the wall time)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -207,3 +208,34 @@ def test_the_recorder_reads_the_open_nodes_proc_stat(tmp_path: Path) -> None:
     recorder.read_cpu(check_profile.CLOSE)  # the transport fails: no reading, the run goes on
     assert transport.asked == [["cat", "/proc/stat"]] * 2
     assert [(r["mark"], r["jiffies"]["cpu"]) for r in recorder.profile.cpu] == [("suites/swap/test_a.py", (160, 820))]
+
+
+def _proc_stat(pid: int, comm: str, ppid: int, utime: int, stime: int) -> str:
+    """A /proc/PID/stat line: fields 14 and 15 are utime and stime, in clock ticks."""
+    return f"{pid} ({comm}) S {ppid} " + " ".join(["0"] * 9) + f" {utime} {stime} 0 0 20 0 1 0 100\n"
+
+
+def test_host_reading_counts_the_qemu_this_driver_started_and_itself(tmp_path: Path) -> None:
+    tick = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    for pid, comm, ppid, utime in ((11, "qemu-system-x86", me, 3), (12, "qemu-system-x86", 1, 50),
+                                   (13, "odd) (name", me, 70)):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(_proc_stat(pid, comm, ppid, utime * tick, tick))
+    (tmp_path / "self").mkdir()
+    (tmp_path / "self" / "stat").write_text(_proc_stat(me, "python3", 1, 2 * tick, 0))
+    (tmp_path / "stat").write_text(STAT_BEFORE)
+    (tmp_path / "14").mkdir()  # a process gone between the listing and the read
+    found = check_profile.host_reading(tmp_path)
+    # only pid 11: 12 is someone else's qemu, 13 is not a qemu though its name holds a parenthesis
+    assert (found["qemu"], found["driver"], found["jiffies"]["cpu"]) == (4.0, 2.0, (160, 820))
+
+
+def test_host_cpu_between_two_readings() -> None:
+    before = {"jiffies": check_profile.cpu_jiffies(STAT_BEFORE), "qemu": 10.0, "driver": 1.0}
+    after = {"jiffies": check_profile.cpu_jiffies(STAT_AFTER), "qemu": 12.5, "driver": 1.5}
+    found = check_profile.host_cpu(before, after)
+    tick = os.sysconf("SC_CLK_TCK")
+    assert found == {"busy": {"cpu": round(300 / 380, 3), "cpu0": 1.0, "cpu1": round(150 / 230, 3)},
+                     "cpu_seconds": round(380 / tick, 1), "cpus": 2, "qemu": 2.5, "driver": 0.5}
+    assert check_profile.host_cpu(None, after) == {}
