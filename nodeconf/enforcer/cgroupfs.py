@@ -21,7 +21,6 @@ from nodeconf.enforcer.ownership import (
     mark,
     walk,
 )
-from nodeconf.enforcer.small_files import read_text
 
 # The agent's own top-level cgroups: kubepods of the systemd and the cgroupfs drivers (kubelet cm/cgroup_manager).
 OWNED = ("kubepods.slice", "kubepods")
@@ -136,8 +135,8 @@ class CgroupTree:
             if not control.exists():
                 control.write_text(" ".join(CONTROLLERS) + "\n")
             return
-        enabled = set(read_text(control).split())
-        available = set(read_text(parent / "cgroup.controllers").split())
+        enabled = set(control.read_text().split())
+        available = set((parent / "cgroup.controllers").read_text().split())
         missing = [c for c in CONTROLLERS if c in available and c not in enabled]
         if missing:
             control.write_text(" ".join(f"+{c}" for c in missing))
@@ -188,7 +187,7 @@ class CgroupTree:
         found: list[int] = []
         for directory in walk(self.dir(path), self.kernel, self.owner)[0]:
             with contextlib.suppress(OSError):
-                found += [int(p) for p in read_text(directory / "cgroup.procs").split() if p.isdigit()]
+                found += [int(p) for p in (directory / "cgroup.procs").read_text().split() if p.isdigit()]
         return found
 
     def kill(self, path: str, timeout: float = 5.0) -> None:
@@ -299,6 +298,15 @@ def _read_at(directory: int | None, name: str) -> str | None:
     """A file below an open directory (or at a path) as text without the final newline; None when it cannot be
     read."""
     try:
-        return read_text(name, directory).rstrip("\n")
+        handle = os.open(name, os.O_RDONLY | os.O_CLOEXEC, dir_fd=directory)
     except OSError:
         return None
+    try:
+        chunks = []
+        while chunk := os.read(handle, 65536):
+            chunks.append(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+    return b"".join(chunks).decode(errors="replace").rstrip("\n")

@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 from nodeconf.enforcer.daemons import kubelets, runtime_daemons
-from nodeconf.enforcer.small_files import read_text
 from nodeconf.node_facts import KERNEL_CONFIG_OPTIONS, NodeFacts, meminfo_bytes
 from nodeconf.semantics.eviction import PidObservation
 
@@ -20,7 +19,7 @@ MINIMAL_INIT_COMM = "nodeconf-init"
 
 def meminfo(path: Path = Path("/proc/meminfo")) -> dict[str, int]:
     """/proc/meminfo in bytes (nodeconf.node_facts.meminfo_bytes)."""
-    return meminfo_bytes(read_text(path))
+    return meminfo_bytes(path.read_text())
 
 
 def node_memory_used() -> int:
@@ -103,7 +102,7 @@ def pid_capacity(sysctl: Path = Path("/proc/sys/kernel")) -> int | None:
     """min(kernel.pid_max, kernel.threads-max), the kubelet's `pid` capacity (pkg/kubelet/stats/pidlimit Stats);
     None when either cannot be read."""
     try:
-        return min(int(read_text(sysctl / "pid_max")), int(read_text(sysctl / "threads-max")))
+        return min(int((sysctl / "pid_max").read_text()), int((sysctl / "threads-max").read_text()))
     except (OSError, ValueError):
         return None
 
@@ -111,7 +110,7 @@ def pid_capacity(sysctl: Path = Path("/proc/sys/kernel")) -> int | None:
 def running_tasks(proc: Path = Path("/proc")) -> int:
     """The tasks (threads included) that exist now: /proc/loadavg's 4th field after its slash, which the kubelet
     prefers to sysinfo(2)'s truncated count (pkg/kubelet/stats/pidlimit runningTaskCount)."""
-    return int(read_text(proc / "loadavg").split()[3].partition("/")[2])
+    return int((proc / "loadavg").read_text().split()[3].partition("/")[2])
 
 
 def node_pids(sysctl: Path = Path("/proc/sys/kernel"), proc: Path = Path("/proc")) -> PidObservation:

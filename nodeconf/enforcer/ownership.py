@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-from nodeconf.enforcer.small_files import read_text
 
 # The mark on each cgroup the agent creates; only root can set or read it, it lives as long as the cgroup.
 OWNER_XATTR = "trusted.nodeconf.owner"
@@ -52,9 +49,9 @@ def foreign_message(directory: Path, kernel: bool | None = None) -> str:
 
 def owner_of(directory: Path, kernel: bool) -> str | None:
     """The owner a directory's mark names (None: no readable mark, or a symlink)."""
+    if directory.is_symlink() or not directory.is_dir():
+        return None
     try:
-        if not stat.S_ISDIR(os.lstat(directory).st_mode):  # one lstat: a symlink is not a directory here
-            return None
         if kernel:
             return os.getxattr(directory, OWNER_XATTR, follow_symlinks=False).decode(errors="replace")
         marker = directory / MARKER_FILE
@@ -104,10 +101,10 @@ def holds_foreign(directory: Path, foreign: list[Path]) -> bool:
 def process_start(pid: int) -> int | None:
     """The process's start time in clock ticks (/proc/PID/stat field 22), to tell a reused pid apart."""
     try:
-        text = read_text(f"/proc/{pid}/stat")
+        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(text.rsplit(")", 1)[1].split()[19])
+    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 def kill_recorded(state: Mapping[str, Any] | None) -> None:

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nodeconf.enforcer.small_files import open_append, read_text
 from nodeconf.workloads import SLEEPER
 
 # The child shell sets its oom_score_adj, then moves itself into the cgroup (so no process shows up there with
@@ -85,11 +84,8 @@ def spawn(argv: Sequence[str], cgroup_dir: Path, oom_score_adj: int,
     """Start argv in its own session inside cgroup_dir with oom_score_adj, output appended to log; pass the
     returned fd to await_ready."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    out = open_append(log)
-    try:
+    with open(log, "ab") as out:
         return _launch(argv, cgroup_dir, oom_score_adj, "nodeconf-start", stdout=out, stderr=out)
-    finally:
-        os.close(out)
 
 
 def spawn_held(argv: Sequence[str], oom_score_adj: int, log: Path) -> tuple[subprocess.Popen[bytes], socket.socket]:
@@ -98,13 +94,10 @@ def spawn_held(argv: Sequence[str], oom_score_adj: int, log: Path) -> tuple[subp
     log.parent.mkdir(parents=True, exist_ok=True)
     channel, theirs = socket.socketpair()
     try:
-        out = open_append(log)
-        try:
+        with open(log, "ab") as out:
             proc = subprocess.Popen(["/bin/sh", "-c", _HELD, "nodeconf-start", str(oom_score_adj), *argv],
                                     stdin=theirs.fileno(), stdout=out, stderr=out, env=dict(_ENV),
                                     start_new_session=True)
-        finally:
-            os.close(out)
     except BaseException:
         channel.close()
         raise
@@ -179,6 +172,6 @@ def _kill_session(proc: subprocess.Popen[bytes]) -> None:
 
 def read_oom_score_adj(pid: int) -> int | None:
     try:
-        return int(read_text(f"/proc/{pid}/oom_score_adj"))
+        return int(Path(f"/proc/{pid}/oom_score_adj").read_text())
     except (OSError, ValueError):
         return None

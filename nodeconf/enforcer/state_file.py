@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nodeconf.enforcer.small_files import write_bytes
-
 STATE_FILE = "state.json"
 LOG_FILE = "agent.log"
 # The serving agent's pid and start time (/proc/PID/stat field 22), and the file it holds locked (flock) for its
@@ -31,7 +29,7 @@ class StateFile:
     def save(self, doc: Mapping[str, Any]) -> None:
         """Write the document atomically (it lets the agent's pods survive its own restart)."""
         tmp = self.path.with_name(STATE_FILE + ".tmp")
-        write_bytes(tmp, json.dumps(doc).encode())
+        tmp.write_text(json.dumps(doc))
         tmp.replace(self.path)
 
     def load(self) -> dict[str, Any] | None:
