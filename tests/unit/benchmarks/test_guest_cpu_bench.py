@@ -3,6 +3,7 @@ script, which must leave the host's cgroups alone (only the guest makes cgroups)
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -27,3 +28,9 @@ def test_only_the_guests_script_touches_cgroups() -> None:
     assert "mkdir" not in guest_cpu_bench.COMMON_SCRIPT
     assert guest_cpu_bench.GUEST_SCRIPT.startswith(guest_cpu_bench.COMMON_SCRIPT)
     assert "/sys/fs/cgroup/nodeconf-guest-cpu-bench" in guest_cpu_bench.GUEST_SCRIPT
+
+
+def test_the_guest_runs_each_step_once() -> None:
+    """A step run twice would cost the guest its time again and report only its second run."""
+    steps = re.findall(r"^step (\S+)", guest_cpu_bench.GUEST_SCRIPT, re.MULTILINE)
+    assert steps and len(steps) == len(set(steps))
